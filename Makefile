@@ -1,0 +1,54 @@
+# synthpipe: small Unix filters that turn prompts into training data with exact
+# token accounting. `make help` lists the targets.
+
+GO      ?= go
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  := $(DESTDIR)$(PREFIX)/bin
+MANDIR  := $(DESTDIR)$(PREFIX)/share/man
+TOOLS   := $(notdir $(wildcard cmd/*))
+
+.PHONY: help build test vet fmt-check man bench demo install uninstall clean
+
+help:
+	@echo "make build     build every tool into bin/"
+	@echo "make test      vet, gofmt check, unit and end-to-end tests"
+	@echo "make demo      run the whole pipeline on the bundled prompts against the simulator"
+	@echo "make bench     benchmarks side by side with their reference tools"
+	@echo "make man       regenerate man/ from the CLI definitions"
+	@echo "make install   install binaries and man pages under PREFIX (DESTDIR honoured)"
+	@echo "make clean     remove build output"
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+test: vet fmt-check
+	$(GO) test ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l cmd lib scripts tests); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+man:
+	$(GO) run ./scripts/genman man
+
+bench: build
+	bash scripts/bench.sh
+
+demo: build
+	bash scripts/demo.sh
+
+install: build
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7
+	for t in $(TOOLS); do install -m 0755 bin/$$t $(BINDIR)/$$t; done
+	install -m 0644 man/*.1 $(MANDIR)/man1/
+	install -m 0644 man/*.7 $(MANDIR)/man7/
+
+uninstall:
+	for t in $(TOOLS); do rm -f $(BINDIR)/$$t $(MANDIR)/man1/$$t.1; done
+	rm -f $(MANDIR)/man7/synthpipe-records.7
+
+clean:
+	rm -rf bin

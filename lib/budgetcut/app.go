@@ -1,0 +1,82 @@
+// Package budgetcut is the budget-cut tool: it passes whole records until the
+// next one would take the running token total past a budget, then stops, so
+// that whatever feeds it stops too.
+package budgetcut
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+const (
+	flagTokens    = "tokens"
+	flagAlready   = "already"
+	flagUsed      = "used"
+	flagCount     = "count"
+	flagPath      = "path"
+	flagInclusive = "inclusive"
+	flagOutput    = "output"
+	flagAppend    = "append"
+)
+
+// NewApp returns a fresh budget-cut command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "budget-cut",
+		Usage:     "pass JSONL records until a token budget is reached, then stop",
+		ArgsUsage: "[FILE...]",
+		Description: `budget-cut reads records (files, or stdin when none or "-"; gzip and zstd
+are read transparently) and writes them unchanged until the next record would
+take the running total past --tokens. It then stops reading and exits 0: the
+process feeding it sees a closed pipe and stops too, so no more tokens are
+bought than the budget allows.
+
+A record's tokens are prompt_tokens + completion_tokens (falling back to the
+lengths of input_ids and output_ids, then to usage); --count and --path choose
+otherwise. Tokens already spent count against the budget: --already names
+earlier outputs (a torn last line in them is ignored), --used gives a number.
+With -o FILE --append the existing FILE counts as already spent too, a torn
+last line in it is cut off first (kept in FILE.torn), and every record is
+written whole and flushed.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagTokens, Aliases: []string{"n"}, EnvVars: []string{cliutil.EnvName(flagTokens)},
+				Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number)"},
+			&cli.StringSliceFlag{Name: flagAlready, EnvVars: []string{cliutil.EnvName(flagAlready)},
+				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable)"},
+			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},
+			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion"},
+			&cli.StringFlag{Name: flagPath, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
+			&cli.BoolFlag{Name: flagInclusive, Usage: "also pass the record that crosses the budget"},
+			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout, flushing each record"},
+			&cli.BoolFlag{Name: flagAppend, Usage: "with -o: append to FILE (its tokens count as spent; a torn last line is cut off first)"},
+			cliutil.IDPathFlag(),
+			cliutil.QuietFlag(),
+			cliutil.MaxLineFlag(),
+			cliutil.SkipInvalidFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: cliutil.EnvName(flagTokens), Meaning: "default for --tokens"},
+			{Name: cliutil.EnvName(flagAlready), Meaning: "default for --already (one file)"},
+			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
+			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "stop generating once out.jsonl holds 10M tokens, across resumed runs",
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append"},
+			{Comment: "the same with a shell redirection",
+				Command: "generate --url URL < req.jsonl | budget-cut --tokens 10M --already out.jsonl >> out.jsonl"},
+			{Comment: "keep the first 250k completion tokens of a finished file",
+				Command: "budget-cut --tokens 250k --count completion big.jsonl.zst > sample.jsonl"},
+		},
+		SeeAlso: []string{"generate(1)", "tokstat(1)", "dedupe-resume(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs budget-cut and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}

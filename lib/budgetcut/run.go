@@ -1,0 +1,179 @@
+package budgetcut
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// config is budget-cut's flags, checked.
+type config struct {
+	budget    int64
+	used      int64
+	already   []string
+	mode      record.CountMode
+	path      string
+	inclusive bool
+	output    string
+	appendTo  bool
+	quiet     bool
+	idPath    string
+	input     jsonl.Options
+}
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		already:   c.StringSlice(flagAlready),
+		path:      c.String(flagPath),
+		inclusive: c.Bool(flagInclusive),
+		output:    c.String(flagOutput),
+		appendTo:  c.Bool(flagAppend),
+		quiet:     c.Bool(cliutil.FlagQuiet),
+		idPath:    c.String(cliutil.FlagIDPath),
+	}
+	if !c.IsSet(flagTokens) {
+		return nil, cliutil.Usagef("--tokens is required (e.g. --tokens 10M)")
+	}
+	var err error
+	if cfg.budget, err = cliutil.ParseCount(c.String(flagTokens)); err != nil {
+		return nil, cliutil.Usagef("--tokens: %v", err)
+	}
+	if cfg.used, err = cliutil.ParseCount(c.String(flagUsed)); err != nil {
+		return nil, cliutil.Usagef("--used: %v", err)
+	}
+	if cfg.mode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
+		return nil, cliutil.Usagef("%v", err)
+	}
+	if cfg.appendTo && cfg.output == "" {
+		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
+	}
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	if cfg.appendTo && !slices.Contains(cfg.already, cfg.output) {
+		cfg.already = append(cfg.already, cfg.output)
+	}
+	return cfg, nil
+}
+
+// stopReason says why the pass ended, for the summary.
+type stopReason struct {
+	text string
+}
+
+func run(c *cli.Context) (err error) {
+	cfg, err := parse(c)
+	if err != nil {
+		return err
+	}
+	stderr, name := c.App.ErrWriter, c.App.Name
+	scan := record.NewScanner(cfg.idPath, false, cfg.path)
+
+	var out *jsonl.Writer
+	if cfg.output != "" {
+		// Open (and repair) the output before counting it as already spent.
+		f, err := jsonl.CreateOutput(cfg.output, cfg.appendTo, cliutil.Warner(c))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		out = f.Writer
+	} else {
+		out = jsonl.NewWriter(c.App.Writer)
+		defer func() {
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+		}()
+	}
+
+	spent := cfg.used
+	if len(cfg.already) > 0 {
+		n, _, err := record.SumTokens(c.App.Reader, cfg.already, cfg.input, scan, cfg.mode)
+		if err != nil {
+			return err
+		}
+		spent += n
+	}
+	if spent >= cfg.budget && cfg.budget > 0 || cfg.budget == 0 {
+		if !cfg.quiet {
+			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s tokens spent; passing nothing",
+				group(spent), group(cfg.budget), cfg.mode)
+		}
+		return nil
+	}
+
+	opt := cfg.input
+	opt.BeforeRead = out.Flush
+	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	var passed, tokens int64
+	reason := "input ended"
+	for in.Next() {
+		info, err := scan.Scan(in.Bytes())
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return err
+			}
+			continue
+		}
+		t := info.Tokens(cfg.mode)
+		if spent+t > cfg.budget {
+			reason = fmt.Sprintf("budget reached: the next record%s has %s tokens, %s were left", idNote(info), group(t), group(cfg.budget-spent))
+			if !cfg.inclusive {
+				break
+			}
+			reason += " (passed it: --inclusive)"
+		}
+		if err := out.Write(in.Bytes()); err != nil {
+			return err
+		}
+		passed++
+		tokens += t
+		spent += t
+		if spent > cfg.budget || (spent == cfg.budget && cfg.inclusive) {
+			break
+		}
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	if !cfg.quiet {
+		left := max(cfg.budget-spent, 0)
+		cliutil.Notef(stderr, name, "passed %s records, %s %s tokens; %s of %s left; %s",
+			group(passed), group(tokens), cfg.mode, group(left), group(cfg.budget), reason)
+	}
+	return nil
+}
+
+func idNote(info record.Info) string {
+	if info.HasID {
+		return fmt.Sprintf(" (id %q)", info.ID)
+	}
+	return ""
+}
+
+// group writes n with thousands separators: budgets are read by people.
+func group(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + group(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,52 @@
+package cliutil
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseCount reads a count such as 250k, 10M, 1.5G or 12345. Suffixes are
+// powers of ten (k, M, G, T; case-insensitive except that "m" is accepted for
+// "M" since nobody means milli-tokens); Ki, Mi, Gi, Ti are powers of two, for
+// byte sizes. The result must be a whole, non-negative number.
+func ParseCount(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("empty number")
+	}
+	mult := 1.0
+	lower := strings.ToLower(t)
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{
+		{"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30}, {"ti", 1 << 40},
+		{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12},
+	} {
+		if strings.HasSuffix(lower, u.suffix) {
+			mult = u.mult
+			t = t[:len(t)-len(u.suffix)]
+			break
+		}
+	}
+	if t == "" || strings.HasPrefix(t, "+") {
+		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	v := f * mult
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("%q is not a whole number", s)
+	}
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(v), nil
+}

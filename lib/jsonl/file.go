@@ -1,0 +1,127 @@
+package jsonl
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// OutputFile is an output the tool controls (-o FILE): every record reaches
+// the file whole and flushed, and a write that fails part-way (a full disk)
+// is cut back so that the file still ends in a whole record.
+type OutputFile struct {
+	*Writer
+	f    *safeFile
+	path string
+}
+
+// CreateOutput opens path for writing records: truncated, or appended to with
+// appendMode. When appending, a torn last line left by an earlier run that was
+// killed is cut off first and kept in path+".torn"; warn says so.
+func CreateOutput(path string, appendMode bool, warn func(string)) (*OutputFile, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendMode {
+		flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, exitcode.CantCreatef("create %s: %v", path, unwrapPath(err))
+	}
+	size := int64(0)
+	if appendMode {
+		if size, err = cutTornTail(f, path, warn); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	sf := &safeFile{f: f, path: path, good: size}
+	w := NewWriter(sf)
+	w.SetFlushEach(true)
+	return &OutputFile{Writer: w, f: sf, path: path}, nil
+}
+
+// Close flushes and closes the file.
+func (o *OutputFile) Close() error {
+	ferr := o.Flush()
+	cerr := o.f.f.Close()
+	if ferr != nil {
+		return ferr
+	}
+	if cerr != nil {
+		return exitcode.IOErrorf("close %s: %v", o.path, unwrapPath(cerr))
+	}
+	return nil
+}
+
+// cutTornTail removes bytes after the last newline of f and saves them to
+// path.torn. It returns the size of what is kept.
+func cutTornTail(f *os.File, path string, warn func(string)) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, exitcode.CantCreatef("stat %s: %v", path, unwrapPath(err))
+	}
+	size := fi.Size()
+	if size == 0 || !fi.Mode().IsRegular() {
+		return size, nil
+	}
+	// Walk back in chunks to the last newline.
+	const chunk = 64 << 10
+	end := size
+	buf := make([]byte, chunk)
+	for end > 0 {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && err != io.EOF {
+			return 0, exitcode.NoInputf("read %s: %v", path, unwrapPath(err))
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = start + int64(i) + 1
+			break
+		}
+		end = start
+	}
+	if end == size {
+		return size, nil
+	}
+	torn := make([]byte, size-end)
+	if _, err := f.ReadAt(torn, end); err != nil && err != io.EOF {
+		return 0, exitcode.NoInputf("read %s: %v", path, unwrapPath(err))
+	}
+	if err := os.WriteFile(path+".torn", torn, 0o644); err != nil {
+		return 0, exitcode.CantCreatef("save the torn last line of %s: %v", path, unwrapPath(err))
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, exitcode.IOErrorf("cut the torn last line of %s: %v", path, unwrapPath(err))
+	}
+	if warn != nil {
+		warn(fmt.Sprintf("%s: cut off a torn last line (%d bytes, kept in %s.torn): that record will be redone", path, size-end, path))
+	}
+	return end, nil
+}
+
+// safeFile is an *os.File that undoes a partial write.
+type safeFile struct {
+	f    *os.File
+	path string
+	good int64 // size after the last whole write
+}
+
+func (s *safeFile) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if err == nil {
+		s.good += int64(n)
+		return n, nil
+	}
+	msg := fmt.Sprintf("write %s: %v", s.path, unwrapPath(err))
+	if n > 0 {
+		if terr := s.f.Truncate(s.good); terr == nil {
+			msg += " (the partial record was removed; the file ends in a whole record)"
+		} else {
+			msg += fmt.Sprintf(" (and removing the partial record failed: %v)", unwrapPath(terr))
+		}
+	}
+	return 0, exitcode.IOErrorf("%s", msg)
+}

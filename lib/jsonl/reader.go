@@ -1,0 +1,331 @@
+// Package jsonl reads and writes JSON Lines the way every synthpipe tool
+// needs: files or stdin, gzip and zstd by magic bytes, lines of any length up
+// to a cap, positions in every error, torn last lines detected, and a writer
+// that emits whole lines only.
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// DefaultMaxLine is the longest line read unless raised: far beyond any
+// real record (a 16k-token answer is ~100 KB, a long agent trajectory a few
+// MB) but small enough that a file of garbage without newlines fails fast.
+const DefaultMaxLine = 64 << 20
+
+// MaxLineLimit is the highest cap that may be set.
+const MaxLineLimit = 1 << 30
+
+// StdinName is how standard input is named in messages.
+const StdinName = "<stdin>"
+
+// Options tunes a Reader. The zero value reads strictly with the defaults.
+type Options struct {
+	// MaxLine caps a line's length in bytes (0: DefaultMaxLine).
+	MaxLine int
+	// MaxLineFlag names the flag that raises MaxLine, for the error message.
+	MaxLineFlag string
+	// Validate checks that every line is one JSON object. Tools that scan
+	// each record themselves (record.Scan validates as it goes) leave it off
+	// and call Reader.Invalid with their own error.
+	Validate bool
+	// SkipInvalid counts invalid lines (see Reader.Stats) and goes on instead
+	// of stopping with an error.
+	SkipInvalid bool
+	// Warn receives notes for the user, such as a torn last line. nil: dropped.
+	Warn func(msg string)
+	// BeforeRead runs before every read that may block: writers flush there,
+	// so that a slow producer's records reach the next stage at once, and a
+	// signal that arrives while waiting finds nothing unflushed.
+	BeforeRead func() error
+	// Context, when done, stops reading with its cause.
+	Context context.Context
+}
+
+// Stats counts what a Reader saw.
+type Stats struct {
+	Records int64 // lines returned by Next
+	Blank   int64 // empty or white-space lines skipped
+	Invalid int64 // lines skipped by SkipInvalid
+	Torn    int64 // files that ended in a line without its newline
+	Bytes   int64 // uncompressed bytes read
+}
+
+// Reader iterates over the records of one or more files in order.
+type Reader struct {
+	opt     Options
+	stdin   io.Reader
+	names   []string
+	idx     int
+	cur     *source
+	line    []byte
+	lineNo  int64
+	err     error
+	stats   Stats
+	maxLine int
+}
+
+// Open prepares to read names in order ("-" or no names: stdin). Every file is
+// checked up front, so that a missing third file fails before the first is
+// consumed.
+func Open(stdin io.Reader, names []string, opt Options) (*Reader, error) {
+	if len(names) == 0 {
+		names = []string{"-"}
+	}
+	maxLine := opt.MaxLine
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	if maxLine > MaxLineLimit {
+		return nil, exitcode.Usagef("line cap %d is above the limit of 1 GiB", maxLine)
+	}
+	for _, n := range names {
+		if n == "-" {
+			continue
+		}
+		if err := checkReadable(n); err != nil {
+			return nil, err
+		}
+	}
+	return &Reader{opt: opt, stdin: stdin, names: names, idx: -1, maxLine: maxLine}, nil
+}
+
+func checkReadable(name string) error {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))
+	}
+	if fi.IsDir() {
+		return exitcode.NoInputf("%s is a directory, not a JSONL file", name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))
+	}
+	return f.Close()
+}
+
+// unwrapPath drops the *PathError's own "open NAME:" so that messages name
+// the file once.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Next advances to the next record and reports whether there is one.
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for {
+		if r.cur == nil {
+			if !r.openNext() {
+				return false
+			}
+		}
+		line, err := r.cur.lines.next()
+		if err == io.EOF {
+			r.closeCur()
+			continue
+		}
+		r.lineNo++
+		var torn *tornError
+		switch {
+		case errors.As(err, &torn):
+			r.stats.Torn++
+			r.warn(fmt.Sprintf("%s:%d: torn last line (%d bytes with no final newline) ignored: the writer was probably stopped mid-record; that record counts as not done", r.Name(), r.lineNo, torn.n))
+			r.closeCur()
+			continue
+		case errors.Is(err, errLineTooLong):
+			if e := r.Invalid(&tooLongError{limit: r.maxLine, flag: r.flagName()}); e != nil {
+				return false
+			}
+			continue
+		case err != nil:
+			r.err = r.readError(err)
+			return false
+		}
+		r.stats.Bytes += int64(len(line)) + 1
+		if r.lineNo == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			r.stats.Blank++
+			continue
+		}
+		if r.opt.Validate {
+			if err := ScanObject(line, nil); err != nil {
+				if e := r.Invalid(err); e != nil {
+					return false
+				}
+				continue
+			}
+		}
+		r.line = line
+		r.stats.Records++
+		return true
+	}
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+func (r *Reader) flagName() string {
+	if r.opt.MaxLineFlag != "" {
+		return r.opt.MaxLineFlag
+	}
+	return "--max-line"
+}
+
+func (r *Reader) openNext() bool {
+	if r.idx+1 >= len(r.names) {
+		return false
+	}
+	r.idx++
+	r.lineNo = 0
+	name := r.names[r.idx]
+	var raw io.Reader
+	var closer io.Closer
+	if name == "-" {
+		raw = r.stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			r.err = exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))
+			return false
+		}
+		raw, closer = f, f
+	}
+	src, err := newSource(raw, closer, r.maxLine, r.beforeRead)
+	if err != nil {
+		if closer != nil {
+			closer.Close()
+		}
+		r.err = r.readError(err)
+		return false
+	}
+	r.cur = src
+	return true
+}
+
+func (r *Reader) beforeRead() error {
+	if r.opt.Context != nil && r.opt.Context.Err() != nil {
+		return context.Cause(r.opt.Context)
+	}
+	if r.opt.BeforeRead != nil {
+		return r.opt.BeforeRead()
+	}
+	return nil
+}
+
+func (r *Reader) closeCur() {
+	if r.cur != nil {
+		r.cur.close()
+		r.cur = nil
+	}
+}
+
+// readError turns a failure of the byte stream (not of a line's JSON) into an
+// error naming the file: a corrupt or truncated gzip/zstd stream is bad data
+// (65); a failed read is an unreadable input (66). Errors the BeforeRead hook
+// returned (a closed downstream, a signal) pass through untouched.
+func (r *Reader) readError(err error) error {
+	var hook *hookError
+	if errors.As(err, &hook) {
+		return hook.err
+	}
+	var dec *decodeError
+	if errors.As(err, &dec) {
+		return exitcode.DataErrorf("%s: %v (the compressed file is damaged or truncated)", r.Name(), dec.err)
+	}
+	return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("read %s: %w", r.Name(), err))
+}
+
+// Invalid reports that the current line is unusable. With SkipInvalid it
+// counts the line and returns nil (the caller moves on); otherwise it returns
+// (and keeps) an exit-65 error naming FILE:LINE.
+func (r *Reader) Invalid(cause error) error {
+	if r.opt.SkipInvalid {
+		r.stats.Invalid++
+		return nil
+	}
+	hint := " (fix or remove that line, or pass --skip-invalid to count and skip such lines)"
+	var tooLong *tooLongError
+	if errors.As(cause, &tooLong) {
+		hint = ""
+	}
+	r.err = exitcode.DataErrorf("%s: %v%s", r.Pos(), cause, hint)
+	return r.err
+}
+
+// Bytes returns the current record's line, without its newline (and without a
+// trailing CR or a leading BOM). It is valid until the next call to Next.
+func (r *Reader) Bytes() []byte { return r.line }
+
+// Name is the current file's name as messages show it.
+func (r *Reader) Name() string {
+	if r.idx < 0 || r.idx >= len(r.names) {
+		return ""
+	}
+	if r.names[r.idx] == "-" {
+		return StdinName
+	}
+	return r.names[r.idx]
+}
+
+// Line is the current line number in the current file, from 1.
+func (r *Reader) Line() int64 { return r.lineNo }
+
+// Pos is "FILE:LINE" for messages.
+func (r *Reader) Pos() string { return fmt.Sprintf("%s:%d", r.Name(), r.lineNo) }
+
+// Err returns the error that stopped Next, if any.
+func (r *Reader) Err() error { return r.err }
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() Stats { return r.stats }
+
+// Close releases the open file, if any.
+func (r *Reader) Close() error {
+	r.closeCur()
+	return nil
+}
+
+func (r *Reader) warn(msg string) {
+	if r.opt.Warn != nil {
+		r.opt.Warn(msg)
+	}
+}
+
+type tooLongError struct {
+	limit int
+	flag  string
+}
+
+func (e *tooLongError) Error() string {
+	return fmt.Sprintf("line longer than %s; raise the cap with %s (up to 1G)", humanBytes(e.limit), e.flag)
+}
+
+func humanBytes(n int) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

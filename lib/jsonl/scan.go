@@ -1,0 +1,451 @@
+package jsonl
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// SyntaxError says where a line stops being JSON. Offset counts bytes from the
+// start of the line, from 1, as an editor's column would.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// byte classes for the scanner's hot loops
+const (
+	clOther = iota
+	clDigit
+	clSpace
+	clComma
+)
+
+var class [256]uint8
+
+func init() {
+	for c := '0'; c <= '9'; c++ {
+		class[c] = clDigit
+	}
+	for _, c := range " \t\r\n" {
+		class[c] = clSpace
+	}
+	class[','] = clComma
+}
+
+// Member is one top-level member of an object: its key (without quotes, still
+// escaped) and its raw value.
+type Member struct {
+	Key   []byte
+	Value []byte
+}
+
+// ScanObject checks that line is exactly one JSON object (surrounding white
+// space allowed) and calls visit, if not nil, for each of its top-level
+// members in order. It is strict (RFC 8259, valid UTF-8 in strings) and fast
+// on the shape that dominates generated data: long arrays of small integers,
+// which it crosses in one tight loop without decoding them.
+func ScanObject(line []byte, visit func(Member)) error {
+	s := scanner{b: line}
+	s.skipSpace()
+	if s.i >= len(s.b) {
+		return s.fail("empty line where a JSON object was expected")
+	}
+	if s.b[s.i] != '{' {
+		if err := s.value(0); err != nil {
+			return err
+		}
+		return &SyntaxError{Offset: 1, Msg: "a record must be a JSON object, not " + kindOf(line[skipLeading(line)])}
+	}
+	s.i++
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return s.end()
+	}
+	for {
+		s.skipSpace()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return s.fail("expected a string key")
+		}
+		k0 := s.i + 1
+		if err := s.str(); err != nil {
+			return err
+		}
+		key := s.b[k0 : s.i-1]
+		s.skipSpace()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return s.fail("expected ':' after key")
+		}
+		s.i++
+		s.skipSpace()
+		v0 := s.i
+		if err := s.value(1); err != nil {
+			return err
+		}
+		if visit != nil {
+			visit(Member{Key: key, Value: s.b[v0:s.i]})
+		}
+		s.skipSpace()
+		if s.i >= len(s.b) {
+			return s.fail("expected ',' or '}'")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return s.end()
+		default:
+			return s.fail("expected ',' or '}'")
+		}
+	}
+}
+
+// IntArrayLen counts the elements of v, the raw text of an array of
+// non-negative integers, without decoding them. ok is false when v is not
+// such an array (it may still be valid JSON of another shape).
+func IntArrayLen(v []byte) (n int, ok bool) {
+	if len(v) == 0 || v[0] != '[' {
+		return 0, false
+	}
+	s := scanner{b: v, i: 1}
+	n, ok = s.intRun()
+	if !ok || s.i != len(v) {
+		return 0, false
+	}
+	return n, true
+}
+
+// Valid reports whether b is one JSON value of any kind.
+func Valid(b []byte) bool {
+	s := scanner{b: b}
+	s.skipSpace()
+	if err := s.value(0); err != nil {
+		return false
+	}
+	return s.end() == nil
+}
+
+func skipLeading(b []byte) int {
+	i := 0
+	for i < len(b) && class[b[i]] == clSpace {
+		i++
+	}
+	return i
+}
+
+func kindOf(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) fail(msg string) error {
+	if s.i >= len(s.b) {
+		return &SyntaxError{Offset: len(s.b) + 1, Msg: "unexpected end of line: " + msg}
+	}
+	return &SyntaxError{Offset: s.i + 1, Msg: fmt.Sprintf("%s, found %s", msg, quoteByte(s.b[s.i]))}
+}
+
+func quoteByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return fmt.Sprintf("'%c'", c)
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+func (s *scanner) end() error {
+	s.skipSpace()
+	if s.i != len(s.b) {
+		return s.fail("expected end of line after the JSON value")
+	}
+	return nil
+}
+
+func (s *scanner) skipSpace() {
+	for s.i < len(s.b) && class[s.b[s.i]] == clSpace {
+		s.i++
+	}
+}
+
+func (s *scanner) value(depth int) error {
+	if depth > maxDepth {
+		return s.fail("nesting deeper than 10000")
+	}
+	if s.i >= len(s.b) {
+		return s.fail("expected a value")
+	}
+	switch c := s.b[s.i]; {
+	case c == '"':
+		return s.str()
+	case c == '{':
+		return s.object(depth)
+	case c == '[':
+		return s.array(depth)
+	case c == '-' || class[c] == clDigit:
+		return s.number()
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return s.fail("expected a value")
+}
+
+func (s *scanner) literal(word string) error {
+	if len(s.b)-s.i >= len(word) && string(s.b[s.i:s.i+len(word)]) == word {
+		s.i += len(word)
+		return nil
+	}
+	return s.fail("expected " + word)
+}
+
+func (s *scanner) object(depth int) error {
+	s.i++ // '{'
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.skipSpace()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return s.fail("expected a string key")
+		}
+		if err := s.str(); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return s.fail("expected ':' after key")
+		}
+		s.i++
+		s.skipSpace()
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if s.i >= len(s.b) {
+			return s.fail("expected ',' or '}'")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return s.fail("expected ',' or '}'")
+		}
+	}
+}
+
+func (s *scanner) array(depth int) error {
+	s.i++ // '['
+	if _, ok := s.intRun(); ok {
+		return nil
+	}
+	s.skipSpace()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.skipSpace()
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if s.i >= len(s.b) {
+			return s.fail("expected ',' or ']'")
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return s.fail("expected ',' or ']'")
+		}
+	}
+}
+
+// intRun crosses an array of non-negative integers ("[1, 22,333]") from just
+// after its '[' in one pass and returns the element count. It gives up
+// (ok=false, position unchanged) on anything else, leaving the general path
+// to parse and report it.
+func (s *scanner) intRun() (n int, ok bool) {
+	b, i := s.b, s.i
+	for i < len(b) && class[b[i]] == clSpace {
+		i++
+	}
+	if i < len(b) && b[i] == ']' {
+		s.i = i + 1
+		return 0, true
+	}
+	for {
+		// one integer: no leading zeros
+		if i >= len(b) || class[b[i]] != clDigit {
+			return 0, false
+		}
+		if b[i] == '0' && i+1 < len(b) && class[b[i+1]] == clDigit {
+			return 0, false
+		}
+		i++
+		for i < len(b) && class[b[i]] == clDigit {
+			i++
+		}
+		n++
+		for i < len(b) && class[b[i]] == clSpace {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+			for i < len(b) && class[b[i]] == clSpace {
+				i++
+			}
+		case ']':
+			s.i = i + 1
+			return n, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func (s *scanner) number() error {
+	b := s.b
+	if b[s.i] == '-' {
+		s.i++
+	}
+	if s.i >= len(b) || class[b[s.i]] != clDigit {
+		return s.fail("expected a digit")
+	}
+	if b[s.i] == '0' {
+		s.i++
+		if s.i < len(b) && class[b[s.i]] == clDigit {
+			return s.fail("leading zero in a number")
+		}
+	} else {
+		for s.i < len(b) && class[b[s.i]] == clDigit {
+			s.i++
+		}
+	}
+	if s.i < len(b) && b[s.i] == '.' {
+		s.i++
+		if s.i >= len(b) || class[b[s.i]] != clDigit {
+			return s.fail("expected a digit after '.'")
+		}
+		for s.i < len(b) && class[b[s.i]] == clDigit {
+			s.i++
+		}
+	}
+	if s.i < len(b) && (b[s.i] == 'e' || b[s.i] == 'E') {
+		s.i++
+		if s.i < len(b) && (b[s.i] == '+' || b[s.i] == '-') {
+			s.i++
+		}
+		if s.i >= len(b) || class[b[s.i]] != clDigit {
+			return s.fail("expected a digit in the exponent")
+		}
+		for s.i < len(b) && class[b[s.i]] == clDigit {
+			s.i++
+		}
+	}
+	return nil
+}
+
+func (s *scanner) str() error {
+	b := s.b
+	start := s.i
+	s.i++ // opening quote
+	ascii := true
+	for s.i < len(b) {
+		c := b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			if !ascii && !utf8.Valid(b[start:s.i]) {
+				s.i = start + firstInvalidUTF8(b[start:s.i])
+				return s.fail("invalid UTF-8 in a string")
+			}
+			return nil
+		case c == '\\':
+			if err := s.escape(); err != nil {
+				return err
+			}
+			continue
+		case c < 0x20:
+			return s.fail("control character in a string (escape it)")
+		case c >= 0x80:
+			ascii = false
+		}
+		s.i++
+	}
+	return s.fail("unterminated string")
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return 0
+}
+
+func (s *scanner) escape() error {
+	b := s.b
+	s.i++ // backslash
+	if s.i >= len(b) {
+		return s.fail("unterminated escape")
+	}
+	switch b[s.i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i++
+		return nil
+	case 'u':
+		s.i++
+		for k := 0; k < 4; k++ {
+			if s.i >= len(b) || !isHex(b[s.i]) {
+				return s.fail("expected 4 hex digits after \\u")
+			}
+			s.i++
+		}
+		return nil
+	}
+	return s.fail("invalid escape")
+}
+
+func isHex(c byte) bool {
+	return class[c] == clDigit || (c|0x20 >= 'a' && c|0x20 <= 'f')
+}

@@ -1,0 +1,189 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+var (
+	gzipMagic = []byte{0x1f, 0x8b}
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+)
+
+// errLineTooLong is returned by lineSplitter when a line passes the cap; the
+// splitter has then skipped to the start of the next line.
+var errLineTooLong = errors.New("line too long")
+
+// tornError is a last line with no newline: its writer stopped mid-record.
+type tornError struct{ n int }
+
+func (e *tornError) Error() string { return "torn last line" }
+
+// decodeError marks a failure of the decompressor, as opposed to the file.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+
+// hookError carries an error from the BeforeRead hook through the reads.
+type hookError struct{ err error }
+
+func (e *hookError) Error() string { return e.err.Error() }
+
+// source is one open input: the file, its decompressor and the line splitter.
+type source struct {
+	lines  *lineSplitter
+	closer []io.Closer
+}
+
+func (s *source) close() {
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		s.closer[i].Close()
+	}
+}
+
+// hookedReader runs the hook before every read of the underlying stream.
+type hookedReader struct {
+	r    io.Reader
+	hook func() error
+}
+
+func (h *hookedReader) Read(p []byte) (int, error) {
+	if err := h.hook(); err != nil {
+		return 0, &hookError{err}
+	}
+	return h.r.Read(p)
+}
+
+// decodingReader marks the decompressor's errors so they read as bad data.
+type decodingReader struct{ r io.Reader }
+
+func (d *decodingReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err != nil && err != io.EOF {
+		var hook *hookError
+		if !errors.As(err, &hook) {
+			err = &decodeError{err}
+		}
+	}
+	return n, err
+}
+
+func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error) (*source, error) {
+	src := &source{}
+	if closer != nil {
+		src.closer = append(src.closer, closer)
+	}
+	br := bufio.NewReaderSize(&hookedReader{r: raw, hook: hook}, 64<<10)
+	head, err := br.Peek(4)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, err
+	}
+	var r io.Reader = br
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &decodeError{err}
+		}
+		src.closer = append(src.closer, zr)
+		r = &decodingReader{zr}
+	case bytes.HasPrefix(head, zstdMagic):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
+		if err != nil {
+			return nil, &decodeError{err}
+		}
+		src.closer = append(src.closer, zr.IOReadCloser())
+		r = &decodingReader{zr}
+	}
+	src.lines = newLineSplitter(r, maxLine)
+	return src, nil
+}
+
+// lineSplitter cuts a stream into lines in a buffer of its own, handing out
+// slices of it: no copy per line, and no line-length limit below maxLine.
+type lineSplitter struct {
+	r        io.Reader
+	buf      []byte
+	start    int // first unread byte
+	end      int // end of valid data
+	scanned  int // bytes after start already searched for '\n'
+	eof      bool
+	err      error
+	maxLine  int
+	skipping bool // discarding the rest of an overlong line
+}
+
+const minBuffer = 256 << 10
+
+func newLineSplitter(r io.Reader, maxLine int) *lineSplitter {
+	return &lineSplitter{r: r, buf: make([]byte, minBuffer), maxLine: maxLine}
+}
+
+// next returns the next line without its newline; io.EOF at the end; a
+// *tornError (with the dropped bytes counted) for a final line without a
+// newline; errLineTooLong once for each overlong line.
+func (l *lineSplitter) next() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(l.buf[l.start+l.scanned:l.end], '\n'); i >= 0 {
+			nl := l.start + l.scanned + i
+			line := l.buf[l.start:nl]
+			l.start, l.scanned = nl+1, 0
+			if l.skipping {
+				l.skipping = false
+				continue
+			}
+			if len(line) > l.maxLine {
+				return nil, errLineTooLong
+			}
+			return line, nil
+		}
+		l.scanned = l.end - l.start
+		if l.skipping {
+			l.start, l.scanned = l.end, 0
+		} else if l.scanned > l.maxLine {
+			l.skipping = true
+			l.start, l.scanned = l.end, 0
+			return nil, errLineTooLong
+		}
+		if l.eof {
+			if l.err != nil {
+				return nil, l.err
+			}
+			if n := l.end - l.start; n > 0 && !l.skipping {
+				l.start = l.end
+				return nil, &tornError{n: n}
+			}
+			return nil, io.EOF
+		}
+		l.fill()
+	}
+}
+
+// fill reads more data, first moving the partial line to the front of the
+// buffer, growing the buffer when a line is longer than it.
+func (l *lineSplitter) fill() {
+	if l.start > 0 {
+		n := copy(l.buf, l.buf[l.start:l.end])
+		l.start, l.end = 0, n
+	}
+	if l.end == len(l.buf) {
+		grown := make([]byte, 2*len(l.buf))
+		copy(grown, l.buf[:l.end])
+		l.buf = grown
+	} else if l.end == 0 && len(l.buf) > 4*minBuffer {
+		l.buf = make([]byte, minBuffer) // give back the memory of a huge line
+	}
+	n, err := l.r.Read(l.buf[l.end:])
+	l.end += n
+	if err != nil {
+		l.eof = true
+		if err != io.EOF {
+			l.err = err
+		}
+	}
+}

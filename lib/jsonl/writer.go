@@ -1,0 +1,82 @@
+package jsonl
+
+import (
+	"io"
+	"os"
+)
+
+// DefaultWriteBuffer is the Writer's buffer size.
+const DefaultWriteBuffer = 64 << 10
+
+// Writer writes records as lines. It only ever hands whole lines to the
+// underlying writer, so a process stopped between two writes leaves no torn
+// record behind, and it is sticky: after the first error every call returns
+// it (a closed pipe ends the run, it does not repeat).
+type Writer struct {
+	w         io.Writer
+	buf       []byte
+	size      int
+	flushEach bool
+	err       error
+}
+
+// NewWriter returns a Writer with a DefaultWriteBuffer buffer. It flushes
+// after each record when w is a terminal, where a person is watching.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: w, buf: make([]byte, 0, DefaultWriteBuffer), size: DefaultWriteBuffer, flushEach: IsTerminal(w)}
+}
+
+// SetFlushEach makes every Write reach the underlying writer at once (slow
+// producers, files that others tail).
+func (w *Writer) SetFlushEach(on bool) { w.flushEach = on }
+
+// Write writes line (without newline) and a newline.
+func (w *Writer) Write(line []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) > 0 && len(w.buf)+len(line)+1 > w.size {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, line...)
+	w.buf = append(w.buf, '\n')
+	if w.flushEach || len(w.buf) >= w.size {
+		return w.Flush()
+	}
+	return nil
+}
+
+// Flush writes what is buffered.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.buf)
+	if cap(w.buf) > 4*w.size {
+		w.buf = make([]byte, 0, w.size) // a huge line came through: give it back
+	} else {
+		w.buf = w.buf[:0]
+	}
+	if err != nil {
+		w.err = err
+	}
+	return err
+}
+
+// Buffered is the number of bytes not yet written.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

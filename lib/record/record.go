@@ -1,0 +1,226 @@
+// Package record knows the record contract between the synthpipe tools: where
+// a record's id is, how many tokens it holds, how it ended. It reads what it
+// needs in one pass over the line, validating it as it goes, and never
+// decodes a token-id array just to learn its length.
+package record
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+)
+
+// Field names of the contract (see synthpipe-records(7)).
+const (
+	FieldID               = "id"
+	FieldInputIDs         = "input_ids"
+	FieldOutputIDs        = "output_ids"
+	FieldPromptTokens     = "prompt_tokens"
+	FieldCompletionTokens = "completion_tokens"
+	FieldUsage            = "usage"
+	FieldFinishReason     = "finish_reason"
+	FieldError            = "error"
+)
+
+// Info is what the stream tools need to know about one record.
+type Info struct {
+	ID               string // "" when the record has none (see HasID)
+	HasID            bool
+	PromptTokens     int64
+	CompletionTokens int64
+	FinishReason     string // normalized reason, "" when absent
+	HasError         bool   // carries an "error" member that is not null
+	Custom           int64  // the number at the Scanner's count path
+	HasCustom        bool
+}
+
+// Tokens is the record's token count under mode.
+func (in Info) Tokens(mode CountMode) int64 {
+	if in.HasCustom {
+		return in.Custom
+	}
+	switch mode {
+	case CountPrompt:
+		return in.PromptTokens
+	case CountCompletion:
+		return in.CompletionTokens
+	}
+	return in.PromptTokens + in.CompletionTokens
+}
+
+// Truncated reports whether the answer stopped at its length limit.
+func (in Info) Truncated() bool { return in.FinishReason == "length" }
+
+// Scanner reads Info from lines. Its zero value is not ready: use NewScanner.
+type Scanner struct {
+	idPath   string
+	idTop    []byte // idPath when it names a top-level member directly
+	needID   bool
+	useCount string // gjson path for a custom count, or ""
+}
+
+// NewScanner returns a Scanner. idPath is a gjson path ("id", "meta.uid");
+// needID makes a missing or non-string id an error. countPath, if not empty,
+// is a gjson path whose number is the record's count (Info.Custom), whatever
+// the mode.
+func NewScanner(idPath string, needID bool, countPath string) *Scanner {
+	s := &Scanner{idPath: idPath, needID: needID, useCount: countPath}
+	if idPath == "" {
+		s.idPath = FieldID
+	}
+	if isPlainKey(s.idPath) {
+		s.idTop = []byte(s.idPath)
+	}
+	return s
+}
+
+func isPlainKey(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '.', '*', '?', '|', '#', '@', '\\', '!', '=', '<', '>', '%', '[', ']', '{', '}', '(', ')':
+			return false
+		}
+	}
+	return p != ""
+}
+
+// Scan validates line as one JSON object and returns its Info. Errors say what
+// is wrong with the record; the caller adds the file and line.
+func (s *Scanner) Scan(line []byte) (Info, error) {
+	var (
+		in                                        Info
+		promptTok, complTok, inIDs, outIDs, usage []byte
+		idRaw, finish                             []byte
+	)
+	err := jsonl.ScanObject(line, func(m jsonl.Member) {
+		switch string(m.Key) {
+		case FieldPromptTokens:
+			promptTok = m.Value
+		case FieldCompletionTokens:
+			complTok = m.Value
+		case FieldInputIDs:
+			inIDs = m.Value
+		case FieldOutputIDs:
+			outIDs = m.Value
+		case FieldUsage:
+			usage = m.Value
+		case FieldFinishReason:
+			finish = m.Value
+		case FieldError:
+			in.HasError = !bytes.Equal(m.Value, nullLit)
+		}
+		if s.idTop != nil && bytes.Equal(m.Key, s.idTop) {
+			idRaw = m.Value
+		}
+	})
+	if err != nil {
+		return in, err
+	}
+	if s.idTop == nil {
+		if r := gjson.GetBytes(line, s.idPath); r.Exists() {
+			idRaw = []byte(r.Raw)
+		}
+	}
+	if err := s.readID(&in, idRaw); err != nil {
+		return in, err
+	}
+	if in.PromptTokens, err = countSide(FieldPromptTokens, promptTok, FieldInputIDs, inIDs, usage); err != nil {
+		return in, err
+	}
+	if s.useCount != "" {
+		r := gjson.GetBytes(line, s.useCount)
+		if !r.Exists() {
+			return in, fmt.Errorf("no value at --path %q", s.useCount)
+		}
+		if r.Type != gjson.Number || r.Num < 0 || r.Num != float64(int64(r.Num)) {
+			return in, fmt.Errorf("value at --path %q is %s, not a non-negative integer", s.useCount, r.Raw)
+		}
+		in.Custom, in.HasCustom = int64(r.Num), true
+	}
+	if in.CompletionTokens, err = countSide(FieldCompletionTokens, complTok, FieldOutputIDs, outIDs, usage); err != nil {
+		return in, err
+	}
+	if len(finish) > 0 && finish[0] == '"' {
+		in.FinishReason = unquote(finish)
+	}
+	return in, nil
+}
+
+var nullLit = []byte("null")
+
+func (s *Scanner) readID(in *Info, raw []byte) error {
+	switch {
+	case raw == nil:
+		if s.needID {
+			return fmt.Errorf("no %q field: every record needs a string id (pick another field with --id-path)", s.idPath)
+		}
+	case raw[0] != '"':
+		if s.needID {
+			return fmt.Errorf("%q is %s, not a string: ids must be JSON strings (pick another field with --id-path)", s.idPath, jsonKind(raw))
+		}
+	default:
+		in.ID, in.HasID = unquote(raw), true
+		if in.ID == "" && s.needID {
+			return fmt.Errorf("%q is an empty string: ids must not be empty", s.idPath)
+		}
+	}
+	return nil
+}
+
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// unquote decodes a JSON string literal that the scanner has validated.
+func unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	return gjson.ParseBytes(raw).String()
+}
+
+// errNotCount explains a count field of the wrong type.
+var errNotCount = errors.New("is not a non-negative integer")
+
+// countSide is the count for one side of a record: the explicit count field,
+// else the length of the id array, else the backend's usage figure.
+func countSide(countField string, count []byte, idsField string, ids, usage []byte) (int64, error) {
+	if count != nil && !bytes.Equal(count, nullLit) {
+		n, err := strconv.ParseInt(string(count), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is %s: %w", countField, count, errNotCount)
+		}
+		return n, nil
+	}
+	if ids != nil && !bytes.Equal(ids, nullLit) {
+		n, ok := jsonl.IntArrayLen(ids)
+		if !ok {
+			return 0, fmt.Errorf("%q must be an array of non-negative integer token ids", idsField)
+		}
+		return int64(n), nil
+	}
+	if usage != nil && usage[0] == '{' {
+		if r := gjson.GetBytes(usage, countField); r.Exists() {
+			if r.Type != gjson.Number || r.Num < 0 || r.Num != float64(int64(r.Num)) {
+				return 0, fmt.Errorf("\"usage.%s\" is %s: %w", countField, r.Raw, errNotCount)
+			}
+			return int64(r.Num), nil
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,25 @@
+package toolset
+
+import (
+	_ "embed"
+
+	md2man "github.com/cpuguy83/go-md2man/v2/md2man"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+//go:embed records.7.md
+var recordsPage []byte
+
+// ManPages renders every man page, keyed by file name (budget-cut.1, ...).
+func ManPages() (map[string][]byte, error) {
+	pages := map[string][]byte{"synthpipe-records.7": md2man.Render(recordsPage)}
+	for _, t := range All() {
+		page, err := cliutil.ManPage(t.NewApp())
+		if err != nil {
+			return nil, err
+		}
+		pages[t.Name+".1"] = page
+	}
+	return pages, nil
+}

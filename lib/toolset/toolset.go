@@ -1,0 +1,25 @@
+// Package toolset lists the synthpipe tools in one place, for what handles
+// them all alike: man pages, shell completion, the end-to-end tests.
+package toolset
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/budgetcut"
+)
+
+// Tool is one binary of the toolkit.
+type Tool struct {
+	Name   string
+	NewApp func() *cli.App
+	Main   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// All returns every tool, in pipeline order.
+func All() []Tool {
+	return []Tool{
+		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
+	}
+}
