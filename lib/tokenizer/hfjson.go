@@ -1,0 +1,287 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// hfTokenizerFile is the part of a Hugging Face tokenizer.json synthpipe reads.
+type hfTokenizerFile struct {
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    *hfNormalizer    `json:"normalizer"`
+	PreTokenizer  *hfPreTokenizer  `json:"pre_tokenizer"`
+	PostProcessor *hfPostProcessor `json:"post_processor"`
+	Model         hfModel          `json:"model"`
+}
+
+type hfNormalizer struct {
+	Type        string         `json:"type"`
+	Normalizers []hfNormalizer `json:"normalizers"`
+}
+
+type hfPreTokenizer struct {
+	Type          string           `json:"type"`
+	PreTokenizers []hfPreTokenizer `json:"pretokenizers"`
+	Pattern       struct {
+		Regex  *string `json:"Regex"`
+		String *string `json:"String"`
+	} `json:"pattern"`
+	Behavior       string `json:"behavior"`
+	Invert         bool   `json:"invert"`
+	AddPrefixSpace bool   `json:"add_prefix_space"`
+	UseRegex       bool   `json:"use_regex"`
+}
+
+type hfPostProcessor struct {
+	Type       string            `json:"type"`
+	Processors []hfPostProcessor `json:"processors"`
+	Single     []struct {
+		SpecialToken *struct {
+			ID string `json:"id"`
+		} `json:"SpecialToken"`
+		Sequence *struct {
+			ID string `json:"id"`
+		} `json:"Sequence"`
+	} `json:"single"`
+}
+
+type hfModel struct {
+	Type                    string          `json:"type"`
+	Vocab                   map[string]int  `json:"vocab"`
+	Merges                  json.RawMessage `json:"merges"`
+	IgnoreMerges            bool            `json:"ignore_merges"`
+	ByteFallback            bool            `json:"byte_fallback"`
+	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
+	Dropout                 *float64        `json:"dropout"`
+}
+
+// loadHFTokenizer reads a tokenizer.json; cfg is the tokenizer_config.json
+// beside it, or nil.
+func loadHFTokenizer(path string, cfg *tokenizerConfigFile, chatTemplateFile string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	var f hfTokenizerFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("tokenizer: parse %s: %w", path, err)
+	}
+	t := &Tokenizer{byteLevelSpelling: true}
+	if t.normalize, err = f.Normalizer.build(); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	if t.stages, err = f.PreTokenizer.build(); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	if t.model, err = f.Model.build(); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	t.vocabSize = len(t.model.tokenBytes)
+	added := make([]AddedToken, 0, len(f.AddedTokens))
+	for _, a := range f.AddedTokens {
+		added = append(added, a.token(a.ID))
+	}
+	t.setAddedTokens(added, false)
+	bosFromPost := f.PostProcessor.leadingSpecialToken()
+	t.config = cfg.config(bosFromPost != "")
+	if t.config.BOSToken == "" {
+		t.config.BOSToken = bosFromPost
+	}
+	t.finishConfig(chatTemplateFile)
+	return t, nil
+}
+
+// build returns the normalizer, or an error for one synthpipe does not
+// implement.
+func (n *hfNormalizer) build() (func(string) string, error) {
+	if n == nil {
+		return nil, nil
+	}
+	switch n.Type {
+	case "NFC":
+		return nfc, nil
+	case "Sequence":
+		var steps []func(string) string
+		for i := range n.Normalizers {
+			f, err := n.Normalizers[i].build()
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				steps = append(steps, f)
+			}
+		}
+		switch len(steps) {
+		case 0:
+			return nil, nil
+		case 1:
+			return steps[0], nil
+		}
+		return func(s string) string {
+			for _, f := range steps {
+				s = f(s)
+			}
+			return s
+		}, nil
+	}
+	return nil, fmt.Errorf("unsupported normalizer %q", n.Type)
+}
+
+// build flattens the pre-tokenizer into Split stages and checks that the
+// text is byte-level encoded without extra regex or prefix space.
+func (p *hfPreTokenizer) build() ([]matcher, error) {
+	var stages []matcher
+	byteLevel := false
+	var walk func(p *hfPreTokenizer) error
+	walk = func(p *hfPreTokenizer) error {
+		switch p.Type {
+		case "Sequence":
+			for i := range p.PreTokenizers {
+				if err := walk(&p.PreTokenizers[i]); err != nil {
+					return err
+				}
+			}
+		case "Split":
+			if p.Pattern.Regex == nil {
+				return fmt.Errorf("unsupported Split pattern (only Regex patterns are implemented)")
+			}
+			if p.Behavior != "Isolated" || p.Invert {
+				return fmt.Errorf("unsupported Split behavior %q (invert %v)", p.Behavior, p.Invert)
+			}
+			m, err := matcherForPattern(*p.Pattern.Regex)
+			if err != nil {
+				return err
+			}
+			stages = append(stages, m...)
+		case "ByteLevel":
+			if p.AddPrefixSpace || p.UseRegex {
+				return fmt.Errorf("unsupported ByteLevel pre-tokenizer with add_prefix_space=%v use_regex=%v", p.AddPrefixSpace, p.UseRegex)
+			}
+			byteLevel = true
+		default:
+			return fmt.Errorf("unsupported pre-tokenizer %q", p.Type)
+		}
+		return nil
+	}
+	if p == nil {
+		return nil, fmt.Errorf("no pre_tokenizer: only byte-level BPE is supported")
+	}
+	if err := walk(p); err != nil {
+		return nil, err
+	}
+	if !byteLevel {
+		return nil, fmt.Errorf("pre_tokenizer has no ByteLevel step: only byte-level BPE is supported")
+	}
+	return stages, nil
+}
+
+// leadingSpecialToken returns the special token a TemplateProcessing puts
+// before the sequence (Llama's BOS), or "".
+func (p *hfPostProcessor) leadingSpecialToken() string {
+	if p == nil {
+		return ""
+	}
+	for i := range p.Processors {
+		if s := p.Processors[i].leadingSpecialToken(); s != "" {
+			return s
+		}
+	}
+	if p.Type == "TemplateProcessing" && len(p.Single) > 0 && p.Single[0].SpecialToken != nil {
+		return p.Single[0].SpecialToken.ID
+	}
+	return ""
+}
+
+// build converts the vocabulary to raw bytes and indexes the merge rules
+// by rank, the order HF's BPE applies them in.
+func (m *hfModel) build() (*bpeModel, error) {
+	if m.Type != "BPE" {
+		return nil, fmt.Errorf("unsupported model %q (only BPE)", m.Type)
+	}
+	if m.ByteFallback || (m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "") ||
+		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") || (m.Dropout != nil && *m.Dropout != 0) {
+		return nil, fmt.Errorf("unsupported BPE options (byte_fallback, subword prefix/suffix or dropout)")
+	}
+	size := 0
+	for _, id := range m.Vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("negative id in vocab")
+		}
+		if id+1 > size {
+			size = id + 1
+		}
+	}
+	b := newBPEModel(size)
+	b.wholePieceFirst = m.IgnoreMerges
+	for tok, id := range m.Vocab {
+		raw, ok := fromByteLevel(tok)
+		b.tokenBytes[id], b.tokenOK[id] = raw, true
+		if ok {
+			b.pieceID[raw] = id
+		}
+	}
+	b.indexSingleBytes()
+	pairs, err := parseMerges(m.Merges)
+	if err != nil {
+		return nil, err
+	}
+	b.merges = make(map[uint64]uint64, len(pairs))
+	for rank, p := range pairs {
+		left, okL := m.Vocab[p[0]]
+		right, okR := m.Vocab[p[1]]
+		result, okM := m.Vocab[p[0]+p[1]]
+		if !okL || !okR || !okM {
+			return nil, fmt.Errorf("merge %d (%q %q) names a token missing from the vocab", rank, p[0], p[1])
+		}
+		b.merges[pairKey(uint32(left), uint32(right))] = uint64(rank)<<32 | uint64(result)
+	}
+	return b, nil
+}
+
+// parseMerges reads merges written as "left right" strings or as
+// ["left", "right"] pairs.
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, nil
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(trimmed, &pairs); err == nil {
+		return pairs, nil
+	}
+	var lines []string
+	if err := json.Unmarshal(trimmed, &lines); err != nil {
+		return nil, fmt.Errorf("merges are neither strings nor pairs: %w", err)
+	}
+	pairs = make([][2]string, len(lines))
+	for i, l := range lines {
+		left, right, ok := strings.Cut(l, " ")
+		if !ok {
+			return nil, fmt.Errorf("merge %d %q has no space", i, l)
+		}
+		pairs[i] = [2]string{left, right}
+	}
+	return pairs, nil
+}
+
+func newBPEModel(size int) *bpeModel {
+	return &bpeModel{
+		pieceID:    make(map[string]int, size),
+		tokenBytes: make([]string, size),
+		tokenOK:    make([]bool, size),
+	}
+}
+
+// indexSingleBytes fills byteID from the vocabulary.
+func (b *bpeModel) indexSingleBytes() {
+	for i := range b.byteID {
+		b.byteID[i] = -1
+		if id, ok := b.pieceID[string([]byte{byte(i)})]; ok {
+			b.byteID[i] = int32(id)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package tokenizer
+
+// DeepSeek-V3 pre-tokenizes with a Sequence of three Isolated Splits:
+// \p{N}{1,3}, then runs of CJK ideographs and kana, then deepseekWordMatcher.
+
+// numberMatcher is \p{N}{1,max}.
+type numberMatcher struct{ max int }
+
+func (m numberMatcher) matchAt(s string, i int) int { return numberEnd(s, i, m.max) }
+
+// cjkKanaMatcher is [\x{4e00}-\x{9fa5}\x{3040}-\x{309f}\x{30a0}-\x{30ff}]+.
+type cjkKanaMatcher struct{}
+
+func isCJKKana(r rune) bool {
+	return (r >= 0x4e00 && r <= 0x9fa5) || (r >= 0x3040 && r <= 0x30ff)
+}
+
+func (cjkKanaMatcher) matchAt(s string, i int) int {
+	j := i
+	for j < len(s) {
+		r, n := decodeRune(s, j)
+		if !isCJKKana(r) {
+			break
+		}
+		j += n
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// deepseekWordMatcher is
+//
+//	[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+//	 ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+type deepseekWordMatcher struct{}
+
+func isASCIIPunct(b byte) bool {
+	return (b >= '!' && b <= '/') || (b >= ':' && b <= '@') || (b >= '[' && b <= '`') || (b >= '{' && b <= '~')
+}
+
+func isASCIILetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
+
+func isLetterOrMark(c runeClass) bool { return c&(classLetter|classM) != 0 }
+
+func isPunctOrSymbol(c runeClass) bool { return c&(classP|classS) != 0 }
+
+func (deepseekWordMatcher) matchAt(s string, i int) int {
+	if isASCIIPunct(s[i]) && i+1 < len(s) && isASCIILetter(s[i+1]) {
+		j := i + 1
+		for j < len(s) && isASCIILetter(s[j]) {
+			j++
+		}
+		return j
+	}
+	r, c, n := runeAt(s, i)
+	if !isCRLF(r) && c&(classLetter|classP|classS) == 0 {
+		if _, next, _ := runeAt(s, i+n); i+n < len(s) && isLetterOrMark(next) {
+			return runEnd(s, i+n, isLetterOrMark)
+		}
+	}
+	if isLetterOrMark(c) {
+		return runEnd(s, i, isLetterOrMark)
+	}
+	if e := punctEnd(s, i, isPunctOrSymbol, false); e >= 0 {
+		return e
+	}
+	return whitespaceEnd(s, i)
+}

@@ -1,0 +1,91 @@
+package tokenizer
+
+// o200kMatcher is the o200k pattern of gpt-oss and, with leadingHan set, the
+// Kimi pattern (tokenization_kimi.py):
+//
+//	[\p{Han}]+|                                                       (Kimi only)
+//	[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//	[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+//	\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// Kimi removes Han from both letter classes (&&[^\p{Han}]) and ends the
+// punctuation alternative with [\r\n]* instead of [\r\n/]*.
+type o200kMatcher struct {
+	leadingHan  bool
+	slashTrails bool
+}
+
+// upperClass and lowerClass are the two bracket classes of the word
+// alternatives; they share Lm, Lo and M.
+const (
+	upperClass = classLu | classLt | classLm | classLo | classM
+	lowerClass = classLl | classLm | classLo | classM
+)
+
+func (m o200kMatcher) isUpper(c runeClass) bool {
+	return c&upperClass != 0 && !(m.leadingHan && c&classHan != 0)
+}
+
+func (m o200kMatcher) isLower(c runeClass) bool {
+	return c&lowerClass != 0 && !(m.leadingHan && c&classHan != 0)
+}
+
+func isHan(c runeClass) bool { return c&classHan != 0 }
+
+func (m o200kMatcher) matchAt(s string, i int) int {
+	r, c, n := runeAt(s, i)
+	if m.leadingHan && isHan(c) {
+		return runEnd(s, i, isHan)
+	}
+	hasPrefix := !isCRLF(r) && c&(classLetter|classN) == 0
+	for _, word := range [2]func(string, int) int{m.upperStarLowerPlus, m.upperPlusLowerStar} {
+		if hasPrefix {
+			if e := word(s, i+n); e >= 0 {
+				return e + contractionLen(s, e)
+			}
+		}
+		if e := word(s, i); e >= 0 {
+			return e + contractionLen(s, e)
+		}
+	}
+	if isNumber(c) {
+		return numberEnd(s, i, 3)
+	}
+	if e := punctEnd(s, i, isNotSpaceLetterNumber, m.slashTrails); e >= 0 {
+		return e
+	}
+	return whitespaceEnd(s, i)
+}
+
+// upperStarLowerPlus matches [upper]*[lower]+ at q with backtracking: when
+// no lower-class rune follows the upper run, the lower run can only be the
+// last rune of the upper run that is also lower-class (Lm, Lo or M).
+func (m o200kMatcher) upperStarLowerPlus(s string, q int) int {
+	j, lastLower, lastLowerLen := q, -1, 0
+	for j < len(s) {
+		_, c, n := runeAt(s, j)
+		if !m.isUpper(c) {
+			break
+		}
+		if m.isLower(c) {
+			lastLower, lastLowerLen = j, n
+		}
+		j += n
+	}
+	if _, c, _ := runeAt(s, j); j < len(s) && m.isLower(c) {
+		return runEnd(s, j, m.isLower)
+	}
+	if lastLower < 0 {
+		return -1
+	}
+	return lastLower + lastLowerLen
+}
+
+// upperPlusLowerStar matches [upper]+[lower]* at q.
+func (m o200kMatcher) upperPlusLowerStar(s string, q int) int {
+	j := runEnd(s, q, m.isUpper)
+	if j == q {
+		return -1
+	}
+	return runEnd(s, j, m.isLower)
+}

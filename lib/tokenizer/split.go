@@ -1,0 +1,41 @@
+package tokenizer
+
+// matcher is one hand-written pre-tokenizer regex: matchAt reports where a
+// match starting exactly at i ends, or -1 when the regex cannot match there.
+// Implementations follow backtracking (leftmost-first alternation) semantics,
+// which is what Oniguruma (HF tokenizers) and fancy-regex (tiktoken) use.
+type matcher interface {
+	matchAt(s string, i int) int
+}
+
+// splitIsolated cuts s the way HF's Split pre-tokenizer with behaviour
+// Isolated does: every match is a piece, and so is every non-empty stretch
+// between matches. Each piece goes to the next stage, the last stage emits.
+func splitIsolated(s string, stages []matcher, emit func(piece string)) {
+	if len(s) == 0 {
+		return
+	}
+	if len(stages) == 0 {
+		emit(s)
+		return
+	}
+	m, rest := stages[0], stages[1:]
+	gapStart := 0
+	for i := 0; i < len(s); {
+		end := m.matchAt(s, i)
+		if end < 0 {
+			_, n := decodeRune(s, i)
+			i += n
+			continue
+		}
+		if gapStart < i {
+			splitIsolated(s[gapStart:i], rest, emit)
+		}
+		splitIsolated(s[i:end], rest, emit)
+		i = end
+		gapStart = end
+	}
+	if gapStart < len(s) {
+		splitIsolated(s[gapStart:], rest, emit)
+	}
+}

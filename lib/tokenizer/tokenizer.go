@@ -1,0 +1,181 @@
+// Package tokenizer is a byte-exact Go port of the byte-level BPE encoders
+// of Hugging Face tokenizers (tokenizer.json) and of tiktoken rank files,
+// including Moonshot's Kimi variant. Encoding gives the same ids as the
+// reference implementations; see Load for what a model folder may hold.
+package tokenizer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Tokenizer encodes text to token ids and back. It is immutable after Load
+// and safe for concurrent use by several goroutines.
+type Tokenizer struct {
+	model *bpeModel
+	// stages are the Split pre-tokenizers, applied in order.
+	stages []matcher
+	// normalize is the normalizer (NFC), or nil.
+	normalize func(string) string
+	// Added tokens matched in the raw text and, after normalizing, in the
+	// normalized text; the plain matchers leave special tokens out.
+	rawSpecial, rawPlain   *addedTokenMatcher
+	normSpecial, normPlain *addedTokenMatcher
+	// kimiChunking cuts the text as tokenization_kimi.py does before encoding.
+	kimiChunking bool
+
+	added          []AddedToken
+	addedByContent map[string]int
+	addedByID      map[int]string
+	vocabSize      int
+	// byteLevelSpelling tells that vocabulary entries are spelled in the
+	// byte-level alphabet (tokenizer.json), which TokenID accepts.
+	byteLevelSpelling bool
+	config            Config
+}
+
+// Encode returns the ids of text without BOS or EOS (HF's
+// add_special_tokens=false). With parseSpecial, added-token strings in the
+// text become their ids (HF's default, tiktoken's allowed_special="all");
+// without it special tokens are ordinary text while non-special added
+// tokens such as Qwen3's <think> are still matched (tiktoken's
+// encode_ordinary for tiktoken models).
+func (t *Tokenizer) Encode(text string, parseSpecial bool) []int {
+	return t.AppendEncode(make([]int, 0, len(text)/3+1), text, parseSpecial)
+}
+
+// AppendEncode appends the ids of text to dst, as Encode.
+func (t *Tokenizer) AppendEncode(dst []int, text string, parseSpecial bool) []int {
+	sc := bpeScratchPool.Get().(*bpeScratch)
+	defer bpeScratchPool.Put(sc)
+	e := encoder{t: t, dst: dst, sc: sc, parseSpecial: parseSpecial}
+	if t.kimiChunking {
+		forEachKimiChunk(text, e.encodeChunk)
+	} else {
+		e.encodeChunk(text)
+	}
+	return e.dst
+}
+
+// encoder is the state of one Encode call.
+type encoder struct {
+	t            *Tokenizer
+	dst          []int
+	sc           *bpeScratch
+	parseSpecial bool
+}
+
+func (e *encoder) appendID(id int) { e.dst = append(e.dst, id) }
+
+func (e *encoder) appendPiece(piece string) {
+	e.dst = e.t.model.appendPiece(e.dst, piece, e.sc)
+}
+
+func (e *encoder) encodeChunk(text string) {
+	raw := e.t.rawPlain
+	if e.parseSpecial {
+		raw = e.t.rawSpecial
+	}
+	raw.split(text, e.encodeUnmatched, e.appendID)
+}
+
+// encodeUnmatched normalizes text outside raw added tokens, matches the
+// normalized added tokens, then pre-tokenizes and merges.
+func (e *encoder) encodeUnmatched(text string) {
+	if e.t.normalize != nil {
+		text = e.t.normalize(text)
+	}
+	norm := e.t.normPlain
+	if e.parseSpecial {
+		norm = e.t.normSpecial
+	}
+	norm.split(text, e.encodeOrdinary, e.appendID)
+}
+
+func (e *encoder) encodeOrdinary(text string) {
+	splitIsolated(text, e.t.stages, e.appendPiece)
+}
+
+// Decode returns the text of ids. Added tokens give their content; other
+// ids give their bytes, so a sequence cut inside a multi-byte character
+// gives invalid UTF-8 rather than U+FFFD. An id outside the vocabulary is
+// an error.
+func (t *Tokenizer) Decode(ids []int) (string, error) {
+	var b strings.Builder
+	for _, id := range ids {
+		if s, ok := t.addedByID[id]; ok {
+			b.WriteString(s)
+			continue
+		}
+		if id < 0 || id >= len(t.model.tokenBytes) || !t.model.tokenOK[id] {
+			return "", fmt.Errorf("tokenizer: id %d is not in the vocabulary (size %d)", id, t.vocabSize)
+		}
+		b.WriteString(t.model.tokenBytes[id])
+	}
+	return b.String(), nil
+}
+
+// VocabSize returns the highest id plus one, added and special tokens included.
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// TokenID returns the id of an added or special token given by its content,
+// or of a vocabulary entry given as its bytes or, for tokenizer.json models,
+// in the file's byte-level spelling (e.g. "Ġhello" for " hello").
+func (t *Tokenizer) TokenID(tok string) (int, bool) {
+	if id, ok := t.addedByContent[tok]; ok {
+		return id, true
+	}
+	if t.byteLevelSpelling {
+		if raw, ok := fromByteLevel(tok); ok {
+			if id, ok := t.model.pieceID[raw]; ok {
+				return id, true
+			}
+		}
+	}
+	id, ok := t.model.pieceID[tok]
+	return id, ok
+}
+
+// Config returns what tokenizer_config.json says about the model.
+func (t *Tokenizer) Config() Config { return t.config }
+
+// AddedTokens returns the added and special tokens, ordered by id.
+func (t *Tokenizer) AddedTokens() []AddedToken {
+	return append([]AddedToken(nil), t.added...)
+}
+
+// setAddedTokens indexes the added tokens and builds their matchers.
+// With tiktokenRules every added token is recognised in special mode and
+// none in plain mode (tiktoken's encode and encode_ordinary); otherwise
+// plain mode still matches non-special tokens, as HF does.
+func (t *Tokenizer) setAddedTokens(tokens []AddedToken, tiktokenRules bool) {
+	sort.Slice(tokens, func(i, j int) bool { return tokens[i].ID < tokens[j].ID })
+	t.added = tokens
+	t.addedByContent = make(map[string]int, len(tokens))
+	t.addedByID = make(map[int]string, len(tokens))
+	var rawAll, rawPlain, normAll, normPlain []AddedToken
+	for _, a := range tokens {
+		t.addedByContent[a.Content] = a.ID
+		t.addedByID[a.ID] = a.Content
+		if a.ID+1 > t.vocabSize {
+			t.vocabSize = a.ID + 1
+		}
+		normalized := a.Normalized && t.normalize != nil
+		plain := !a.Special && !tiktokenRules
+		switch {
+		case normalized:
+			normAll = append(normAll, a)
+			if plain {
+				normPlain = append(normPlain, a)
+			}
+		default:
+			rawAll = append(rawAll, a)
+			if plain {
+				rawPlain = append(rawPlain, a)
+			}
+		}
+	}
+	t.rawSpecial, t.rawPlain = newAddedTokenMatcher(rawAll), newAddedTokenMatcher(rawPlain)
+	t.normSpecial, t.normPlain = newAddedTokenMatcher(normAll), newAddedTokenMatcher(normPlain)
+}
