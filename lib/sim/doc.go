@@ -1,0 +1,34 @@
+// Package sim is a simulated inference server for testing, benchmarking and
+// demonstrating synthpipe's generate tool without a GPU.
+//
+// It speaks two dialects on one listener:
+//
+//   - SGLang's native API: POST /generate, GET /server_info (and the older
+//     /get_server_info), GET /model_info (and /get_model_info), GET /health,
+//     GET /health_generate, POST /abort_request.
+//   - The OpenAI-compatible chat API with OpenRouter's extensions:
+//     POST /v1/chat/completions (also /chat/completions), GET /v1/models
+//     (also /models), with reasoning, usage.cost, ": OPENROUTER PROCESSING"
+//     stream comments and OpenRouter-shaped errors.
+//
+// Behind both sits one engine that imitates SGLang's scheduler: continuous
+// batching inside a KV-cache token budget (Config.MaxTotalTokens), a cap on
+// running requests, a FIFO waiting queue, and retraction (preemption) of the
+// newest running request when the cache fills up during decode. One decode
+// step produces one token for every running request; with a zero latency
+// configuration the steps run back to back, so thousands of requests per
+// second fit on a laptop.
+//
+// Outputs are deterministic: output token i of a request is a pure function
+// of its prompt (see ExpectedOutputIDs), and the answer length is drawn from
+// Config.Lengths with a generator seeded by Config.Seed and the prompt. A test
+// can therefore verify that every response belongs to its own request.
+//
+// Faults (HTTP 500, 429 with Retry-After, connection resets, hangs, slow
+// first tokens, mid-stream errors, garbage and HTML bodies, SGLang-style
+// aborts, OpenRouter 402/403) are injected with configured probabilities,
+// deterministically per request, or forced per request with the X-Sim-Fault
+// header. See FaultKind.
+//
+// GET /metrics answers the engine counters (Stats) as JSON.
+package sim

@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// LengthKind names a distribution of answer lengths.
+type LengthKind string
+
+// The supported answer length distributions.
+const (
+	// LengthFixed answers every prompt with LengthDist.Fixed tokens.
+	LengthFixed LengthKind = "fixed"
+	// LengthUniform draws uniformly from [LengthDist.Min, LengthDist.Max].
+	LengthUniform LengthKind = "uniform"
+	// LengthLognormal draws exp(N(ln Median, Sigma)), rounded and capped at
+	// LengthDist.Max (when positive); real answer lengths are roughly
+	// lognormal with a long tail.
+	LengthLognormal LengthKind = "lognormal"
+	// LengthEmpirical draws uniformly from LengthDist.Values, for example
+	// lengths measured on a real run (see LoadLengthFile).
+	LengthEmpirical LengthKind = "file"
+)
+
+// LengthDist is the distribution of natural answer lengths in content tokens
+// (not counting the EOS token). Only the fields of its Kind are used.
+type LengthDist struct {
+	Kind   LengthKind
+	Fixed  int
+	Min    int
+	Max    int
+	Median float64
+	Sigma  float64
+	Values []int
+}
+
+// ParseLengthDist parses a textual distribution, the form a command line
+// flag takes:
+//
+//	fixed:N
+//	uniform:MIN,MAX
+//	lognormal:MEDIAN,SIGMA[,MAX]
+//	file:PATH        (one non-negative integer a line; see LoadLengthFile)
+func ParseLengthDist(spec string) (LengthDist, error) {
+	kind, args, _ := strings.Cut(spec, ":")
+	var fields []string
+	if args != "" {
+		fields = strings.Split(args, ",")
+	}
+	bad := func() (LengthDist, error) {
+		return LengthDist{}, fmt.Errorf("sim: bad length distribution %q (want fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX] or file:PATH)", spec)
+	}
+	var d LengthDist
+	var err error
+	switch LengthKind(kind) {
+	case LengthFixed:
+		if len(fields) != 1 {
+			return bad()
+		}
+		d = LengthDist{Kind: LengthFixed}
+		d.Fixed, err = strconv.Atoi(fields[0])
+	case LengthUniform:
+		if len(fields) != 2 {
+			return bad()
+		}
+		d = LengthDist{Kind: LengthUniform}
+		if d.Min, err = strconv.Atoi(fields[0]); err == nil {
+			d.Max, err = strconv.Atoi(fields[1])
+		}
+	case LengthLognormal:
+		if len(fields) != 2 && len(fields) != 3 {
+			return bad()
+		}
+		d = LengthDist{Kind: LengthLognormal}
+		if d.Median, err = strconv.ParseFloat(fields[0], 64); err == nil {
+			d.Sigma, err = strconv.ParseFloat(fields[1], 64)
+		}
+		if err == nil && len(fields) == 3 {
+			d.Max, err = strconv.Atoi(fields[2])
+		}
+	case LengthEmpirical:
+		if args == "" {
+			return bad()
+		}
+		d = LengthDist{Kind: LengthEmpirical}
+		d.Values, err = LoadLengthFile(args)
+		if err != nil {
+			return LengthDist{}, err
+		}
+	default:
+		return bad()
+	}
+	if err != nil {
+		return bad()
+	}
+	return d, d.validate()
+}
+
+// LoadLengthFile reads answer lengths, one non-negative integer a line.
+// Blank lines and lines starting with # are skipped.
+func LoadLengthFile(path string) ([]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim: length file: %w", err)
+	}
+	defer f.Close()
+	var values []int
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		n, err := strconv.Atoi(text)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("sim: length file %s:%d: %q is not a non-negative integer", path, line, text)
+		}
+		values = append(values, n)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("sim: length file: %w", err)
+	}
+	if len(values) == 0 {
+		return nil, fmt.Errorf("sim: length file %s holds no lengths", path)
+	}
+	return values, nil
+}
+
+func (d *LengthDist) validate() error {
+	switch d.Kind {
+	case LengthFixed:
+		if d.Fixed < 0 {
+			return errors.New("sim: fixed length must not be negative")
+		}
+	case LengthUniform:
+		if d.Min < 0 || d.Max < d.Min {
+			return errors.New("sim: uniform lengths need 0 <= Min <= Max")
+		}
+	case LengthLognormal:
+		if d.Median <= 0 || d.Sigma < 0 || d.Max < 0 {
+			return errors.New("sim: lognormal lengths need Median > 0, Sigma >= 0, Max >= 0")
+		}
+	case LengthEmpirical:
+		if len(d.Values) == 0 {
+			return errors.New("sim: empirical lengths need at least one value")
+		}
+		for _, v := range d.Values {
+			if v < 0 {
+				return errors.New("sim: empirical lengths must not be negative")
+			}
+		}
+	default:
+		return fmt.Errorf("sim: unknown length distribution %q", d.Kind)
+	}
+	return nil
+}
+
+// sample draws one answer length from the distribution.
+func (d *LengthDist) sample(r *rng) int {
+	switch d.Kind {
+	case LengthUniform:
+		return d.Min + int(r.next()%uint64(d.Max-d.Min+1))
+	case LengthLognormal:
+		// Box-Muller turns two uniforms into one standard normal draw.
+		u1, u2 := r.float(), r.float()
+		z := math.Sqrt(-2*math.Log(1-u1)) * math.Cos(2*math.Pi*u2)
+		n := int(math.Round(d.Median * math.Exp(d.Sigma*z)))
+		if d.Max > 0 && n > d.Max {
+			n = d.Max
+		}
+		return n
+	case LengthEmpirical:
+		return d.Values[r.next()%uint64(len(d.Values))]
+	default:
+		return d.Fixed
+	}
+}

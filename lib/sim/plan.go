@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"slices"
+	"strings"
+)
+
+// finishKind is how a generation ended, SGLang's finish_reason.type.
+type finishKind uint8
+
+const (
+	finishNone finishKind = iota
+	finishStop
+	finishLength
+	finishAbort
+)
+
+// finishReason mirrors SGLang's meta_info.finish_reason:
+// {type: stop, matched: <id or string>}, {type: length, length: N} or
+// {type: abort, message, status_code?}.
+type finishReason struct {
+	kind       finishKind
+	matchedID  int
+	matchedStr string
+	byID       bool // matched is matchedID (a stop token) rather than matchedStr
+	length     int
+	message    string
+	statusCode int // abort only; 0 means absent
+}
+
+// sglangJSON renders the finish reason the way /generate reports it.
+func (f finishReason) sglangJSON() any {
+	switch f.kind {
+	case finishStop:
+		if f.byID {
+			return map[string]any{"type": "stop", "matched": f.matchedID}
+		}
+		return map[string]any{"type": "stop", "matched": f.matchedStr}
+	case finishLength:
+		return map[string]any{"type": "length", "length": f.length}
+	case finishAbort:
+		m := map[string]any{"type": "abort", "message": f.message}
+		if f.statusCode != 0 {
+			m["status_code"] = f.statusCode
+		}
+		return m
+	}
+	return nil
+}
+
+// genParams are the sampling parameters that shape an answer. Temperature,
+// top_p and friends are validated but do not change the simulated output.
+type genParams struct {
+	maxNew      int
+	ignoreEOS   bool
+	stopIDs     []int
+	stopStrs    []string
+	noStopTrim  bool
+	skipSpecial bool
+}
+
+// plan is everything about one answer that is known before it is generated:
+// because outputs are deterministic, the engine only has to count tokens.
+type plan struct {
+	key      uint64
+	params   genParams
+	vocab    int
+	eos      int
+	eosText  string
+	total    int  // output ids produced when the answer ends normally
+	eosAtEnd bool // the last of them is the EOS id
+	finish   finishReason
+
+	// failAt >= 0 makes the engine end the request with failure after
+	// failAt tokens; injected mid-stream errors and aborts use it.
+	failAt  int
+	failure finishReason
+}
+
+// makePlan decides length and finish reason of the answer to prompt key.
+// natural is the answer length drawn from the length distribution.
+func makePlan(cfg *Config, key uint64, natural int, p genParams) plan {
+	pl := plan{key: key, params: p, vocab: cfg.VocabSize, eos: cfg.EOSTokenID, eosText: cfg.EOSText, failAt: -1}
+	limit := p.maxNew
+	if !p.ignoreEOS && natural < limit {
+		limit = natural
+	}
+	if len(p.stopIDs) > 0 || len(p.stopStrs) > 0 {
+		var text strings.Builder
+		for i := 0; i < limit; i++ {
+			id := contentID(key, i, pl.vocab, pl.eos)
+			if slices.Contains(p.stopIDs, id) {
+				pl.total = i + 1
+				pl.finish = finishReason{kind: finishStop, byID: true, matchedID: id}
+				return pl
+			}
+			if len(p.stopStrs) == 0 {
+				continue
+			}
+			text.WriteByte(' ')
+			text.WriteString(wordOf(id))
+			if s, ok := endsWithStop(text.String(), p.stopStrs); ok {
+				pl.total = i + 1
+				pl.finish = finishReason{kind: finishStop, matchedStr: s}
+				return pl
+			}
+		}
+	}
+	if !p.ignoreEOS && natural < p.maxNew {
+		pl.total = natural + 1
+		pl.eosAtEnd = true
+		pl.finish = finishReason{kind: finishStop, byID: true, matchedID: pl.eos}
+		return pl
+	}
+	pl.total = p.maxNew
+	pl.finish = finishReason{kind: finishLength, length: p.maxNew}
+	return pl
+}
+
+// endsWithStop reports the stop string that appears in text for the first
+// time because of its last word. Only the tail is searched, which keeps the
+// scan linear in the answer length.
+func endsWithStop(text string, stops []string) (string, bool) {
+	lastWord := strings.LastIndexByte(text, ' ')
+	for _, s := range stops {
+		if s == "" {
+			continue
+		}
+		from := max(lastWord-len(s)+1, 0)
+		if strings.Contains(text[from:], s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// end is the number of output ids after which the engine finishes the
+// request, and the finish reason it reports.
+func (p *plan) end() (int, finishReason) {
+	if p.failAt >= 0 && p.failAt < p.total {
+		return p.failAt, p.failure
+	}
+	return p.total, p.finish
+}
+
+// idAt is output id i of the answer.
+func (p *plan) idAt(i int) int {
+	if p.eosAtEnd && i == p.total-1 {
+		return p.eos
+	}
+	return contentID(p.key, i, p.vocab, p.eos)
+}
+
+// ids returns output ids [from, to).
+func (p *plan) ids(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, p.idAt(i))
+	}
+	return out
+}
+
+// text renders the first n output ids. Once the answer finished by a stop
+// token or string, the stop is trimmed from the text unless no_stop_trim,
+// as SGLang's detokenizer does; output_ids keep the stop token regardless.
+func (p *plan) text(n int, fin finishReason) string {
+	final := fin.kind != finishNone
+	ids := p.ids(0, n)
+	if final && fin.kind == finishStop && fin.byID && !p.params.noStopTrim && len(ids) > 0 {
+		ids = ids[:len(ids)-1]
+	}
+	var b strings.Builder
+	renderInto(&b, ids, p.eos)
+	if len(ids) > 0 && ids[len(ids)-1] == p.eos && !p.params.skipSpecial {
+		b.WriteString(p.eosText)
+	}
+	s := b.String()
+	if final && fin.kind == finishStop && !fin.byID {
+		if pos := strings.Index(s, fin.matchedStr); pos >= 0 {
+			if p.params.noStopTrim {
+				return s[:pos+len(fin.matchedStr)]
+			}
+			return s[:pos]
+		}
+	}
+	return s
+}

@@ -1,0 +1,245 @@
+package sim
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+func TestGenerateStopsAtEOS(t *testing.T) {
+	cfg := Default()
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 10}
+	s, url := startSim(t, cfg)
+	in := prompt(12, 1)
+	code, _, body := post(t, url+"/generate", map[string]any{
+		"input_ids": in, "rid": "r-1", "sampling_params": map[string]any{"max_new_tokens": 64, "temperature": 0.7},
+	})
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	doc := gjson.ParseBytes(body)
+	ids := ints(doc.Get("output_ids"))
+	want := append(ExpectedOutputIDs(in, 10), cfg.EOSTokenID)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("output_ids %v, want %v", ids, want)
+	}
+	meta := doc.Get("meta_info")
+	checks := map[string]any{
+		"id": "r-1", "finish_reason.type": "stop", "finish_reason.matched": float64(cfg.EOSTokenID),
+		"prompt_tokens": 12.0, "completion_tokens": 11.0, "cached_tokens": 0.0, "num_retractions": 0.0,
+	}
+	for path, want := range checks {
+		if got := meta.Get(path).Value(); got != want {
+			t.Errorf("meta_info.%s = %v, want %v", path, got, want)
+		}
+	}
+	if meta.Get("e2e_latency").Float() <= 0 {
+		t.Errorf("e2e_latency missing: %s", meta.Raw)
+	}
+	if got, want := doc.Get("text").String(), s.RenderText(want); got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+}
+
+func TestGenerateLengthAndStopTrim(t *testing.T) {
+	cfg := Default()
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 100}
+	s, url := startSim(t, cfg)
+	in := prompt(5, 2)
+
+	_, _, body := post(t, url+"/generate", map[string]any{"input_ids": in, "sampling_params": map[string]any{"max_new_tokens": 7}})
+	doc := gjson.ParseBytes(body)
+	if fr := doc.Get("meta_info.finish_reason"); fr.Get("type").String() != "length" || fr.Get("length").Int() != 7 {
+		t.Fatalf("finish_reason %s, want length 7", fr.Raw)
+	}
+	if !slices.Equal(ints(doc.Get("output_ids")), ExpectedOutputIDs(in, 7)) {
+		t.Fatalf("output_ids differ from ExpectedOutputIDs")
+	}
+
+	// A stop token id ends the answer; the id stays in output_ids and
+	// leaves the text unless no_stop_trim.
+	stopID := ExpectedOutputIDs(in, 5)[4]
+	for _, noTrim := range []bool{false, true} {
+		_, _, body = post(t, url+"/generate", map[string]any{"input_ids": in, "sampling_params": map[string]any{
+			"max_new_tokens": 50, "stop_token_ids": []int{stopID}, "no_stop_trim": noTrim}})
+		doc = gjson.ParseBytes(body)
+		ids := ints(doc.Get("output_ids"))
+		if len(ids) != 5 || ids[4] != stopID || doc.Get("meta_info.finish_reason.matched").Int() != int64(stopID) {
+			t.Fatalf("stop token: %s", body)
+		}
+		wantText := s.RenderText(ids[:4])
+		if noTrim {
+			wantText = s.RenderText(ids)
+		}
+		if doc.Get("text").String() != wantText {
+			t.Errorf("no_stop_trim=%v: text %q, want %q", noTrim, doc.Get("text").String(), wantText)
+		}
+	}
+
+	// A stop string is reported as matched and trimmed from the text.
+	third := wordOf(ExpectedOutputIDs(in, 3)[2])
+	_, _, body = post(t, url+"/generate", map[string]any{"input_ids": in, "sampling_params": map[string]any{
+		"max_new_tokens": 50, "stop": []string{" " + third}}})
+	doc = gjson.ParseBytes(body)
+	if doc.Get("meta_info.finish_reason.matched").String() != " "+third {
+		t.Fatalf("stop string: %s", body)
+	}
+}
+
+func TestGenerateValidation(t *testing.T) {
+	cfg := Default()
+	cfg.ContextLength = 100
+	_, url := startSim(t, cfg)
+	cases := map[string]any{
+		"not json":       "{",
+		"no prompt":      map[string]any{"sampling_params": map[string]any{}},
+		"batched":        map[string]any{"input_ids": [][]int{{1}, {2}}},
+		"temperature":    map[string]any{"input_ids": []int{1}, "sampling_params": map[string]any{"temperature": -1}},
+		"top_p":          map[string]any{"input_ids": []int{1}, "sampling_params": map[string]any{"top_p": 0}},
+		"context":        map[string]any{"input_ids": prompt(100, 0)},
+		"context+output": map[string]any{"input_ids": prompt(50, 0), "sampling_params": map[string]any{"max_new_tokens": 60}},
+	}
+	for name, body := range cases {
+		code, _, resp := post(t, url+"/generate", body)
+		if code != http.StatusBadRequest || gjson.GetBytes(resp, "error.message").String() == "" {
+			t.Errorf("%s: status %d body %s, want 400 with error.message", name, code, resp)
+		}
+	}
+}
+
+func TestGenerateTextPrompt(t *testing.T) {
+	s, url := startSim(t, Default())
+	_, _, body := post(t, url+"/generate", map[string]any{"text": "Hello there, simulator!", "sampling_params": map[string]any{"max_new_tokens": 4}})
+	doc := gjson.ParseBytes(body)
+	if doc.Get("meta_info.prompt_tokens").Int() != 6 {
+		t.Errorf("prompt_tokens %d, want 6 (23 bytes / 4)", doc.Get("meta_info.prompt_tokens").Int())
+	}
+	if !slices.Equal(ints(doc.Get("output_ids")), s.ExpectedTextOutputIDs("Hello there, simulator!", 4)) {
+		t.Errorf("text prompt output_ids differ")
+	}
+}
+
+func TestGenerateStreamCumulativeAndIncremental(t *testing.T) {
+	for _, incremental := range []bool{false, true} {
+		t.Run(fmt.Sprintf("incremental=%v", incremental), func(t *testing.T) {
+			cfg := Default()
+			cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 30}
+			cfg.StepTime = time.Millisecond
+			cfg.IncrementalStreaming = incremental
+			s, url := startSim(t, cfg)
+			in := prompt(8, 3)
+			code, hdr, body := post(t, url+"/generate", map[string]any{"input_ids": in, "stream": true, "sampling_params": map[string]any{"max_new_tokens": 100}})
+			if code != 200 || hdr.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("status %d, content type %q", code, hdr.Get("Content-Type"))
+			}
+			events, _ := sseEvents(body)
+			if len(events) < 3 || events[len(events)-1] != "[DONE]" {
+				t.Fatalf("want several chunks ending in [DONE], got %q", events)
+			}
+			var ids []int
+			var text string
+			for i, ev := range events[:len(events)-1] {
+				chunk := gjson.Parse(ev)
+				fr := chunk.Get("meta_info.finish_reason")
+				if last := i == len(events)-2; last != fr.IsObject() {
+					t.Fatalf("chunk %d: finish_reason %s", i, fr.Raw)
+				}
+				if incremental {
+					ids = append(ids, ints(chunk.Get("output_ids"))...)
+					text += chunk.Get("text").String()
+				} else {
+					ids, text = ints(chunk.Get("output_ids")), chunk.Get("text").String()
+				}
+			}
+			want := append(ExpectedOutputIDs(in, 30), cfg.EOSTokenID)
+			if !slices.Equal(ids, want) {
+				t.Fatalf("streamed ids %v, want %v", ids, want)
+			}
+			if text != s.RenderText(want) {
+				t.Fatalf("streamed text %q, want %q", text, s.RenderText(want))
+			}
+		})
+	}
+}
+
+func TestDuplicateRIDInFlight(t *testing.T) {
+	cfg := Default()
+	cfg.StepTime = 2 * time.Millisecond
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 200}
+	s, url := startSim(t, cfg)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		post(t, url+"/generate", map[string]any{"input_ids": []int{1, 2}, "rid": "same", "sampling_params": map[string]any{"max_new_tokens": 300}})
+	}()
+	eventually(t, "first request running", func() bool { return s.Stats().Running == 1 })
+	code, _, body := post(t, url+"/generate", map[string]any{"input_ids": []int{3}, "rid": "same"})
+	if code != http.StatusBadRequest || gjson.GetBytes(body, "error.message").String() == "" {
+		t.Fatalf("duplicate rid: status %d body %s", code, body)
+	}
+	post(t, url+"/abort_request", map[string]any{"rid": "same"})
+	wg.Wait()
+	// Once finished the rid may be used again.
+	if code, _, body := post(t, url+"/generate", map[string]any{"input_ids": []int{3}, "rid": "same"}); code != 200 {
+		t.Fatalf("reused rid: %d %s", code, body)
+	}
+}
+
+func TestAbortRequest(t *testing.T) {
+	cfg := Default()
+	cfg.StepTime = 2 * time.Millisecond
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 1000}
+	s, url := startSim(t, cfg)
+	done := make(chan []byte)
+	go func() {
+		_, _, body := post(t, url+"/generate", map[string]any{"input_ids": []int{9}, "rid": "victim", "sampling_params": map[string]any{"max_new_tokens": 2000}})
+		done <- body
+	}()
+	eventually(t, "request running", func() bool { return s.Stats().Running == 1 })
+	if code, _, _ := post(t, url+"/abort_request", map[string]any{"rid": "victim"}); code != 200 {
+		t.Fatalf("abort_request status %d", code)
+	}
+	body := <-done
+	if fr := gjson.GetBytes(body, "meta_info.finish_reason"); fr.Get("type").String() != "abort" || fr.Get("message").String() == "" {
+		t.Fatalf("finish_reason %s, want abort", fr.Raw)
+	}
+	if st := s.Stats(); st.Aborted != 1 || st.KVUsed != 0 {
+		t.Fatalf("stats after abort: %+v", st)
+	}
+}
+
+func TestInfoEndpoints(t *testing.T) {
+	cfg := Default()
+	_, url := startSim(t, cfg)
+	for _, path := range []string{"/server_info", "/get_server_info"} {
+		code, body := get(t, url+path)
+		doc := gjson.ParseBytes(body)
+		if code != 200 || doc.Get("max_total_num_tokens").Int() != int64(cfg.MaxTotalTokens) ||
+			doc.Get("max_running_requests").Int() != int64(cfg.MaxRunningRequests) ||
+			doc.Get("context_length").Int() != int64(cfg.ContextLength) ||
+			doc.Get("internal_states.0.memory_usage.token_capacity").Int() != int64(cfg.MaxTotalTokens) ||
+			doc.Get("version").String() == "" {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	for _, path := range []string{"/model_info", "/get_model_info"} {
+		if code, body := get(t, url+path); code != 200 || !gjson.GetBytes(body, "is_generation").Bool() {
+			t.Errorf("%s: %d %s", path, code, body)
+		}
+	}
+	for _, path := range []string{"/health", "/health_generate"} {
+		if code, _ := get(t, url+path); code != 200 {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	code, body := get(t, url+"/metrics")
+	if code != 200 || !gjson.GetBytes(body, "max_running").Exists() {
+		t.Errorf("/metrics: %d %s", code, body)
+	}
+}
