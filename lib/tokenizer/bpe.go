@@ -16,7 +16,7 @@ type bpeModel struct {
 	// merges maps a pair of ids (left<<32 | right) to its merge rank and the
 	// id it merges into (rank<<32 | result). tokenizer.json ranks are the
 	// line numbers of merge rules; tiktoken's are the rank of the result.
-	merges map[uint64]uint64
+	merges *pairTable
 	// wholePieceFirst looks a whole piece up before merging: HF's
 	// ignore_merges, and what tiktoken always does.
 	wholePieceFirst bool
@@ -27,7 +27,7 @@ const noRank = ^uint32(0)
 func pairKey(left, right uint32) uint64 { return uint64(left)<<32 | uint64(right) }
 
 func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
-	v, ok := m.merges[pairKey(left, right)]
+	v, ok := m.merges.get(pairKey(left, right))
 	if !ok {
 		return noRank, 0
 	}
@@ -124,20 +124,22 @@ type heapSymbol struct {
 // mergeCandidate is a pair waiting in the heap: the symbol at pos and its
 // successor, expected to merge with rank into result.
 type mergeCandidate struct {
-	rank, result uint32
-	pos          int32
+	order  uint64 // rank<<32 | pos: one comparison orders by rank, then position
+	result uint32
 }
+
+func newCandidate(rank, result uint32, pos int32) mergeCandidate {
+	return mergeCandidate{order: uint64(rank)<<32 | uint64(uint32(pos)), result: result}
+}
+
+func (c mergeCandidate) rank() uint32 { return uint32(c.order >> 32) }
+func (c mergeCandidate) pos() int32   { return int32(uint32(c.order)) }
 
 // mergeHeap is a binary min-heap of candidates ordered by rank, then
 // position; written out to avoid boxing every candidate in an interface.
 type mergeHeap []mergeCandidate
 
-func (h mergeHeap) less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
-	}
-	return h[i].pos < h[j].pos
-}
+func (h mergeHeap) less(i, j int) bool { return h[i].order < h[j].order }
 
 func (h mergeHeap) down(i int) {
 	for {
@@ -199,32 +201,33 @@ func (m *bpeModel) mergeWithHeap(dst []int, ids []uint32, sc *bpeScratch) []int 
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
 		if r, res := m.merge(syms[i].id, syms[i+1].id); r != noRank {
-			h = append(h, mergeCandidate{rank: r, result: res, pos: int32(i)})
+			h = append(h, newCandidate(r, res, int32(i)))
 		}
 	}
 	h.init()
 	for len(h) > 0 {
 		c := h.pop()
-		left := &syms[c.pos]
+		pos := c.pos()
+		left := &syms[pos]
 		if left.gone || left.next < 0 {
 			continue
 		}
 		rightPos := left.next
-		if r, res := m.merge(left.id, syms[rightPos].id); r != c.rank || res != c.result {
+		if r, res := m.merge(left.id, syms[rightPos].id); r != c.rank() || res != c.result {
 			continue
 		}
 		left.id = c.result
 		syms[rightPos].gone = true
 		left.next = syms[rightPos].next
 		if left.next >= 0 {
-			syms[left.next].prev = c.pos
+			syms[left.next].prev = pos
 			if r, res := m.merge(left.id, syms[left.next].id); r != noRank {
-				h.push(mergeCandidate{rank: r, result: res, pos: c.pos})
+				h.push(newCandidate(r, res, pos))
 			}
 		}
 		if left.prev >= 0 {
 			if r, res := m.merge(syms[left.prev].id, left.id); r != noRank {
-				h.push(mergeCandidate{rank: r, result: res, pos: left.prev})
+				h.push(newCandidate(r, res, left.prev))
 			}
 		}
 	}

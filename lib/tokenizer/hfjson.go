@@ -229,7 +229,7 @@ func (m *hfModel) build() (*bpeModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.merges = make(map[uint64]uint64, len(pairs))
+	b.merges = newPairTable(len(pairs))
 	for rank, p := range pairs {
 		left, okL := m.Vocab[p[0]]
 		right, okR := m.Vocab[p[1]]
@@ -237,7 +237,7 @@ func (m *hfModel) build() (*bpeModel, error) {
 		if !okL || !okR || !okM {
 			return nil, fmt.Errorf("merge %d (%q %q) names a token missing from the vocab", rank, p[0], p[1])
 		}
-		b.merges[pairKey(uint32(left), uint32(right))] = uint64(rank)<<32 | uint64(result)
+		b.merges.put(pairKey(uint32(left), uint32(right)), uint64(rank)<<32|uint64(result))
 	}
 	return b, nil
 }

@@ -125,13 +125,13 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 		m.pieceID[e.tok] = e.rank
 	}
 	m.indexSingleBytes()
-	m.merges = make(map[uint64]uint64, 2*len(entries))
+	m.merges = newPairTable(2 * len(entries))
 	for _, e := range entries {
 		for cut := 1; cut < len(e.tok); cut++ {
 			left, okL := m.pieceID[e.tok[:cut]]
 			right, okR := m.pieceID[e.tok[cut:]]
 			if okL && okR {
-				m.merges[pairKey(uint32(left), uint32(right))] = uint64(e.rank)<<32 | uint64(e.rank)
+				m.merges.put(pairKey(uint32(left), uint32(right)), uint64(e.rank)<<32|uint64(e.rank))
 			}
 		}
 	}
