@@ -6,6 +6,8 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BINDIR  := $(DESTDIR)$(PREFIX)/bin
 MANDIR  := $(DESTDIR)$(PREFIX)/share/man
+BASHCOMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 TOOLS   := $(notdir $(wildcard cmd/*))
 
 .PHONY: help build test vet fmt-check man bench demo install uninstall clean
@@ -41,13 +43,15 @@ demo: build
 	bash scripts/demo.sh
 
 install: build
-	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7 $(BASHCOMPDIR) $(ZSHCOMPDIR)
 	for t in $(TOOLS); do install -m 0755 bin/$$t $(BINDIR)/$$t; done
 	install -m 0644 man/*.1 $(MANDIR)/man1/
 	install -m 0644 man/*.7 $(MANDIR)/man7/
+	$(GO) run ./scripts/gencompletion bash $(BASHCOMPDIR)
+	$(GO) run ./scripts/gencompletion zsh $(ZSHCOMPDIR)
 
 uninstall:
-	for t in $(TOOLS); do rm -f $(BINDIR)/$$t $(MANDIR)/man1/$$t.1; done
+	for t in $(TOOLS); do rm -f $(BINDIR)/$$t $(MANDIR)/man1/$$t.1 $(BASHCOMPDIR)/$$t $(ZSHCOMPDIR)/_$$t; done
 	rm -f $(MANDIR)/man7/synthpipe-records.7
 
 clean:
