@@ -1,0 +1,171 @@
+package chattemplate
+
+// The syntax tree. Expressions and statements are separate interfaces so the
+// parser cannot mix them up; the evaluator dispatches with type switches.
+
+type expr interface{ exprLine() int }
+
+type stmt interface{ stmtLine() int }
+
+type pos struct{ line int }
+
+func (p pos) exprLine() int { return p.line }
+func (p pos) stmtLine() int { return p.line }
+
+// Expressions.
+type (
+	constExpr struct {
+		pos
+		val value
+	}
+	nameExpr struct {
+		pos
+		name string
+	}
+	listExpr struct {
+		pos
+		items []expr
+		tuple bool
+	}
+	dictExpr struct {
+		pos
+		keys, vals []expr
+	}
+	attrExpr struct {
+		pos
+		obj  expr
+		name string
+	}
+	itemExpr struct {
+		pos
+		obj, key expr
+	}
+	sliceExpr struct {
+		pos
+		obj               expr
+		start, stop, step expr // nil when omitted
+	}
+	callExpr struct {
+		pos
+		fn   expr
+		args callArgs
+	}
+	filterExpr struct {
+		pos
+		arg  expr // nil inside {% filter %} blocks, where the body is the argument
+		name string
+		args callArgs
+	}
+	testExpr struct {
+		pos
+		arg    expr
+		name   string
+		args   callArgs
+		negate bool
+	}
+	unaryExpr struct {
+		pos
+		op string // "-", "+", "not"
+		x  expr
+	}
+	binaryExpr struct {
+		pos
+		op   string // arithmetic, "~", "and", "or"
+		l, r expr
+	}
+	compareExpr struct {
+		pos
+		first expr
+		ops   []string // "==", "!=", "<", "<=", ">", ">=", "in", "notin"
+		rest  []expr
+	}
+	condExpr struct {
+		pos
+		cond, then, otherwise expr // otherwise may be nil (yields undefined)
+	}
+)
+
+// callArgs are positional and keyword arguments of a call, filter or test.
+type callArgs struct {
+	pos    []expr
+	names  []string
+	kwargs []expr
+}
+
+// Statements.
+type (
+	textStmt struct {
+		pos
+		text string
+	}
+	outputStmt struct {
+		pos
+		x expr
+	}
+	ifStmt struct {
+		pos
+		conds     []expr
+		bodies    [][]stmt
+		otherwise []stmt
+	}
+	forStmt struct {
+		pos
+		target    assignTarget
+		iter      expr
+		filter    expr // the "if" clause, or nil
+		body      []stmt
+		otherwise []stmt
+		recursive bool
+	}
+	setStmt struct {
+		pos
+		target assignTarget
+		x      expr
+	}
+	setBlockStmt struct {
+		pos
+		target  assignTarget
+		filters []*filterExpr
+		body    []stmt
+	}
+	macroStmt struct {
+		pos
+		def *macroDef
+	}
+	callBlockStmt struct {
+		pos
+		call   *callExpr
+		caller *macroDef
+	}
+	filterBlockStmt struct {
+		pos
+		filters []*filterExpr
+		body    []stmt
+	}
+	withStmt struct {
+		pos
+		targets []assignTarget
+		values  []expr
+		body    []stmt
+	}
+	loopControlStmt struct {
+		pos
+		isBreak bool
+	}
+)
+
+// assignTarget is the left side of set/for/with: a name, an unpacking
+// tuple of names, or a namespace attribute (ns.attr).
+type assignTarget struct {
+	names []string // one name, or several for tuple unpacking
+	tuple bool
+	attr  string // when set, names[0] is the namespace and attr its attribute
+}
+
+type macroDef struct {
+	name     string
+	params   []string
+	defaults []expr // aligned with the last len(defaults) params
+	body     []stmt
+	line     int
+}

@@ -1,0 +1,779 @@
+package chattemplate
+
+import (
+	"errors"
+	"strings"
+)
+
+// Limits that keep hostile or buggy templates from hanging or exhausting
+// memory. Real chat templates stay far below them.
+const (
+	maxSteps      = 2_000_000 // loop iterations and macro calls per render
+	maxCallDepth  = 100       // nested macro calls
+	maxOutputLen  = 64 << 20  // bytes of rendered output
+	maxStringLen  = 16 << 20  // bytes in one computed string
+	maxListLen    = 1 << 20   // items in one computed list
+	maxRangeItems = 100_000   // jinja2's sandbox MAX_RANGE
+)
+
+// RenderError is a failure while rendering, named like the Python exception
+// transformers would raise (TypeError, UndefinedError, SecurityError, ...).
+type RenderError struct {
+	Template string
+	Line     int
+	Kind     string
+	Msg      string
+}
+
+// Error implements error.
+func (e *RenderError) Error() string {
+	if e.Template == "" {
+		return e.Kind + ": " + e.Msg
+	}
+	return e.Template + ":" + itoa(e.Line) + ": " + e.Kind + ": " + e.Msg
+}
+
+// TemplateError is what a template's raise_exception(...) call produces; its
+// message is exactly the text the template passed.
+type TemplateError struct {
+	Message string
+}
+
+// Error implements error.
+func (e *TemplateError) Error() string { return e.Message }
+
+func typeError(format string, args ...any) error {
+	return &RenderError{Kind: "TypeError", Msg: sprintf(format, args...)}
+}
+
+func valueError(format string, args ...any) error {
+	return &RenderError{Kind: "ValueError", Msg: sprintf(format, args...)}
+}
+
+// errBreak and errContinue unwind loop bodies; they never escape a loop
+// because the parser only accepts break/continue... anywhere, and jinja2
+// rejects them outside loops at compile time, which we check at run time.
+var (
+	errBreak    = errors.New("break outside loop")
+	errContinue = errors.New("continue outside loop")
+)
+
+// frame is one variable scope. Scopes are tiny, so a slice beats a map.
+type frame struct {
+	names  []string
+	vals   []value
+	parent *frame
+}
+
+func newFrame(parent *frame) *frame { return &frame{parent: parent} }
+
+func (f *frame) lookup(name string) (value, bool) {
+	for ; f != nil; f = f.parent {
+		for i := len(f.names) - 1; i >= 0; i-- {
+			if f.names[i] == name {
+				return f.vals[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// set assigns in this scope only, like jinja2's {% set %}.
+func (f *frame) set(name string, v value) {
+	for i, n := range f.names {
+		if n == name {
+			f.vals[i] = v
+			return
+		}
+	}
+	f.names = append(f.names, name)
+	f.vals = append(f.vals, v)
+}
+
+// renderer holds the mutable state of one Render call.
+type renderer struct {
+	tmpl      *Template
+	opts      *Options
+	steps     int
+	callDepth int
+	outLen    int
+}
+
+func (r *renderer) spend() error {
+	r.steps++
+	if r.steps > maxSteps {
+		return &RenderError{Kind: "RuntimeError", Msg: "template exceeded the step limit"}
+	}
+	return nil
+}
+
+// withLine attaches template position to errors that lack one.
+func (r *renderer) withLine(err error, line int) error {
+	var re *RenderError
+	if errors.As(err, &re) && re.Template == "" {
+		re.Template = r.tmpl.name
+		re.Line = line
+	}
+	return err
+}
+
+func (r *renderer) execBody(body []stmt, f *frame, w *strings.Builder) error {
+	for _, s := range body {
+		if err := r.exec(s, f, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *renderer) write(w *strings.Builder, s string) error {
+	r.outLen += len(s)
+	if r.outLen > maxOutputLen {
+		return &RenderError{Kind: "RuntimeError", Msg: "rendered output too large"}
+	}
+	w.WriteString(s)
+	return nil
+}
+
+func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
+	switch s := s.(type) {
+	case *textStmt:
+		return r.write(w, s.text)
+	case *outputStmt:
+		v, err := r.eval(s.x, f)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		return r.write(w, pyStr(v))
+	case *ifStmt:
+		for i, c := range s.conds {
+			v, err := r.eval(c, f)
+			if err != nil {
+				return r.withLine(err, c.exprLine())
+			}
+			if truthy(v) {
+				return r.execBody(s.bodies[i], f, w)
+			}
+		}
+		return r.execBody(s.otherwise, f, w)
+	case *forStmt:
+		return r.execFor(s, f, w)
+	case *setStmt:
+		v, err := r.eval(s.x, f)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		return r.withLine(r.assign(s.target, v, f), s.line)
+	case *setBlockStmt:
+		v, err := r.capture(s.body, f, s.filters)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		return r.withLine(r.assign(s.target, v, f), s.line)
+	case *macroStmt:
+		f.set(s.def.name, &Macro{def: s.def, closure: f})
+		return nil
+	case *callBlockStmt:
+		caller := &Macro{def: s.caller, closure: f}
+		v, err := r.evalCall(s.call, f, caller)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		return r.write(w, pyStr(v))
+	case *filterBlockStmt:
+		v, err := r.capture(s.body, f, s.filters)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		return r.write(w, pyStr(v))
+	case *withStmt:
+		inner := newFrame(f)
+		for i, tg := range s.targets {
+			v, err := r.eval(s.values[i], f)
+			if err != nil {
+				return r.withLine(err, s.line)
+			}
+			if err := r.assign(tg, v, inner); err != nil {
+				return r.withLine(err, s.line)
+			}
+		}
+		return r.execBody(s.body, inner, w)
+	case *loopControlStmt:
+		if s.isBreak {
+			return errBreak
+		}
+		return errContinue
+	}
+	return nil
+}
+
+// capture renders body to a string and applies block filters to it.
+func (r *renderer) capture(body []stmt, f *frame, filters []*filterExpr) (value, error) {
+	var b strings.Builder
+	if err := r.execBody(body, f, &b); err != nil {
+		return nil, err
+	}
+	var v value = b.String()
+	for _, fl := range filters {
+		var err error
+		if v, err = r.applyFilter(fl, v, f); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// assign binds a set/for target in frame f.
+func (r *renderer) assign(tg assignTarget, v value, f *frame) error {
+	if tg.attr != "" {
+		obj, _ := f.lookup(tg.names[0])
+		ns, ok := obj.(*Namespace)
+		if !ok {
+			return &RenderError{Kind: "TemplateRuntimeError", Msg: "cannot assign attribute on non-namespace object"}
+		}
+		ns.attrs.set(tg.attr, v)
+		return nil
+	}
+	if !tg.tuple {
+		f.set(tg.names[0], v)
+		return nil
+	}
+	items, err := r.iterate(v)
+	if err != nil {
+		return err
+	}
+	if len(items) != len(tg.names) {
+		if len(items) > len(tg.names) {
+			return valueError("too many values to unpack (expected %d)", len(tg.names))
+		}
+		return valueError("not enough values to unpack (expected %d, got %d)", len(tg.names), len(items))
+	}
+	for i, n := range tg.names {
+		f.set(n, items[i])
+	}
+	return nil
+}
+
+// iterate lists the items Python's iter() would produce.
+func (r *renderer) iterate(v value) ([]value, error) {
+	switch x := v.(type) {
+	case *List:
+		return x.Items, nil
+	case *Dict:
+		return append([]value(nil), x.keys...), nil
+	case string:
+		out := make([]value, 0, len(x))
+		for _, c := range x {
+			out = append(out, string(c))
+		}
+		return out, nil
+	case rangeValue:
+		n := x.len()
+		if n > maxListLen {
+			return nil, &RenderError{Kind: "RuntimeError", Msg: "range too large"}
+		}
+		out := make([]value, 0, n)
+		for i := int64(0); i < n; i++ {
+			out = append(out, x.start+i*x.step)
+		}
+		return out, nil
+	case *Undefined:
+		if x.kind != "" {
+			return nil, x.fail()
+		}
+		return nil, nil
+	case *Namespace:
+		return nil, typeError("'Namespace' object is not iterable")
+	}
+	return nil, typeError("'%s' object is not iterable", typeName(v))
+}
+
+func (r *renderer) execFor(s *forStmt, f *frame, w *strings.Builder) error {
+	it, err := r.eval(s.iter, f)
+	if err != nil {
+		return r.withLine(err, s.line)
+	}
+	return r.runLoop(s, it, f, w, 0)
+}
+
+func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, depth int) error {
+	items, err := r.iterate(it)
+	if err != nil {
+		return r.withLine(err, s.line)
+	}
+	if s.filter != nil {
+		kept := make([]value, 0, len(items))
+		for _, item := range items {
+			if err := r.spend(); err != nil {
+				return err
+			}
+			scope := newFrame(f)
+			if err := r.assign(s.target, item, scope); err != nil {
+				return r.withLine(err, s.line)
+			}
+			ok, err := r.eval(s.filter, scope)
+			if err != nil {
+				return r.withLine(err, s.line)
+			}
+			if truthy(ok) {
+				kept = append(kept, item)
+			}
+		}
+		items = kept
+	}
+	if len(items) == 0 {
+		return r.execBody(s.otherwise, f, w)
+	}
+	loop := &loopState{items: items, depth: depth}
+	if s.recursive {
+		loop.recurse = func(next value) (value, error) {
+			var b strings.Builder
+			if err := r.runLoop(s, next, f, &b, depth+1); err != nil {
+				return nil, err
+			}
+			return b.String(), nil
+		}
+	}
+	for i, item := range items {
+		if err := r.spend(); err != nil {
+			return r.withLine(err, s.line)
+		}
+		loop.index = i
+		scope := newFrame(f)
+		scope.set("loop", loop)
+		if err := r.assign(s.target, item, scope); err != nil {
+			return r.withLine(err, s.line)
+		}
+		err := r.execBody(s.body, scope, w)
+		if err == errBreak {
+			break
+		}
+		if err != nil && err != errContinue {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *renderer) eval(x expr, f *frame) (value, error) {
+	switch x := x.(type) {
+	case *constExpr:
+		return x.val, nil
+	case *nameExpr:
+		if v, ok := f.lookup(x.name); ok {
+			return v, nil
+		}
+		if g, ok := globals[x.name]; ok {
+			return g, nil
+		}
+		return &Undefined{name: x.name}, nil
+	case *attrExpr:
+		obj, err := r.eval(x.obj, f)
+		if err != nil {
+			return nil, err
+		}
+		return getAttr(obj, x.name)
+	case *itemExpr:
+		obj, err := r.eval(x.obj, f)
+		if err != nil {
+			return nil, err
+		}
+		key, err := r.eval(x.key, f)
+		if err != nil {
+			return nil, err
+		}
+		return getItem(obj, key)
+	case *sliceExpr:
+		return r.evalSlice(x, f)
+	case *listExpr:
+		items := make([]value, len(x.items))
+		for i, e := range x.items {
+			v, err := r.eval(e, f)
+			if err != nil {
+				return nil, err
+			}
+			items[i] = v
+		}
+		return &List{Items: items, Tuple: x.tuple}, nil
+	case *dictExpr:
+		d := newDict(len(x.keys))
+		for i := range x.keys {
+			k, err := r.eval(x.keys[i], f)
+			if err != nil {
+				return nil, err
+			}
+			if !isHashable(k) {
+				return nil, typeError("unhashable type: '%s'", typeName(k))
+			}
+			v, err := r.eval(x.vals[i], f)
+			if err != nil {
+				return nil, err
+			}
+			d.set(k, v)
+		}
+		return d, nil
+	case *callExpr:
+		return r.evalCall(x, f, nil)
+	case *filterExpr:
+		arg, err := r.eval(x.arg, f)
+		if err != nil {
+			return nil, err
+		}
+		return r.applyFilter(x, arg, f)
+	case *testExpr:
+		return r.evalTest(x, f)
+	case *unaryExpr:
+		v, err := r.eval(x.x, f)
+		if err != nil {
+			return nil, err
+		}
+		switch x.op {
+		case "not":
+			return !truthy(v), nil
+		case "-":
+			return negate(v)
+		default:
+			return positive(v)
+		}
+	case *binaryExpr:
+		return r.evalBinary(x, f)
+	case *compareExpr:
+		return r.evalCompare(x, f)
+	case *condExpr:
+		c, err := r.eval(x.cond, f)
+		if err != nil {
+			return nil, err
+		}
+		if truthy(c) {
+			return r.eval(x.then, f)
+		}
+		if x.otherwise == nil {
+			return &Undefined{hint: "the inline if-expression evaluated to false and no else section was defined."}, nil
+		}
+		return r.eval(x.otherwise, f)
+	}
+	return nil, &RenderError{Kind: "RuntimeError", Msg: "unknown expression"}
+}
+
+func (r *renderer) evalBinary(x *binaryExpr, f *frame) (value, error) {
+	l, err := r.eval(x.l, f)
+	if err != nil {
+		return nil, err
+	}
+	switch x.op {
+	case "and":
+		if !truthy(l) {
+			return l, nil
+		}
+		return r.eval(x.r, f)
+	case "or":
+		if truthy(l) {
+			return l, nil
+		}
+		return r.eval(x.r, f)
+	}
+	rv, err := r.eval(x.r, f)
+	if err != nil {
+		return nil, err
+	}
+	if x.op == "~" {
+		ls, rs := pyStr(l), pyStr(rv)
+		if len(ls)+len(rs) > maxStringLen {
+			return nil, errTooLarge()
+		}
+		return ls + rs, nil
+	}
+	return arith(x.op, l, rv)
+}
+
+func (r *renderer) evalCompare(x *compareExpr, f *frame) (value, error) {
+	l, err := r.eval(x.first, f)
+	if err != nil {
+		return nil, err
+	}
+	for i, op := range x.ops {
+		rv, err := r.eval(x.rest[i], f)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := compare(op, l, rv)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return false, nil
+		}
+		l = rv
+	}
+	return true, nil
+}
+
+func (r *renderer) evalSlice(x *sliceExpr, f *frame) (value, error) {
+	obj, err := r.eval(x.obj, f)
+	if err != nil {
+		return nil, err
+	}
+	var bounds [3]value
+	for i, e := range []expr{x.start, x.stop, x.step} {
+		if e == nil {
+			continue
+		}
+		if bounds[i], err = r.eval(e, f); err != nil {
+			return nil, err
+		}
+	}
+	if u, ok := obj.(*Undefined); ok {
+		return nil, u.fail()
+	}
+	return sliceValue(obj, bounds[0], bounds[1], bounds[2])
+}
+
+// evalArgs evaluates call arguments.
+func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
+	var args []value
+	if len(a.pos) > 0 {
+		args = make([]value, len(a.pos))
+		for i, e := range a.pos {
+			v, err := r.eval(e, f)
+			if err != nil {
+				return nil, nil, err
+			}
+			args[i] = v
+		}
+	}
+	var kw *kwargs
+	if len(a.names) > 0 {
+		kw = &kwargs{names: a.names, vals: make([]value, len(a.kwargs))}
+		for i, e := range a.kwargs {
+			v, err := r.eval(e, f)
+			if err != nil {
+				return nil, nil, err
+			}
+			kw.vals[i] = v
+		}
+	}
+	return args, kw, nil
+}
+
+// evalCall calls functions, macros and methods; caller is set for
+// {% call %} blocks.
+func (r *renderer) evalCall(x *callExpr, f *frame, caller *Macro) (value, error) {
+	var fn value
+	var err error
+	if a, ok := x.fn.(*attrExpr); ok {
+		obj, err := r.eval(a.obj, f)
+		if err != nil {
+			return nil, err
+		}
+		if fn, err = getAttr(obj, a.name); err != nil {
+			return nil, err
+		}
+	} else if fn, err = r.eval(x.fn, f); err != nil {
+		return nil, err
+	}
+	args, kw, err := r.evalArgs(x.args, f)
+	if err != nil {
+		return nil, err
+	}
+	if caller != nil {
+		if kw == nil {
+			kw = &kwargs{}
+		}
+		kw.names = append(kw.names, "caller")
+		kw.vals = append(kw.vals, caller)
+	}
+	return r.call(fn, args, kw)
+}
+
+func (r *renderer) call(fn value, args []value, kw *kwargs) (value, error) {
+	switch fn := fn.(type) {
+	case *Macro:
+		return r.callMacro(fn, args, kw)
+	case *builtinFunc:
+		return fn.fn(r, args, kw)
+	case *boundMethod:
+		v, err := callMethod(r, fn.recv, fn.name, args, kw)
+		if err != nil {
+			return nil, err
+		}
+		return v, checkSize(v)
+	case *loopState:
+		if fn.recurse == nil {
+			return nil, typeError("Tried to call non recursive loop.  Maybe you forgot the 'recursive' modifier.")
+		}
+		if len(args) != 1 {
+			return nil, typeError("loop() takes exactly one argument")
+		}
+		return fn.recurse(args[0])
+	case *Undefined:
+		return nil, fn.fail()
+	}
+	return nil, typeError("'%s' object is not callable", typeName(fn))
+}
+
+// Macro is a template macro; calling it renders its body to a string.
+type Macro struct {
+	def     *macroDef
+	closure *frame
+}
+
+func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) {
+	if err := r.spend(); err != nil {
+		return nil, err
+	}
+	r.callDepth++
+	defer func() { r.callDepth-- }()
+	if r.callDepth > maxCallDepth {
+		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum macro recursion depth exceeded"}
+	}
+	def := m.def
+	scope := newFrame(m.closure)
+	var varargs []value
+	for i, a := range args {
+		if i < len(def.params) {
+			scope.set(def.params[i], a)
+		} else {
+			varargs = append(varargs, a)
+		}
+	}
+	extra := newDict(0)
+	if kw != nil {
+		for i, name := range kw.names {
+			if idx := indexOf(def.params, name); idx >= 0 {
+				if idx < len(args) {
+					return nil, typeError("macro '%s' got multiple values for argument '%s'", def.name, name)
+				}
+				scope.set(name, kw.vals[i])
+			} else if name == "caller" {
+				scope.set("caller", kw.vals[i])
+			} else {
+				extra.set(name, kw.vals[i])
+			}
+		}
+	}
+	firstDefault := len(def.params) - len(def.defaults)
+	for i, p := range def.params {
+		if _, ok := scope.lookupLocal(p); ok {
+			continue
+		}
+		if i >= firstDefault {
+			v, err := r.eval(def.defaults[i-firstDefault], scope)
+			if err != nil {
+				return nil, err
+			}
+			scope.set(p, v)
+		} else {
+			scope.set(p, &Undefined{hint: "parameter '" + p + "' was not provided", name: p})
+		}
+	}
+	scope.set("varargs", &List{Items: varargs, Tuple: true})
+	scope.set("kwargs", extra)
+	var b strings.Builder
+	if err := r.execBody(def.body, scope, &b); err != nil {
+		if err == errBreak || err == errContinue {
+			return nil, &RenderError{Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
+		}
+		return nil, err
+	}
+	return b.String(), nil
+}
+
+func (f *frame) lookupLocal(name string) (value, bool) {
+	for i, n := range f.names {
+		if n == name {
+			return f.vals[i], true
+		}
+	}
+	return nil, false
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// kwargs are keyword arguments in call order.
+type kwargs struct {
+	names []string
+	vals  []value
+}
+
+func (k *kwargs) get(name string) (value, bool) {
+	if k == nil {
+		return nil, false
+	}
+	for i, n := range k.names {
+		if n == name {
+			return k.vals[i], true
+		}
+	}
+	return nil, false
+}
+
+// loopState is the "loop" variable inside for loops.
+type loopState struct {
+	items   []value
+	index   int
+	depth   int
+	last    value // for loop.changed
+	hasLast bool
+	recurse func(value) (value, error)
+}
+
+func (l *loopState) attr(name string) (value, bool) {
+	n := len(l.items)
+	switch name {
+	case "index":
+		return int64(l.index + 1), true
+	case "index0":
+		return int64(l.index), true
+	case "revindex":
+		return int64(n - l.index), true
+	case "revindex0":
+		return int64(n - l.index - 1), true
+	case "first":
+		return l.index == 0, true
+	case "last":
+		return l.index == n-1, true
+	case "length":
+		return int64(n), true
+	case "depth":
+		return int64(l.depth + 1), true
+	case "depth0":
+		return int64(l.depth), true
+	case "previtem":
+		if l.index == 0 {
+			return &Undefined{hint: "there is no previous item", name: "previtem"}, true
+		}
+		return l.items[l.index-1], true
+	case "nextitem":
+		if l.index >= n-1 {
+			return &Undefined{hint: "there is no next item", name: "nextitem"}, true
+		}
+		return l.items[l.index+1], true
+	case "cycle", "changed":
+		return &boundMethod{recv: l, name: name}, true
+	}
+	return nil, false
+}
+
+// errTooLarge reports a computed value beyond the size limits.
+func errTooLarge() error { return &RenderError{Kind: "MemoryError", Msg: "value too large"} }
+
+func checkSize(v value) error {
+	switch x := v.(type) {
+	case string:
+		if len(x) > maxStringLen {
+			return errTooLarge()
+		}
+	case *List:
+		if len(x.Items) > maxListLen {
+			return errTooLarge()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+package chattemplate
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// globals are the functions every template sees: jinja2's defaults that
+// chat templates use plus transformers' raise_exception and strftime_now.
+var globals map[string]value
+
+func init() {
+	globals = map[string]value{
+		"range":           &builtinFunc{"range", globalRange},
+		"namespace":       &builtinFunc{"namespace", globalNamespace},
+		"dict":            &builtinFunc{"dict", globalDict},
+		"raise_exception": &builtinFunc{"raise_exception", globalRaiseException},
+		"strftime_now":    &builtinFunc{"strftime_now", globalStrftimeNow},
+		"joiner":          &builtinFunc{"joiner", globalJoiner},
+		"cycler":          &builtinFunc{"cycler", globalCycler},
+	}
+}
+
+func globalRange(r *renderer, args []value, kw *kwargs) (value, error) {
+	ints := make([]int64, len(args))
+	for i, a := range args {
+		n, ok := indexKey(a)
+		if !ok {
+			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(a))
+		}
+		ints[i] = n
+	}
+	rv := rangeValue{step: 1}
+	switch len(ints) {
+	case 1:
+		rv.stop = ints[0]
+	case 2:
+		rv.start, rv.stop = ints[0], ints[1]
+	case 3:
+		rv.start, rv.stop, rv.step = ints[0], ints[1], ints[2]
+		if rv.step == 0 {
+			return nil, valueError("range() arg 3 must not be zero")
+		}
+	default:
+		return nil, typeError("range expected at most 3 arguments, got %d", len(ints))
+	}
+	if rv.len() > maxRangeItems {
+		return nil, &RenderError{Kind: "OverflowError", Msg: "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."}
+	}
+	return rv, nil
+}
+
+// dictFromArgs is Python's dict(mapping_or_pairs, **kwargs).
+func dictFromArgs(r *renderer, args []value, kw *kwargs) (*Dict, error) {
+	d := newDict(4)
+	if len(args) > 1 {
+		return nil, typeError("dict expected at most 1 argument, got %d", len(args))
+	}
+	if len(args) == 1 {
+		switch src := args[0].(type) {
+		case *Dict:
+			for i, k := range src.keys {
+				d.set(k, src.vals[i])
+			}
+		default:
+			items, err := r.iterate(src)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range items {
+				pair, err := r.iterate(it)
+				if err != nil || len(pair) != 2 {
+					return nil, valueError("dictionary update sequence element has wrong length")
+				}
+				if !isHashable(pair[0]) {
+					return nil, typeError("unhashable type: '%s'", typeName(pair[0]))
+				}
+				d.set(pair[0], pair[1])
+			}
+		}
+	}
+	if kw != nil {
+		for i, n := range kw.names {
+			d.set(n, kw.vals[i])
+		}
+	}
+	return d, nil
+}
+
+func globalNamespace(r *renderer, args []value, kw *kwargs) (value, error) {
+	d, err := dictFromArgs(r, args, kw)
+	if err != nil {
+		return nil, err
+	}
+	return &Namespace{attrs: d}, nil
+}
+
+func globalDict(r *renderer, args []value, kw *kwargs) (value, error) {
+	return dictFromArgs(r, args, kw)
+}
+
+func globalRaiseException(r *renderer, args []value, kw *kwargs) (value, error) {
+	msg := ""
+	if len(args) > 0 {
+		msg = pyStr(args[0])
+	} else if v, ok := kw.get("message"); ok {
+		msg = pyStr(v)
+	}
+	return nil, &TemplateError{Message: msg}
+}
+
+func globalStrftimeNow(r *renderer, args []value, kw *kwargs) (value, error) {
+	if len(args) != 1 {
+		return nil, typeError("strftime_now() takes exactly one argument")
+	}
+	format, ok := args[0].(string)
+	if !ok {
+		return nil, typeError("strftime() argument 1 must be str, not %s", typeName(args[0]))
+	}
+	now := time.Now
+	if r.opts != nil && r.opts.Now != nil {
+		now = r.opts.Now
+	}
+	return strftime(now(), format), nil
+}
+
+// strftime implements the C/Python strftime directives (including glibc's
+// "-" flag that drops padding).
+func strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 >= len(format) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		noPad := false
+		if format[i] == '-' && i+1 < len(format) {
+			noPad = true
+			i++
+		}
+		num := func(n, width int) {
+			s := strconv.Itoa(n)
+			if !noPad {
+				for len(s) < width {
+					s = "0" + s
+				}
+			}
+			b.WriteString(s)
+		}
+		switch format[i] {
+		case 'Y':
+			num(t.Year(), 4)
+		case 'y':
+			num(t.Year()%100, 2)
+		case 'm':
+			num(int(t.Month()), 2)
+		case 'd':
+			num(t.Day(), 2)
+		case 'e':
+			s := strconv.Itoa(t.Day())
+			if len(s) < 2 && !noPad {
+				s = " " + s
+			}
+			b.WriteString(s)
+		case 'H':
+			num(t.Hour(), 2)
+		case 'I':
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			num(h, 2)
+		case 'M':
+			num(t.Minute(), 2)
+		case 'S':
+			num(t.Second(), 2)
+		case 'f':
+			num(t.Nanosecond()/1000, 6)
+		case 'j':
+			num(t.YearDay(), 3)
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'w':
+			num(int(t.Weekday()), 1)
+		case 'u':
+			wd := int(t.Weekday())
+			if wd == 0 {
+				wd = 7
+			}
+			num(wd, 1)
+		case 'Z':
+			name, _ := t.Zone()
+			b.WriteString(name)
+		case 'z':
+			b.WriteString(t.Format("-0700"))
+		case 'F':
+			b.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			b.WriteString(t.Format("15:04:05"))
+		case 'D':
+			b.WriteString(t.Format("01/02/06"))
+		case 'R':
+			b.WriteString(t.Format("15:04"))
+		case 'c':
+			b.WriteString(t.Format("Mon Jan  2 15:04:05 2006"))
+		case 'x':
+			b.WriteString(t.Format("01/02/06"))
+		case 'X':
+			b.WriteString(t.Format("15:04:05"))
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}
+
+// globalJoiner returns a function that yields "" the first time and sep
+// afterwards.
+func globalJoiner(r *renderer, args []value, kw *kwargs) (value, error) {
+	sep := pyStr(argAt(args, kw, 0, "sep", ", "))
+	used := false
+	return &builtinFunc{"joiner", func(*renderer, []value, *kwargs) (value, error) {
+		if !used {
+			used = true
+			return "", nil
+		}
+		return sep, nil
+	}}, nil
+}
+
+// globalCycler supports cycler(...).next() through a callable with state.
+func globalCycler(r *renderer, args []value, kw *kwargs) (value, error) {
+	if len(args) == 0 {
+		return nil, typeError("at least one item has to be provided")
+	}
+	d := newDict(2)
+	pos := 0
+	d.set("next", &builtinFunc{"next", func(*renderer, []value, *kwargs) (value, error) {
+		v := args[pos%len(args)]
+		pos++
+		return v, nil
+	}})
+	d.set("reset", &builtinFunc{"reset", func(*renderer, []value, *kwargs) (value, error) {
+		pos = 0
+		return nil, nil
+	}})
+	return &Namespace{attrs: d}, nil
+}

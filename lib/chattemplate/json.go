@@ -1,0 +1,402 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// decodeJSON parses JSON into template values the way Python's json.loads
+// does: objects keep their key order, integral literals become int and
+// literals with a fraction or exponent become float.
+func decodeJSON(data []byte) (value, error) {
+	d := &jsonDecoder{data: data}
+	d.skipSpace()
+	v, err := d.value(0)
+	if err != nil {
+		return nil, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return nil, d.errorf("unexpected data after JSON value")
+	}
+	return v, nil
+}
+
+type jsonDecoder struct {
+	data []byte
+	pos  int
+}
+
+const maxJSONDepth = 1000
+
+func (d *jsonDecoder) errorf(msg string) error {
+	return &RenderError{Kind: "ValueError", Msg: "invalid JSON input at offset " + strconv.Itoa(d.pos) + ": " + msg}
+}
+
+func (d *jsonDecoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *jsonDecoder) value(depth int) (value, error) {
+	if depth > maxJSONDepth {
+		return nil, d.errorf("nesting too deep")
+	}
+	if d.pos >= len(d.data) {
+		return nil, d.errorf("unexpected end")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		d.pos++
+		obj := newDict(4)
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			return obj, nil
+		}
+		for {
+			d.skipSpace()
+			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+				return nil, d.errorf("expected object key")
+			}
+			k, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			d.skipSpace()
+			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+				return nil, d.errorf("expected ':'")
+			}
+			d.pos++
+			d.skipSpace()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			obj.set(k, v)
+			d.skipSpace()
+			if d.pos < len(d.data) && d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.pos < len(d.data) && d.data[d.pos] == '}' {
+				d.pos++
+				return obj, nil
+			}
+			return nil, d.errorf("expected ',' or '}'")
+		}
+	case c == '[':
+		d.pos++
+		list := &List{}
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			return list, nil
+		}
+		for {
+			d.skipSpace()
+			v, err := d.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			list.Items = append(list.Items, v)
+			d.skipSpace()
+			if d.pos < len(d.data) && d.data[d.pos] == ',' {
+				d.pos++
+				continue
+			}
+			if d.pos < len(d.data) && d.data[d.pos] == ']' {
+				d.pos++
+				return list, nil
+			}
+			return nil, d.errorf("expected ',' or ']'")
+		}
+	case c == '"':
+		return d.str()
+	case c == 't' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+4, len(d.data))]), "true"):
+		d.pos += 4
+		return true, nil
+	case c == 'f' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+5, len(d.data))]), "false"):
+		d.pos += 5
+		return false, nil
+	case c == 'n' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+4, len(d.data))]), "null"):
+		d.pos += 4
+		return nil, nil
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return nil, d.errorf("unexpected character")
+}
+
+func (d *jsonDecoder) number() (value, error) {
+	start := d.pos
+	isFloat := false
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		if c >= '0' && c <= '9' || c == '-' || c == '+' {
+			d.pos++
+		} else if c == '.' || c == 'e' || c == 'E' {
+			isFloat = true
+			d.pos++
+		} else {
+			break
+		}
+	}
+	text := string(d.data[start:d.pos])
+	if !isFloat {
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil && !strings.Contains(err.Error(), "range") {
+		return nil, d.errorf("bad number")
+	}
+	return f, nil
+}
+
+func (d *jsonDecoder) str() (string, error) {
+	start := d.pos
+	d.pos++
+	escaped := false
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '\\':
+			escaped = true
+			d.pos += 2
+			continue
+		case c == '"':
+			d.pos++
+			raw := d.data[start:d.pos]
+			if !escaped {
+				return string(raw[1 : len(raw)-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", d.errorf("bad string")
+			}
+			return s, nil
+		case c < 0x20:
+			return "", d.errorf("control character in string")
+		}
+		d.pos++
+	}
+	return "", d.errorf("unterminated string")
+}
+
+// jsonOptions are the arguments of transformers' tojson filter, which calls
+// json.dumps(x, ensure_ascii=False, indent=indent, separators=separators,
+// sort_keys=sort_keys).
+type jsonOptions struct {
+	indent        string
+	hasIndent     bool
+	itemSep       string
+	keySep        string
+	sortKeys      bool
+	ensureASCII   bool
+	maxOutputSize int
+}
+
+func newJSONOptions() jsonOptions {
+	return jsonOptions{itemSep: ", ", keySep: ": "}
+}
+
+// toJSON is Python's json.dumps with the given options.
+func toJSON(v value, o jsonOptions) (string, error) {
+	var b strings.Builder
+	if err := writeJSON(&b, v, o, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
+	if level > maxJSONDepth {
+		return valueError("Circular reference detected")
+	}
+	if b.Len() > maxStringLen {
+		return errTooLarge()
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		b.WriteString(jsonFloat(x))
+	case string:
+		writeJSONString(b, x, o.ensureASCII)
+	case *List:
+		if len(x.Items) == 0 {
+			b.WriteString("[]")
+			return nil
+		}
+		b.WriteByte('[')
+		for i, it := range x.Items {
+			if i > 0 {
+				b.WriteString(o.itemSep)
+			}
+			o.newline(b, level+1)
+			if err := writeJSON(b, it, o, level+1); err != nil {
+				return err
+			}
+		}
+		o.newline(b, level)
+		b.WriteByte(']')
+	case *Dict:
+		if x.len() == 0 {
+			b.WriteString("{}")
+			return nil
+		}
+		order := make([]int, x.len())
+		for i := range order {
+			order[i] = i
+		}
+		if o.sortKeys {
+			var sortErr error
+			sort.SliceStable(order, func(i, j int) bool {
+				less, err := pyLess(x.keys[order[i]], x.keys[order[j]])
+				if err != nil {
+					sortErr = err
+				}
+				return less
+			})
+			if sortErr != nil {
+				return sortErr
+			}
+		}
+		b.WriteByte('{')
+		for n, i := range order {
+			if n > 0 {
+				b.WriteString(o.itemSep)
+			}
+			o.newline(b, level+1)
+			key, err := jsonKey(x.keys[i])
+			if err != nil {
+				return err
+			}
+			writeJSONString(b, key, o.ensureASCII)
+			b.WriteString(o.keySep)
+			if err := writeJSON(b, x.vals[i], o, level+1); err != nil {
+				return err
+			}
+		}
+		o.newline(b, level)
+		b.WriteByte('}')
+	default:
+		return typeError("Object of type %s is not JSON serializable", typeName(v))
+	}
+	return nil
+}
+
+func (o jsonOptions) newline(b *strings.Builder, level int) {
+	if !o.hasIndent {
+		return
+	}
+	b.WriteByte('\n')
+	for i := 0; i < level; i++ {
+		b.WriteString(o.indent)
+	}
+}
+
+// jsonKey converts dict keys as json.dumps does.
+func jsonKey(k value) (string, error) {
+	switch x := k.(type) {
+	case string:
+		return x, nil
+	case nil:
+		return "null", nil
+	case bool:
+		if x {
+			return "true", nil
+		}
+		return "false", nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case float64:
+		return jsonFloat(x), nil
+	}
+	return "", typeError("keys must be str, int, float, bool or None, not %s", typeName(k))
+}
+
+func jsonFloat(f float64) string {
+	switch s := formatFloat(f); s {
+	case "inf":
+		return "Infinity"
+	case "-inf":
+		return "-Infinity"
+	case "nan":
+		return "NaN"
+	default:
+		return s
+	}
+}
+
+// writeJSONString escapes like Python's json encoder: with ensure_ascii off
+// only quotes, backslashes and control characters are escaped.
+func writeJSONString(b *strings.Builder, s string, ensureASCII bool) {
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && (c < utf8.RuneSelf || !ensureASCII) {
+			i++
+			continue
+		}
+		b.WriteString(s[start:i])
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r >= 0x10000 {
+				r -= 0x10000
+				b.WriteString(`\u` + hex4(0xd800+int(r>>10)) + `\u` + hex4(0xdc00+int(r&0x3ff)))
+			} else {
+				b.WriteString(`\u` + hex4(int(r)))
+			}
+			i += size
+			start = i
+			continue
+		}
+		switch c {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			b.WriteString(`\u` + hex4(int(c)))
+		}
+		i++
+		start = i
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
+}
+
+func hex4(n int) string {
+	return hex2(n>>8) + hex2(n&0xff)
+}

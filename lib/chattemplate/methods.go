@@ -1,0 +1,682 @@
+package chattemplate
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// boundMethod is a Python method looked up on a value, e.g. s.strip.
+type boundMethod struct {
+	recv value
+	name string
+}
+
+// builtinFunc is a global function such as range or namespace.
+type builtinFunc struct {
+	name string
+	fn   func(r *renderer, args []value, kw *kwargs) (value, error)
+}
+
+var (
+	stringMethods = setOf("strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
+		"replace", "upper", "lower", "title", "capitalize", "swapcase", "casefold", "find", "rfind", "index",
+		"rindex", "count", "format", "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
+		"isnumeric", "isdecimal", "zfill", "center", "ljust", "rjust", "partition", "rpartition",
+		"removeprefix", "removesuffix")
+	listMethods       = setOf("count", "index", "copy")
+	listUnsafeMethods = setOf("append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort")
+	dictMethods       = setOf("items", "keys", "values", "get", "copy")
+	dictUnsafeMethods = setOf("clear", "pop", "popitem", "setdefault", "update")
+)
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// methodFor returns the method value for obj.name, or false when obj has no
+// such Python attribute. Methods that mutate are refused as jinja2's
+// ImmutableSandboxedEnvironment does: the lookup yields an Undefined that
+// raises SecurityError when used.
+func methodFor(obj value, name string) (value, bool) {
+	var safe, unsafe map[string]bool
+	switch obj.(type) {
+	case string:
+		safe = stringMethods
+	case *List:
+		safe, unsafe = listMethods, listUnsafeMethods
+	case *Dict:
+		safe, unsafe = dictMethods, dictUnsafeMethods
+	default:
+		return nil, false
+	}
+	if safe[name] {
+		return &boundMethod{recv: obj, name: name}, true
+	}
+	if unsafe[name] {
+		return &Undefined{
+			name: name,
+			kind: "SecurityError",
+			hint: "access to attribute '" + name + "' of '" + typeName(obj) + "' object is unsafe.",
+		}, true
+	}
+	return nil, false
+}
+
+// argAt returns positional argument i or keyword name, or def.
+func argAt(args []value, kw *kwargs, i int, name string, def value) value {
+	if i < len(args) {
+		return args[i]
+	}
+	if v, ok := kw.get(name); ok {
+		return v
+	}
+	return def
+}
+
+func stringArg(v value, method string) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", typeError("%s arg must be None or str", method)
+	}
+	return s, nil
+}
+
+func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) (value, error) {
+	switch x := recv.(type) {
+	case string:
+		return callStringMethod(x, name, args, kw)
+	case *List:
+		switch name {
+		case "count":
+			n := int64(0)
+			for _, it := range x.Items {
+				if len(args) > 0 && pyEqual(it, args[0]) {
+					n++
+				}
+			}
+			return n, nil
+		case "index":
+			for i, it := range x.Items {
+				if len(args) > 0 && pyEqual(it, args[0]) {
+					return int64(i), nil
+				}
+			}
+			return nil, valueError("value is not in list")
+		case "copy":
+			return &List{Items: append([]value(nil), x.Items...), Tuple: x.Tuple}, nil
+		}
+	case *Dict:
+		switch name {
+		case "items":
+			items := make([]value, x.len())
+			for i, k := range x.keys {
+				items[i] = &List{Items: []value{k, x.vals[i]}, Tuple: true}
+			}
+			return &List{Items: items}, nil
+		case "keys":
+			return &List{Items: append([]value(nil), x.keys...)}, nil
+		case "values":
+			return &List{Items: append([]value(nil), x.vals...)}, nil
+		case "get":
+			if len(args) == 0 {
+				return nil, typeError("get expected at least 1 argument, got 0")
+			}
+			if !isHashable(args[0]) {
+				return nil, typeError("unhashable type: '%s'", typeName(args[0]))
+			}
+			if v, ok := x.get(args[0]); ok {
+				return v, nil
+			}
+			return argAt(args, nil, 1, "", nil), nil
+		case "copy":
+			d := newDict(x.len())
+			for i, k := range x.keys {
+				d.set(k, x.vals[i])
+			}
+			return d, nil
+		}
+	case *loopState:
+		switch name {
+		case "cycle":
+			if len(args) == 0 {
+				return nil, typeError("no items for cycling given")
+			}
+			return args[x.index%len(args)], nil
+		case "changed":
+			v := &List{Items: args}
+			if x.hasLast && pyEqual(x.last, v) {
+				return false, nil
+			}
+			x.last, x.hasLast = v, true
+			return true, nil
+		}
+	}
+	return nil, typeError("'%s' object has no method '%s'", typeName(recv), name)
+}
+
+// cutset turns Python's strip(chars) argument into a predicate; nil chars
+// means whitespace.
+func cutset(chars value) (func(rune) bool, error) {
+	if chars == nil {
+		return isPySpace, nil
+	}
+	s, ok := chars.(string)
+	if !ok {
+		return nil, typeError("strip arg must be None or str")
+	}
+	return func(r rune) bool { return strings.ContainsRune(s, r) }, nil
+}
+
+func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
+	switch name {
+	case "strip", "lstrip", "rstrip":
+		pred, err := cutset(argAt(args, kw, 0, "chars", nil))
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "strip":
+			return strings.TrimFunc(s, pred), nil
+		case "lstrip":
+			return strings.TrimLeftFunc(s, pred), nil
+		}
+		return strings.TrimRightFunc(s, pred), nil
+	case "split", "rsplit":
+		sep := argAt(args, kw, 0, "sep", nil)
+		maxv := argAt(args, kw, 1, "maxsplit", int64(-1))
+		maxSplit, ok := indexKey(maxv)
+		if !ok {
+			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(maxv))
+		}
+		var parts []string
+		if sep == nil {
+			parts = splitWhitespace(s, int(maxSplit), name == "rsplit")
+		} else {
+			sepStr, err := stringArg(sep, "must be str or None, not "+typeName(sep)+";")
+			if err != nil {
+				return nil, typeError("must be str or None, not %s", typeName(sep))
+			}
+			if sepStr == "" {
+				return nil, valueError("empty separator")
+			}
+			n := -1
+			if maxSplit >= 0 {
+				n = int(maxSplit) + 1
+			}
+			if name == "rsplit" {
+				parts = rsplitN(s, sepStr, n)
+			} else {
+				parts = strings.SplitN(s, sepStr, n)
+			}
+		}
+		return stringList(parts), nil
+	case "splitlines":
+		keep := truthy(argAt(args, kw, 0, "keepends", false))
+		return stringList(splitLines(s, keep)), nil
+	case "startswith", "endswith":
+		if len(args) == 0 {
+			return nil, typeError("%s() takes at least 1 argument (0 given)", name)
+		}
+		test := strings.HasPrefix
+		if name == "endswith" {
+			test = strings.HasSuffix
+		}
+		var cands []value
+		switch a := args[0].(type) {
+		case string:
+			cands = []value{a}
+		case *List:
+			if !a.Tuple {
+				return nil, typeError("%s first arg must be str or a tuple of str, not list", name)
+			}
+			cands = a.Items
+		default:
+			return nil, typeError("%s first arg must be str or a tuple of str, not %s", name, typeName(args[0]))
+		}
+		for _, c := range cands {
+			cs, ok := c.(string)
+			if !ok {
+				return nil, typeError("tuple for %s must only contain str, not %s", name, typeName(c))
+			}
+			if test(s, cs) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case "replace":
+		if len(args) < 2 {
+			return nil, typeError("replace expected at least 2 arguments, got %d", len(args))
+		}
+		old, err1 := stringArg(args[0], "replace")
+		repl, err2 := stringArg(args[1], "replace")
+		if err1 != nil || err2 != nil {
+			return nil, typeError("replace() argument must be str")
+		}
+		n := int64(-1)
+		if c := argAt(args, kw, 2, "count", nil); c != nil {
+			n, _ = indexKey(c)
+		}
+		return pyReplace(s, old, repl, n)
+	case "upper":
+		return pyUpper(s), nil
+	case "lower", "casefold":
+		return strings.ToLower(s), nil
+	case "title":
+		return pyTitle(s), nil
+	case "capitalize":
+		return pyCapitalize(s), nil
+	case "swapcase":
+		return strings.Map(func(r rune) rune {
+			if unicode.IsUpper(r) {
+				return unicode.ToLower(r)
+			}
+			return unicode.ToUpper(r)
+		}, s), nil
+	case "find", "rfind", "index", "rindex", "count":
+		if len(args) == 0 {
+			return nil, typeError("%s() takes at least 1 argument (0 given)", name)
+		}
+		sub, ok := args[0].(string)
+		if !ok {
+			return nil, typeError("must be str, not %s", typeName(args[0]))
+		}
+		runes := []rune(s)
+		a, b, _, err := sliceIndices(argAt(args, nil, 1, "", nil), argAt(args, nil, 2, "", nil), nil, int64(len(runes)))
+		if err != nil {
+			return nil, err
+		}
+		if b < a {
+			b = a
+		}
+		window := string(runes[a:b])
+		if name == "count" {
+			if sub == "" {
+				return int64(utf8.RuneCountInString(window) + 1), nil
+			}
+			return int64(strings.Count(window, sub)), nil
+		}
+		var at int
+		if name == "find" || name == "index" {
+			at = strings.Index(window, sub)
+		} else {
+			at = strings.LastIndex(window, sub)
+		}
+		if at < 0 {
+			if name == "index" || name == "rindex" {
+				return nil, valueError("substring not found")
+			}
+			return int64(-1), nil
+		}
+		return a + int64(utf8.RuneCountInString(window[:at])), nil
+	case "format":
+		return pyFormat(s, args, kw)
+	case "join":
+		if len(args) != 1 {
+			return nil, typeError("join() takes exactly one argument (%d given)", len(args))
+		}
+		items, err := (&renderer{}).iterate(args[0])
+		if err != nil {
+			return nil, err
+		}
+		parts := make([]string, len(items))
+		for i, it := range items {
+			str, ok := it.(string)
+			if !ok {
+				return nil, typeError("sequence item %d: expected str instance, %s found", i, typeName(it))
+			}
+			parts[i] = str
+		}
+		return strings.Join(parts, s), nil
+	case "isdigit", "isnumeric", "isdecimal":
+		return s != "" && allRunes(s, unicode.IsDigit), nil
+	case "isalpha":
+		return s != "" && allRunes(s, unicode.IsLetter), nil
+	case "isalnum":
+		return s != "" && allRunes(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }), nil
+	case "isspace":
+		return s != "" && allRunes(s, isPySpace), nil
+	case "isupper", "islower":
+		cased := false
+		for _, r := range s {
+			if unicode.IsUpper(r) || unicode.IsTitle(r) {
+				if name == "islower" {
+					return false, nil
+				}
+				cased = true
+			} else if unicode.IsLower(r) {
+				if name == "isupper" {
+					return false, nil
+				}
+				cased = true
+			}
+		}
+		return cased, nil
+	case "zfill", "center", "ljust", "rjust":
+		width, ok := indexKey(argAt(args, kw, 0, "width", nil))
+		if !ok {
+			return nil, typeError("%s() argument must be an integer", name)
+		}
+		fill := " "
+		if f, ok := argAt(args, kw, 1, "fillchar", " ").(string); ok && utf8.RuneCountInString(f) == 1 {
+			fill = f
+		}
+		return pad(s, name, int(min(width, maxStringLen)), fill), nil
+	case "partition", "rpartition":
+		sep, ok := argAt(args, kw, 0, "sep", nil).(string)
+		if !ok || sep == "" {
+			return nil, valueError("empty separator")
+		}
+		var i int
+		if name == "partition" {
+			i = strings.Index(s, sep)
+		} else {
+			i = strings.LastIndex(s, sep)
+		}
+		if i < 0 {
+			if name == "partition" {
+				return &List{Items: []value{s, "", ""}, Tuple: true}, nil
+			}
+			return &List{Items: []value{"", "", s}, Tuple: true}, nil
+		}
+		return &List{Items: []value{s[:i], sep, s[i+len(sep):]}, Tuple: true}, nil
+	case "removeprefix":
+		p, _ := argAt(args, kw, 0, "prefix", "").(string)
+		return strings.TrimPrefix(s, p), nil
+	case "removesuffix":
+		p, _ := argAt(args, kw, 0, "suffix", "").(string)
+		return strings.TrimSuffix(s, p), nil
+	}
+	return nil, typeError("'str' object has no method '%s'", name)
+}
+
+func allRunes(s string, pred func(rune) bool) bool {
+	for _, r := range s {
+		if !pred(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func stringList(parts []string) *List {
+	items := make([]value, len(parts))
+	for i, p := range parts {
+		items[i] = p
+	}
+	return &List{Items: items}
+}
+
+// splitWhitespace is Python's str.split() / rsplit() without a separator.
+func splitWhitespace(s string, maxSplit int, fromRight bool) []string {
+	if !fromRight {
+		var out []string
+		rest := strings.TrimLeftFunc(s, isPySpace)
+		for rest != "" {
+			if maxSplit >= 0 && len(out) == maxSplit {
+				out = append(out, strings.TrimRightFunc(rest, isPySpace))
+				break
+			}
+			end := strings.IndexFunc(rest, isPySpace)
+			if end < 0 {
+				out = append(out, rest)
+				break
+			}
+			out = append(out, rest[:end])
+			rest = strings.TrimLeftFunc(rest[end:], isPySpace)
+		}
+		return out
+	}
+	var rev []string
+	rest := strings.TrimRightFunc(s, isPySpace)
+	for rest != "" {
+		if maxSplit >= 0 && len(rev) == maxSplit {
+			rev = append(rev, strings.TrimLeftFunc(rest, isPySpace))
+			break
+		}
+		start := strings.LastIndexFunc(rest, isPySpace)
+		if start < 0 {
+			rev = append(rev, rest)
+			break
+		}
+		_, size := utf8.DecodeRuneInString(rest[start:])
+		rev = append(rev, rest[start+size:])
+		rest = strings.TrimRightFunc(rest[:start], isPySpace)
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+func rsplitN(s, sep string, n int) []string {
+	if n < 0 {
+		return strings.Split(s, sep)
+	}
+	var rev []string
+	for len(rev) < n-1 {
+		i := strings.LastIndex(s, sep)
+		if i < 0 {
+			break
+		}
+		rev = append(rev, s[i+len(sep):])
+		s = s[:i]
+	}
+	rev = append(rev, s)
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// splitLines is Python's str.splitlines.
+func splitLines(s string, keep bool) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		brk := 0
+		switch r {
+		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+			brk = size
+		case '\r':
+			brk = 1
+			if i+1 < len(s) && s[i+1] == '\n' {
+				brk = 2
+			}
+		}
+		if brk == 0 {
+			i += size
+			continue
+		}
+		end := i
+		if keep {
+			end = i + brk
+		}
+		out = append(out, s[start:end])
+		i += brk
+		start = i
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func pyReplace(s, old, repl string, n int64) (value, error) {
+	count := int64(strings.Count(s, old))
+	if old == "" {
+		count = int64(utf8.RuneCountInString(s) + 1)
+	}
+	if n >= 0 && n < count {
+		count = n
+	}
+	if int64(len(s))+count*int64(len(repl)-len(old)) > maxStringLen {
+		return nil, errTooLarge()
+	}
+	return strings.Replace(s, old, repl, int(count)), nil
+}
+
+// pyUpper applies full uppercase mapping for the common special case ß.
+func pyUpper(s string) string {
+	u := strings.ToUpper(s)
+	if strings.ContainsRune(u, 'ß') {
+		u = strings.ReplaceAll(u, "ß", "SS")
+	}
+	return u
+}
+
+// pyTitle is Python's str.title: a letter is uppercased when the previous
+// character is not cased.
+func pyTitle(s string) string {
+	var b strings.Builder
+	prevCased := false
+	for _, r := range s {
+		cased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+		if cased {
+			if prevCased {
+				b.WriteRune(unicode.ToLower(r))
+			} else {
+				b.WriteRune(unicode.ToTitle(r))
+			}
+		} else {
+			b.WriteRune(r)
+		}
+		prevCased = cased
+	}
+	return b.String()
+}
+
+// pyCapitalize is Python's str.capitalize.
+func pyCapitalize(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	if size == 0 {
+		return s
+	}
+	return string(unicode.ToTitle(r)) + strings.ToLower(s[size:])
+}
+
+func pad(s, how string, width int, fill string) string {
+	n := utf8.RuneCountInString(s)
+	if width <= n {
+		return s
+	}
+	total := width - n
+	switch how {
+	case "zfill":
+		sign := ""
+		if s != "" && (s[0] == '-' || s[0] == '+') {
+			sign, s = s[:1], s[1:]
+		}
+		return sign + strings.Repeat("0", total) + s
+	case "ljust":
+		return s + strings.Repeat(fill, total)
+	case "rjust":
+		return strings.Repeat(fill, total) + s
+	}
+	left := total / 2
+	if total%2 == 1 && width%2 == 1 {
+		left++
+	}
+	return strings.Repeat(fill, left) + s + strings.Repeat(fill, total-left)
+}
+
+// pyFormat implements str.format for "{}", "{0}", "{name}" and the common
+// format specs.
+func pyFormat(format string, args []value, kw *kwargs) (value, error) {
+	var b strings.Builder
+	auto := 0
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c == '}' {
+			if i+1 < len(format) && format[i+1] == '}' {
+				i++
+			}
+			b.WriteByte('}')
+			continue
+		}
+		if c != '{' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 < len(format) && format[i+1] == '{' {
+			b.WriteByte('{')
+			i++
+			continue
+		}
+		end := strings.IndexByte(format[i:], '}')
+		if end < 0 {
+			return nil, valueError("Single '{' encountered in format string")
+		}
+		field := format[i+1 : i+end]
+		i += end
+		name, spec, _ := strings.Cut(field, ":")
+		name, conv, _ := strings.Cut(name, "!")
+		var v value
+		switch {
+		case name == "":
+			if auto >= len(args) {
+				return nil, &RenderError{Kind: "IndexError", Msg: "Replacement index " + strconv.Itoa(auto) + " out of range for positional args tuple"}
+			}
+			v = args[auto]
+			auto++
+		case name[0] >= '0' && name[0] <= '9':
+			n, _ := strconv.Atoi(name)
+			if n >= len(args) {
+				return nil, &RenderError{Kind: "IndexError", Msg: "Replacement index " + name + " out of range for positional args tuple"}
+			}
+			v = args[n]
+		default:
+			var ok bool
+			if v, ok = kw.get(name); !ok {
+				return nil, &RenderError{Kind: "KeyError", Msg: "'" + name + "'"}
+			}
+		}
+		text := pyStr(v)
+		if conv == "r" {
+			text = pyRepr(v)
+		}
+		if spec != "" {
+			text = applyFormatSpec(v, text, spec)
+		}
+		b.WriteString(text)
+	}
+	return b.String(), nil
+}
+
+// applyFormatSpec handles fill/align/width and ".Nf" precision.
+func applyFormatSpec(v value, text, spec string) string {
+	fill, align := " ", byte(0)
+	if len(spec) >= 2 && strings.ContainsRune("<>^", rune(spec[1])) {
+		fill, align, spec = spec[:1], spec[1], spec[2:]
+	} else if spec != "" && strings.ContainsRune("<>^", rune(spec[0])) {
+		align, spec = spec[0], spec[1:]
+	}
+	widthStr, prec, hasPrec := strings.Cut(spec, ".")
+	if hasPrec {
+		if p, err := strconv.Atoi(strings.TrimSuffix(prec, "f")); err == nil {
+			if _, f, _, ok := toNumber(v); ok {
+				text = strconv.FormatFloat(f, 'f', p, 64)
+			}
+		}
+	}
+	width, _ := strconv.Atoi(strings.TrimSuffix(widthStr, "d"))
+	if align == 0 {
+		align = '<'
+		if _, _, _, ok := toNumber(v); ok {
+			align = '>'
+		}
+	}
+	switch align {
+	case '<':
+		return pad(text, "ljust", width, fill)
+	case '>':
+		return pad(text, "rjust", width, fill)
+	}
+	return pad(text, "center", width, fill)
+}

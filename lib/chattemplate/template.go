@@ -1,0 +1,96 @@
+// Package chattemplate renders Hugging Face chat templates exactly as
+// transformers' apply_chat_template does: a Jinja engine with jinja2's
+// semantics in transformers' sandboxed environment (trim_blocks,
+// lstrip_blocks, no trailing newline, raise_exception, strftime_now and
+// transformers' tojson), over order-preserving JSON values.
+package chattemplate
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Template is a parsed chat template. It is immutable and safe for
+// concurrent Render calls.
+type Template struct {
+	name string
+	body []stmt
+}
+
+// Options are the arguments apply_chat_template passes to the template.
+type Options struct {
+	// Messages is the JSON array of message objects.
+	Messages json.RawMessage
+	// Tools is a JSON array of tool schemas, or nil (the template sees None).
+	Tools json.RawMessage
+	// AddGenerationPrompt sets add_generation_prompt.
+	AddGenerationPrompt bool
+	// BOSToken and EOSToken set bos_token and eos_token; an empty string
+	// leaves the variable undefined, as for tokenizers without that token.
+	BOSToken, EOSToken string
+	// Extra holds further template variables (enable_thinking,
+	// reasoning_effort, tools_ts_str, pad_token, ...). They override the
+	// variables above, so Extra{"bos_token": null} passes None.
+	Extra map[string]json.RawMessage
+	// Now is the clock behind strftime_now; nil means time.Now.
+	Now func() time.Time
+}
+
+// Name returns the name the template was parsed with.
+func (t *Template) Name() string { return t.name }
+
+// Render renders the template. A raise_exception call in the template
+// yields a *TemplateError carrying exactly the template's message; other
+// failures are *RenderError values named after the Python exception.
+func (t *Template) Render(o Options) (string, error) {
+	root := newFrame(nil)
+	messages, err := decodeOption("messages", o.Messages)
+	if err != nil {
+		return "", err
+	}
+	root.set("messages", messages)
+	tools, err := decodeOption("tools", o.Tools)
+	if err != nil {
+		return "", err
+	}
+	root.set("tools", tools)
+	root.set("documents", nil)
+	root.set("add_generation_prompt", o.AddGenerationPrompt)
+	if o.BOSToken != "" {
+		root.set("bos_token", o.BOSToken)
+	}
+	if o.EOSToken != "" {
+		root.set("eos_token", o.EOSToken)
+	}
+	for name, raw := range o.Extra {
+		v, err := decodeOption(name, raw)
+		if err != nil {
+			return "", err
+		}
+		root.set(name, v)
+	}
+	r := &renderer{tmpl: t, opts: &o}
+	var b strings.Builder
+	if err := r.execBody(t.body, root, &b); err != nil {
+		if err == errBreak || err == errContinue {
+			return "", &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
+		}
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func decodeOption(name string, raw json.RawMessage) (value, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	v, err := decodeJSON(raw)
+	if err != nil {
+		if re, ok := err.(*RenderError); ok {
+			re.Msg = name + ": " + re.Msg
+		}
+		return nil, err
+	}
+	return v, nil
+}

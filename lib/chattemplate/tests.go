@@ -1,0 +1,129 @@
+package chattemplate
+
+import "strings"
+
+// testFunc implements one jinja2 test ("x is name(args)").
+type testFunc func(r *renderer, v value, args []value) (bool, error)
+
+var tests map[string]testFunc
+
+func init() {
+	compareTest := func(op string) testFunc {
+		return func(r *renderer, v value, args []value) (bool, error) {
+			if len(args) == 0 {
+				return false, typeError("test needs an argument")
+			}
+			return compare(op, v, args[0])
+		}
+	}
+	typeTest := func(pred func(value) bool) testFunc {
+		return func(r *renderer, v value, args []value) (bool, error) { return pred(v), nil }
+	}
+	tests = map[string]testFunc{
+		"defined":   typeTest(func(v value) bool { _, u := v.(*Undefined); return !u }),
+		"undefined": typeTest(func(v value) bool { _, u := v.(*Undefined); return u }),
+		"none":      typeTest(func(v value) bool { return v == nil }),
+		"boolean":   typeTest(func(v value) bool { _, ok := v.(bool); return ok }),
+		"true":      typeTest(func(v value) bool { b, ok := v.(bool); return ok && b }),
+		"false":     typeTest(func(v value) bool { b, ok := v.(bool); return ok && !b }),
+		"integer":   typeTest(func(v value) bool { _, ok := v.(int64); return ok }),
+		"float":     typeTest(func(v value) bool { _, ok := v.(float64); return ok }),
+		"number": typeTest(func(v value) bool {
+			_, _, _, ok := toNumber(v)
+			return ok
+		}),
+		"string":  typeTest(func(v value) bool { _, ok := v.(string); return ok }),
+		"mapping": typeTest(func(v value) bool { _, ok := v.(*Dict); return ok }),
+		"iterable": typeTest(func(v value) bool {
+			switch v.(type) {
+			case string, *List, *Dict, *Undefined, rangeValue:
+				return true
+			}
+			return false
+		}),
+		"sequence": typeTest(func(v value) bool {
+			switch v.(type) {
+			case string, *List, *Dict, *Undefined, rangeValue:
+				return true
+			}
+			return false
+		}),
+		"callable": typeTest(func(v value) bool {
+			switch v.(type) {
+			case *Macro, *builtinFunc, *boundMethod:
+				return true
+			}
+			return false
+		}),
+		"escaped": typeTest(func(v value) bool { return false }),
+		"lower": typeTest(func(v value) bool {
+			s := pyStr(v)
+			return s == strings.ToLower(s) && s != strings.ToUpper(s)
+		}),
+		"upper": typeTest(func(v value) bool {
+			s := pyStr(v)
+			return s == strings.ToUpper(s) && s != strings.ToLower(s)
+		}),
+		"even": func(r *renderer, v value, args []value) (bool, error) {
+			m, err := arith("%", v, int64(2))
+			return err == nil && pyEqual(m, int64(0)), err
+		},
+		"odd": func(r *renderer, v value, args []value) (bool, error) {
+			m, err := arith("%", v, int64(2))
+			return err == nil && pyEqual(m, int64(1)), err
+		},
+		"divisibleby": func(r *renderer, v value, args []value) (bool, error) {
+			if len(args) == 0 {
+				return false, typeError("divisibleby needs an argument")
+			}
+			m, err := arith("%", v, args[0])
+			return err == nil && pyEqual(m, int64(0)), err
+		},
+		"sameas": func(r *renderer, v value, args []value) (bool, error) {
+			if len(args) == 0 {
+				return false, typeError("sameas needs an argument")
+			}
+			switch v.(type) {
+			case nil, bool:
+				return v == args[0], nil
+			case int64, float64, string:
+				return pyEqual(v, args[0]) && typeName(v) == typeName(args[0]), nil
+			}
+			return v == args[0], nil
+		},
+		"in": func(r *renderer, v value, args []value) (bool, error) {
+			if len(args) == 0 {
+				return false, typeError("in needs an argument")
+			}
+			return contains(args[0], v)
+		},
+		"filter": typeTest(func(v value) bool { s, ok := v.(string); return ok && filters[s] != nil }),
+		"test":   typeTest(func(v value) bool { s, ok := v.(string); return ok && tests[s] != nil }),
+	}
+	for _, names := range [][]string{{"==", "eq", "equalto"}, {"!=", "ne"}, {"<", "lt", "lessthan"},
+		{"<=", "le"}, {">", "gt", "greaterthan"}, {">=", "ge"}} {
+		for _, n := range names {
+			tests[n] = compareTest(names[0])
+		}
+	}
+}
+
+func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
+	v, err := r.eval(x.arg, f)
+	if err != nil {
+		return nil, err
+	}
+	test, ok := tests[x.name]
+	if !ok {
+		return nil, &RenderError{Kind: "TemplateAssertionError", Msg: "No test named '" + x.name + "'."}
+	}
+	args, _, err := r.evalArgs(x.args, f)
+	if err != nil {
+		return nil, err
+	}
+	ok, err = test(r, v, args)
+	if err != nil {
+		return nil, err
+	}
+	return ok != x.negate, nil
+}

@@ -1,0 +1,391 @@
+package chattemplate
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Values are plain Go values so that the evaluator can dispatch with type
+// switches instead of reflection:
+//
+//	nil        Python None
+//	bool       Python bool
+//	int64      Python int
+//	float64    Python float
+//	string     Python str
+//	*List      Python list or tuple
+//	*Dict      Python dict (insertion ordered, as JSON objects and dict literals are)
+//	*Namespace jinja2 namespace()
+//	*Undefined jinja2 Undefined
+//	*Macro, *builtinFunc, *boundMethod, *loopState, rangeValue: callables and helpers
+type value = any
+
+// List is a Python list or tuple.
+type List struct {
+	Items []value
+	Tuple bool
+}
+
+// Dict is a Python dict that keeps insertion order. Keys are hashable
+// scalars (string, int64, float64, bool, nil).
+type Dict struct {
+	keys  []value
+	vals  []value
+	index map[value]int
+}
+
+func newDict(capacity int) *Dict {
+	return &Dict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), index: make(map[value]int, capacity)}
+}
+
+// normKey maps keys that Python considers equal (1, 1.0, True) to one Go key.
+func normKey(k value) value {
+	switch x := k.(type) {
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+			return int64(x)
+		}
+	}
+	return k
+}
+
+func (d *Dict) get(k value) (value, bool) {
+	if s, ok := k.(string); ok {
+		if i, ok := d.index[s]; ok {
+			return d.vals[i], true
+		}
+		return nil, false
+	}
+	if !isHashable(k) {
+		return nil, false
+	}
+	i, ok := d.index[normKey(k)]
+	if !ok {
+		return nil, false
+	}
+	return d.vals[i], true
+}
+
+func (d *Dict) set(k, v value) {
+	nk := normKey(k)
+	if i, ok := d.index[nk]; ok {
+		d.vals[i] = v
+		return
+	}
+	d.index[nk] = len(d.keys)
+	d.keys = append(d.keys, k)
+	d.vals = append(d.vals, v)
+}
+
+func (d *Dict) len() int { return len(d.keys) }
+
+func isHashable(v value) bool {
+	switch v.(type) {
+	case nil, bool, int64, float64, string:
+		return true
+	}
+	return false
+}
+
+// Namespace is the mutable attribute bag made by namespace().
+type Namespace struct {
+	attrs *Dict
+}
+
+// Undefined is jinja2's default Undefined: falsy, renders empty, and fails
+// when used in arithmetic, called, or asked for an attribute.
+type Undefined struct {
+	hint string // the full message when the reason is known (sandbox, missing attribute)
+	name string
+	// kind is the Python exception name raised when this value is misused.
+	kind string
+}
+
+func (u *Undefined) message() string {
+	if u.hint != "" {
+		return u.hint
+	}
+	return "'" + u.name + "' is undefined"
+}
+
+func (u *Undefined) fail() error {
+	kind := u.kind
+	if kind == "" {
+		kind = "UndefinedError"
+	}
+	return &RenderError{Kind: kind, Msg: u.message()}
+}
+
+func undefinedAttr(obj value, name string) *Undefined {
+	return &Undefined{name: name, hint: "'" + describeForUndefined(obj) + "' has no attribute '" + name + "'"}
+}
+
+func undefinedItem(obj value, key value) *Undefined {
+	if s, ok := key.(string); ok {
+		return undefinedAttr(obj, s)
+	}
+	return &Undefined{hint: "'" + describeForUndefined(obj) + "' has no attribute " + pyRepr(key)}
+}
+
+// describeForUndefined follows jinja2's object_type_repr.
+func describeForUndefined(obj value) string {
+	switch obj.(type) {
+	case nil:
+		return "None"
+	case bool, int64, float64, string:
+		return typeName(obj) + " object"
+	}
+	return typeName(obj) + " object"
+}
+
+// typeName is Python's type(x).__name__.
+func typeName(v value) string {
+	switch x := v.(type) {
+	case nil:
+		return "NoneType"
+	case bool:
+		return "bool"
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "str"
+	case *List:
+		if x.Tuple {
+			return "tuple"
+		}
+		return "list"
+	case *Dict:
+		return "dict"
+	case *Namespace:
+		return "Namespace"
+	case *Undefined:
+		return "Undefined"
+	case *Macro:
+		return "Macro"
+	case *loopState:
+		return "LoopContext"
+	case rangeValue:
+		return "range"
+	}
+	return "function"
+}
+
+// truthy is Python's bool().
+func truthy(v value) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	case *List:
+		return len(x.Items) > 0
+	case *Dict:
+		return x.len() > 0
+	case *Undefined:
+		return false
+	case rangeValue:
+		return x.len() > 0
+	}
+	return true
+}
+
+// pyStr is Python's str() as jinja2 uses it when printing.
+func pyStr(v value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return "None"
+	case *Undefined:
+		return ""
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return formatFloat(x)
+	}
+	var b strings.Builder
+	writeRepr(&b, v)
+	return b.String()
+}
+
+// pyRepr is Python's repr().
+func pyRepr(v value) string {
+	var b strings.Builder
+	writeRepr(&b, v)
+	return b.String()
+}
+
+func writeRepr(b *strings.Builder, v value) {
+	switch x := v.(type) {
+	case string:
+		writeStringRepr(b, x)
+	case *List:
+		open, close := "[", "]"
+		if x.Tuple {
+			open, close = "(", ")"
+		}
+		b.WriteString(open)
+		for i, it := range x.Items {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, it)
+		}
+		if x.Tuple && len(x.Items) == 1 {
+			b.WriteString(",")
+		}
+		b.WriteString(close)
+	case *Dict:
+		b.WriteString("{")
+		for i, k := range x.keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeRepr(b, k)
+			b.WriteString(": ")
+			writeRepr(b, x.vals[i])
+		}
+		b.WriteString("}")
+	case *Namespace:
+		b.WriteString("<Namespace ")
+		writeRepr(b, x.attrs)
+		b.WriteString(">")
+	case *Undefined:
+		b.WriteString("Undefined")
+	case rangeValue:
+		b.WriteString("range(" + strconv.FormatInt(x.start, 10) + ", " + strconv.FormatInt(x.stop, 10))
+		if x.step != 1 {
+			b.WriteString(", " + strconv.FormatInt(x.step, 10))
+		}
+		b.WriteString(")")
+	case *Macro:
+		b.WriteString("<Macro '" + x.def.name + "'>")
+	case *builtinFunc, *boundMethod:
+		b.WriteString("<built-in function>")
+	case *loopState:
+		b.WriteString("<LoopContext>")
+	default:
+		b.WriteString(pyStr(v))
+	}
+}
+
+// writeStringRepr quotes like Python: single quotes unless the text has a
+// single quote and no double quote.
+func writeStringRepr(b *strings.Builder, s string) {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	b.WriteByte(quote)
+	for _, r := range s {
+		switch {
+		case r == rune(quote) || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x` + hex2(int(r)))
+		case r >= 0x80 && r < 0xa0:
+			b.WriteString(`\x` + hex2(int(r)))
+		case r == utf8.RuneError:
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(quote)
+}
+
+func hex2(n int) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[n>>4&0xf], digits[n&0xf]})
+}
+
+// formatFloat is Python's repr(float): shortest round-trip digits, fixed
+// notation for exponents in [-4, 16), always a fractional part or exponent.
+func formatFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±XX
+	neg := ""
+	if e[0] == '-' {
+		neg = "-"
+		e = e[1:]
+	}
+	mant, expPart, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(expPart)
+	digits := strings.Replace(mant, ".", "", 1)
+	decpt := exp + 1
+	if decpt > -4 && decpt <= 16 {
+		var s string
+		switch {
+		case decpt <= 0:
+			s = "0." + strings.Repeat("0", -decpt) + digits
+		case decpt >= len(digits):
+			s = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
+		default:
+			s = digits[:decpt] + "." + digits[decpt:]
+		}
+		return neg + s
+	}
+	s := digits[:1]
+	if len(digits) > 1 {
+		s += "." + digits[1:]
+	}
+	sign := "+"
+	if exp < 0 {
+		sign = "-"
+		exp = -exp
+	}
+	es := strconv.Itoa(exp)
+	if len(es) < 2 {
+		es = "0" + es
+	}
+	return neg + s + "e" + sign + es
+}
+
+// rangeValue is Python's range object; it is materialised lazily.
+type rangeValue struct {
+	start, stop, step int64
+}
+
+func (r rangeValue) len() int64 {
+	if r.step > 0 && r.start < r.stop {
+		return (r.stop - r.start + r.step - 1) / r.step
+	}
+	if r.step < 0 && r.start > r.stop {
+		return (r.start - r.stop - r.step - 1) / -r.step
+	}
+	return 0
+}
