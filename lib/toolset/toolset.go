@@ -8,6 +8,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
+	"github.com/synthpipe/synthpipe/lib/deduperesume"
+	"github.com/synthpipe/synthpipe/lib/llmsim"
+	"github.com/synthpipe/synthpipe/lib/totrain"
 )
 
 // Tool is one binary of the toolkit.
@@ -20,6 +23,9 @@ type Tool struct {
 // All returns every tool, in pipeline order.
 func All() []Tool {
 	return []Tool{
+		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
+		{"to-train", totrain.NewApp, totrain.Main},
+		{"llm-sim", llmsim.NewApp, llmsim.Main},
 	}
 }

@@ -1,0 +1,86 @@
+// Package deduperesume is the dedupe-resume tool: it drops the records whose
+// id is already done (found in earlier outputs) or already seen in this
+// stream, so that a pipeline re-run after a crash, a kill or a cron restart
+// does only the work that is left, and does it once.
+package deduperesume
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+const (
+	flagDone        = "done"
+	flagRetryErrors = "retry-errors"
+	flagShard       = "shard"
+)
+
+// NewApp returns a fresh dedupe-resume command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "dedupe-resume",
+		Usage:     "drop JSONL records that are already done or already seen",
+		ArgsUsage: "[FILE...]",
+		Description: `dedupe-resume reads records (files, or stdin when none or "-"; gzip and zstd
+are read transparently) and passes unchanged those still to do: a record is
+dropped when its id is in one of the --done files (earlier outputs, read whole
+before the first record passes) or appeared earlier in this stream. Ids are
+compared exactly, never by hash alone, so no undone record is ever skipped.
+
+A --done file that does not exist yet is the first run of a resumable
+pipeline: it counts as empty, and a note says so (unless -q). A --done path
+that is a directory or cannot be read is an error. A torn last line in a done
+file (its writer was killed mid-record) is ignored with a warning: that record
+is not done and passes again. With --retry-errors, done records that carry an
+"error" member (not null), such as the lines of generate's --errors file, do
+not count as done.
+
+--shard K/N keeps only the ids of shard K (0-based) of N, so that N machines
+given the same input take disjoint work whose outputs simply concatenate. An
+id's shard is the FNV-1a 64-bit hash of its bytes (the decoded JSON string,
+UTF-8) modulo N: the same on every run, machine and version.
+
+Each record passes as soon as it is read (output is flushed whenever the
+input would block), so dedupe-resume can sit between a slow producer and
+generate. Unless -q, a summary on stderr counts the records to do, already
+done, repeated in the stream, skipped as other shards' and the torn lines
+ignored. Done ids take about their length plus 20 bytes of memory each.`,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: flagDone, Aliases: []string{"d"}, EnvVars: []string{cliutil.EnvName(flagDone)},
+				Usage: "ids of the records in this earlier output `FILE` are done (repeatable; .gz/.zst read; missing = empty)"},
+			&cli.BoolFlag{Name: flagRetryErrors, EnvVars: []string{cliutil.EnvName(flagRetryErrors)},
+				Usage: "done records that carry an \"error\" member do not count as done: retry them"},
+			&cli.StringFlag{Name: flagShard, EnvVars: []string{cliutil.EnvName(flagShard)},
+				Usage: "keep only the ids of shard `K/N` (0 <= K < N): FNV-1a 64 of the id, modulo N, equals K"},
+			cliutil.IDPathFlag(),
+			cliutil.QuietFlag(),
+			cliutil.MaxLineFlag(),
+			cliutil.SkipInvalidFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: cliutil.EnvName(flagDone), Meaning: "default for --done (one file)"},
+			{Name: cliutil.EnvName(flagRetryErrors), Meaning: "default for --retry-errors (true or false)"},
+			{Name: cliutil.EnvName(flagShard), Meaning: "default for --shard"},
+			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
+			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "resume a run: only the prompts not yet in out.jsonl are generated",
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M >> out.jsonl"},
+			{Comment: "four machines, each its own quarter of the prompts (GNU parallel fan-out)",
+				Command: "parallel --sshlogin 4/gpu1,4/gpu2,4/gpu3,4/gpu4 'dedupe-resume --shard {}/4 --done out-{}.jsonl req.jsonl | generate --url URL >> out-{}.jsonl' ::: 0 1 2 3"},
+			{Comment: "from cron: retry what failed last time, quietly",
+				Command: "*/30 * * * * cd /data/run && dedupe-resume -q --retry-errors --done out.jsonl --done errors.jsonl req.jsonl.zst | generate --url URL --errors errors.jsonl >> out.jsonl"},
+		},
+		SeeAlso: []string{"generate(1)", "budget-cut(1)", "tokstat(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs dedupe-resume and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}

@@ -1,0 +1,140 @@
+package deduperesume
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/idset"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// config is dedupe-resume's flags, checked.
+type config struct {
+	done        []string
+	retryErrors bool
+	shard       shard
+	quiet       bool
+	idPath      string
+	input       jsonl.Options
+}
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		done:        c.StringSlice(flagDone),
+		retryErrors: c.Bool(flagRetryErrors),
+		quiet:       c.Bool(cliutil.FlagQuiet),
+		idPath:      c.String(cliutil.FlagIDPath),
+	}
+	var err error
+	if cfg.shard, err = parseShard(c.String(flagShard)); err != nil {
+		return nil, cliutil.Usagef("%v", err)
+	}
+	for _, d := range cfg.done {
+		if d == "-" || d == "" {
+			return nil, cliutil.Usagef("--done %q: name a file (stdin is the input)", d)
+		}
+	}
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// tally counts what happened to the records, for the summary.
+type tally struct {
+	toDo, done, repeated, otherShards, torn, invalid int64
+}
+
+func run(c *cli.Context) (err error) {
+	cfg, err := parse(c)
+	if err != nil {
+		return err
+	}
+	stderr, name := c.App.ErrWriter, c.App.Name
+	scan := record.NewScanner(cfg.idPath, true, "")
+
+	done, doneStats, err := loadDone(cfg, scan, func(path string) {
+		if !cfg.quiet {
+			cliutil.Notef(stderr, name, "done file %s does not exist yet: counted as empty", path)
+		}
+	})
+	if err != nil {
+		return err
+	}
+
+	out := jsonl.NewWriter(c.App.Writer)
+	defer func() { // what passed reaches stdout even when we fail
+		if ferr := out.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	opt := cfg.input
+	opt.BeforeRead = out.Flush
+	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	var t tally
+	seen := idset.New(0)
+	for in.Next() {
+		info, err := scan.Scan(in.Bytes())
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case !cfg.shard.keeps(info.ID):
+			t.otherShards++
+			continue
+		case done.ContainsString(info.ID):
+			t.done++
+			continue
+		case !seen.AddString(info.ID):
+			t.repeated++
+			continue
+		}
+		if err := out.Write(in.Bytes()); err != nil {
+			return err // a closed pipe ends the run: cliutil makes it status 0
+		}
+		t.toDo++
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	st := in.Stats()
+	t.torn = doneStats.Torn + st.Torn
+	t.invalid = doneStats.Invalid + st.Invalid
+	if !cfg.quiet {
+		cliutil.Notef(stderr, name, "%s", t.summary(cfg.shard))
+	}
+	return nil
+}
+
+// summary is the one line on stderr; its wording is stable for scripts.
+func (t tally) summary(s shard) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d to do, %d already done, %d repeated in stream", t.toDo, t.done, t.repeated)
+	if !s.all() {
+		fmt.Fprintf(&b, ", %d skipped as other shards' (shard %d/%d)", t.otherShards, s.k, s.n)
+	}
+	fmt.Fprintf(&b, ", %s ignored", plural(t.torn, "torn line"))
+	if t.invalid > 0 {
+		fmt.Fprintf(&b, ", %s skipped", plural(t.invalid, "invalid line"))
+	}
+	return b.String()
+}
+
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
