@@ -9,8 +9,6 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
-	"github.com/synthpipe/synthpipe/lib/llmsim"
-	"github.com/synthpipe/synthpipe/lib/totrain"
 )
 
 // Tool is one binary of the toolkit.
@@ -25,7 +23,5 @@ func All() []Tool {
 	return []Tool{
 		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
-		{"to-train", totrain.NewApp, totrain.Main},
-		{"llm-sim", llmsim.NewApp, llmsim.Main},
 	}
 }
