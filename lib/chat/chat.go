@@ -1,0 +1,110 @@
+// Package chat turns a conversation into what a model sees: its chat template
+// rendered as transformers' apply_chat_template does, then its tokenizer's
+// ids. tokenize-prompts, generate and to-train share it, so that a prompt, a
+// re-tokenized answer and a training sample agree token for token.
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/tokenizer"
+)
+
+// Model is a loaded tokenizer with its chat template and template arguments.
+// It is safe for concurrent use.
+type Model struct {
+	Tok      *tokenizer.Tokenizer
+	Template *chattemplate.Template // nil with --template none
+	Extra    map[string]json.RawMessage
+	bos, eos string
+}
+
+// TemplateNone and TemplateAuto are the special values of --template.
+const (
+	TemplateNone = "none"
+	TemplateAuto = "auto"
+)
+
+// Load loads the tokenizer at tokPath (a model folder or a file), and the chat
+// template named by template: "auto" (the folder's own), "none", or a file.
+// args are --template-arg values, "key=value" with value read as JSON when it
+// parses (true, 3, "x", {...}) and as a string otherwise.
+func Load(tokPath, template string, args []string) (*Model, error) {
+	tok, err := tokenizer.Load(tokPath)
+	if err != nil {
+		return nil, exitcode.NoInputf("--tokenizer %s: %v", tokPath, err)
+	}
+	extra, err := ParseTemplateArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Tok: tok, Extra: extra, bos: tok.Config().BOSToken, eos: tok.Config().EOSToken}
+	var src, name string
+	switch template {
+	case TemplateNone:
+		return m, nil
+	case TemplateAuto, "":
+		src, name = tok.Config().ChatTemplate, tokPath
+		if src == "" {
+			return nil, exitcode.NoInputf("--tokenizer %s has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja): give one with --template FILE, or use --template none for pre-rendered text", tokPath)
+		}
+	default:
+		data, err := os.ReadFile(template)
+		if err != nil {
+			return nil, exitcode.NoInputf("--template %s: %v", template, err)
+		}
+		src, name = string(data), template
+	}
+	if m.Template, err = chattemplate.Parse(name, src); err != nil {
+		return nil, exitcode.DataErrorf("chat template %s: %v", name, err)
+	}
+	return m, nil
+}
+
+// ParseTemplateArgs reads --template-arg key=value pairs.
+func ParseTemplateArgs(args []string) (map[string]json.RawMessage, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	extra := make(map[string]json.RawMessage, len(args))
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, exitcode.Usagef("--template-arg %q: want key=value, e.g. enable_thinking=false", a)
+		}
+		if json.Valid([]byte(v)) {
+			extra[k] = json.RawMessage(v)
+		} else {
+			quoted, _ := json.Marshal(v)
+			extra[k] = quoted
+		}
+	}
+	return extra, nil
+}
+
+// Render renders a conversation (a JSON array of messages) and its tools.
+func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool) (string, error) {
+	if m.Template == nil {
+		return "", fmt.Errorf("no chat template (--template none)")
+	}
+	return m.Template.Render(chattemplate.Options{
+		Messages:            messages,
+		Tools:               tools,
+		AddGenerationPrompt: addGenerationPrompt,
+		BOSToken:            m.bos,
+		EOSToken:            m.eos,
+		Extra:               m.Extra,
+	})
+}
+
+// Encode tokenizes rendered template output. Special-token strings are
+// recognised: the template writes them on purpose, and apply_chat_template
+// encodes its output the same way.
+func (m *Model) Encode(rendered string) []int {
+	return m.Tok.Encode(rendered, true)
+}

@@ -1,0 +1,86 @@
+// Package totrain is the to-train tool: it turns generate's output into
+// training data for a draft model, as SpecForge conversations or as token
+// ids with a loss mask.
+package totrain
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+const (
+	flagFormat        = "format"
+	flagTokenizer     = "tokenizer"
+	flagTemplate      = "template"
+	flagTemplateArg   = "template-arg"
+	flagKeepTruncated = "keep-truncated"
+	flagOutput        = "output"
+)
+
+// NewApp returns a fresh to-train command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "to-train",
+		Usage:     "turn generated records into training data (SpecForge conversations or token ids with a loss mask)",
+		ArgsUsage: "[FILE...]",
+		Description: `to-train reads generate's output and writes one training sample per record.
+
+--format specforge writes {"id", "conversations", "tools"}: the prompt's
+messages followed by the generated answer as the last assistant turn, with its
+reasoning as reasoning_content and its tool calls as tool_calls, the way
+SpecForge reads them.
+
+--format tokens writes {"id", "input_ids", "loss_mask"}: the whole
+conversation as the model sees it, with loss on the generated answer only.
+Where a record holds both input_ids and output_ids (SGLang's native backend,
+or generate --tokenizer) they are joined as they are, never re-tokenized.
+Otherwise the conversation with the answer is rendered through the model's
+chat template and tokenized (--tokenizer is then required); the answer is
+everything the template renders after the generation prompt, end-of-turn
+tokens included.
+
+Records that carry an error are skipped, and so are truncated answers
+(finish_reason length) unless --keep-truncated; the summary counts both.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge or tokens"},
+			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
+				Usage: "model folder or tokenizer file (`DIR`), for --format tokens on records without token ids"},
+			&cli.StringFlag{Name: flagTemplate, Value: chat.TemplateAuto, Usage: "chat template: auto (the tokenizer folder's) or a `FILE`"},
+			&cli.StringSliceFlag{Name: flagTemplateArg, Usage: "extra template variable `KEY=VALUE` (repeatable), e.g. enable_thinking=false"},
+			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
+			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
+			cliutil.IDPathFlag(),
+			cliutil.QuietFlag(),
+			cliutil.MaxLineFlag(),
+			cliutil.SkipInvalidFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: cliutil.EnvName(flagTokenizer), Meaning: "default for --tokenizer"},
+			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "SpecForge training data from a finished run", Command: "to-train --format specforge out.jsonl > train.jsonl"},
+			{Comment: "token ids and loss masks, keeping truncated answers", Command: "to-train --format tokens --keep-truncated out.jsonl.zst > train-tokens.jsonl"},
+			{Comment: "OpenRouter output (text only) through the model's template", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 openrouter.jsonl > train-tokens.jsonl"},
+		},
+		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs to-train and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}
+
+func checkFormat(f string) error {
+	if f != formatSpecForge && f != formatTokens {
+		return exitcode.Usagef("--format %q: want specforge or tokens", f)
+	}
+	return nil
+}

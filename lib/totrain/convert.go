@@ -1,0 +1,220 @@
+package totrain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+)
+
+const (
+	formatSpecForge = "specforge"
+	formatTokens    = "tokens"
+)
+
+// errNoAnswer marks a record with nothing generated: no text, no tool call,
+// no output ids.
+var errNoAnswer = errors.New("no generated answer (no text, tool_calls or output_ids)")
+
+// converter turns one generated record into one training sample.
+type converter struct {
+	format string
+	model  *chat.Model // nil when no --tokenizer was given
+	idPath string
+}
+
+// convert appends the sample for rec to dst.
+func (c *converter) convert(dst, rec []byte) ([]byte, error) {
+	id := gjson.GetBytes(rec, c.idPath)
+	if id.Type != gjson.String {
+		return dst, fmt.Errorf("no string id at %q (pick another field with --id-path)", c.idPath)
+	}
+	if c.format == formatTokens {
+		return c.tokens(dst, id.Raw, rec)
+	}
+	return c.specForge(dst, id.Raw, rec)
+}
+
+// answerTurn builds the assistant message of the generated answer.
+func answerTurn(rec []byte) ([]byte, error) {
+	r := gjson.GetManyBytes(rec, "text", "reasoning", "tool_calls")
+	text, reasoning, calls := r[0], r[1], r[2]
+	hasCalls := calls.IsArray() && len(calls.Array()) > 0
+	if text.String() == "" && !hasCalls {
+		if ids := gjson.GetBytes(rec, "output_ids"); !ids.IsArray() || len(ids.Array()) == 0 {
+			return nil, errNoAnswer
+		}
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"role":"assistant","content":`)
+	content, _ := json.Marshal(text.String())
+	b.Write(content)
+	if s := reasoning.String(); s != "" {
+		b.WriteString(`,"reasoning_content":`)
+		q, _ := json.Marshal(s)
+		b.Write(q)
+	}
+	if hasCalls {
+		b.WriteString(`,"tool_calls":`)
+		b.WriteString(calls.Raw)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// withAnswer returns the record's messages with the answer appended.
+func withAnswer(rec []byte) (json.RawMessage, error) {
+	msgs := gjson.GetBytes(rec, "messages")
+	if !msgs.IsArray() {
+		return nil, fmt.Errorf("no messages array: to-train reads generate's output (prompts made by tokenize-prompts)")
+	}
+	answer, err := answerTurn(rec)
+	if err != nil {
+		return nil, err
+	}
+	raw := strings.TrimSpace(msgs.Raw)
+	var b bytes.Buffer
+	b.WriteString(raw[:len(raw)-1])
+	if len(msgs.Array()) > 0 {
+		b.WriteByte(',')
+	}
+	b.Write(answer)
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, error) {
+	conv, err := withAnswer(rec)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"id":`...)
+	dst = append(dst, idRaw...)
+	dst = append(dst, `,"conversations":`...)
+	dst = append(dst, conv...)
+	if tools := gjson.GetBytes(rec, "tools"); tools.IsArray() {
+		dst = append(dst, `,"tools":`...)
+		dst = append(dst, tools.Raw...)
+	}
+	return append(dst, '}'), nil
+}
+
+func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error) {
+	in, out := gjson.GetBytes(rec, "input_ids"), gjson.GetBytes(rec, "output_ids")
+	var prompt, answer int
+	var ids []byte
+	if in.IsArray() && out.IsArray() {
+		// Token ids straight from the server: join them without decoding.
+		var ok1, ok2 bool
+		prompt, ok1 = jsonl.IntArrayLen([]byte(in.Raw))
+		answer, ok2 = jsonl.IntArrayLen([]byte(out.Raw))
+		if !ok1 || !ok2 {
+			return dst, fmt.Errorf("input_ids and output_ids must be arrays of non-negative integers")
+		}
+		if answer == 0 {
+			return dst, errNoAnswer
+		}
+		ids = joinArrays(in.Raw, out.Raw)
+	} else {
+		if c.model == nil {
+			return dst, fmt.Errorf("no output_ids: give --tokenizer DIR to tokenize the answer with the model's chat template")
+		}
+		all, p, err := c.renderTokens(rec)
+		if err != nil {
+			return dst, err
+		}
+		prompt, answer = p, len(all)-p
+		ids = appendInts(nil, all)
+	}
+	dst = append(dst, `{"id":`...)
+	dst = append(dst, idRaw...)
+	dst = append(dst, `,"input_ids":`...)
+	dst = append(dst, ids...)
+	dst = append(dst, `,"loss_mask":[`...)
+	for i := 0; i < prompt+answer; i++ {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if i < prompt {
+			dst = append(dst, '0')
+		} else {
+			dst = append(dst, '1')
+		}
+	}
+	return append(dst, "]}"...), nil
+}
+
+// renderTokens renders the conversation with its answer and returns its ids
+// and how many of them are the prompt (the render with the generation
+// prompt). The prompt must be a prefix of the whole, in text and in ids:
+// otherwise the mask could not say which tokens are the answer's.
+func (c *converter) renderTokens(rec []byte) (ids []int, prompt int, err error) {
+	conv, err := withAnswer(rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	msgs := json.RawMessage(gjson.GetBytes(rec, "messages").Raw)
+	var tools json.RawMessage
+	if t := gjson.GetBytes(rec, "tools"); t.IsArray() {
+		tools = json.RawMessage(t.Raw)
+	}
+	full, err := c.model.Render(conv, tools, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("chat template: %w", err)
+	}
+	head, err := c.model.Render(msgs, tools, true)
+	if err != nil {
+		return nil, 0, fmt.Errorf("chat template: %w", err)
+	}
+	if !strings.HasPrefix(full, head) {
+		return nil, 0, fmt.Errorf("the chat template renders the conversation with its answer differently from the prompt it was generated from, so the answer's tokens cannot be told apart")
+	}
+	ids = c.model.Encode(full)
+	headIDs := c.model.Encode(head)
+	if len(headIDs) > len(ids) || !equalInts(ids[:len(headIDs)], headIDs) {
+		return nil, 0, fmt.Errorf("the prompt's tokens are not a prefix of the whole conversation's (a token spans the start of the answer)")
+	}
+	return ids, len(headIDs), nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// joinArrays joins two raw JSON arrays into one.
+func joinArrays(a, b string) []byte {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	out := make([]byte, 0, len(a)+len(b))
+	out = append(out, a[:len(a)-1]...)
+	inner := strings.TrimSpace(b[1:])
+	if inner != "]" && strings.TrimSpace(a[1:len(a)-1]) != "" {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...)
+}
+
+func appendInts(dst []byte, ids []int) []byte {
+	dst = append(dst, '[')
+	for i, id := range ids {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(id), 10)
+	}
+	return append(dst, ']')
+}

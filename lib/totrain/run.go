@@ -1,0 +1,106 @@
+package totrain
+
+import (
+	"errors"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// tally counts what became of the records read.
+type tally struct {
+	written, errors, truncated, noAnswer, invalid int64
+}
+
+func run(c *cli.Context) (err error) {
+	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath)}
+	if err := checkFormat(conv.format); err != nil {
+		return err
+	}
+	if dir := c.String(flagTokenizer); dir != "" {
+		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
+			return err
+		}
+	}
+	opt, err := cliutil.InputOptions(c)
+	if err != nil {
+		return err
+	}
+	var out *jsonl.Writer
+	if path := c.String(flagOutput); path != "" {
+		f, err := jsonl.CreateOutput(path, false, cliutil.Warner(c))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		out = f.Writer
+	} else {
+		out = jsonl.NewWriter(c.App.Writer)
+		defer func() {
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+		}()
+	}
+	opt.BeforeRead = out.Flush
+	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	keepTruncated := c.Bool(flagKeepTruncated)
+	scan := record.NewScanner(conv.idPath, true, "")
+	var t tally
+	var buf []byte
+	for in.Next() {
+		info, err := scan.Scan(in.Bytes())
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return err
+			}
+			t.invalid++
+			continue
+		}
+		switch {
+		case info.HasError:
+			t.errors++
+			continue
+		case info.Truncated() && !keepTruncated:
+			t.truncated++
+			continue
+		}
+		buf, err = conv.convert(buf[:0], in.Bytes())
+		if errors.Is(err, errNoAnswer) {
+			t.noAnswer++
+			continue
+		}
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return err
+			}
+			t.invalid++
+			continue
+		}
+		if err := out.Write(buf); err != nil {
+			return err
+		}
+		t.written++
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	if !c.Bool(cliutil.FlagQuiet) {
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %d samples (%s); skipped %d with errors, %d truncated, %d without an answer, %d invalid",
+			t.written, conv.format, t.errors, t.truncated, t.noAnswer, t.invalid)
+	}
+	return nil
+}
