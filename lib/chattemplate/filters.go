@@ -45,7 +45,7 @@ func init() {
 		"map":         filterMap,
 		"max":         func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return minMax(r, v, kw, true) },
 		"min":         func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return minMax(r, v, kw, false) },
-		"pprint":      func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return pyRepr(v), nil },
+		"pprint":      func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return pprint(v), nil },
 		"reject":      selectFilter(false, false),
 		"rejectattr":  selectFilter(false, true),
 		"replace":     filterReplace,
@@ -128,8 +128,6 @@ func filterAbs(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			return int64(1), nil
 		}
 		return int64(0), nil
-	case *Undefined:
-		return nil, x.fail()
 	}
 	return nil, typeError("bad operand type for abs(): '%s'", typeName(v))
 }
@@ -247,8 +245,11 @@ func sortValues(items []value, key func(value) (value, error), reverse bool) err
 
 func filterDictsort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	d, ok := v.(*Dict)
+	if u, undef := v.(*Undefined); undef {
+		return nil, u.fail()
+	}
 	if !ok {
-		return nil, typeError("dictsort expects a mapping, got %s", typeName(v))
+		return nil, &RenderError{Kind: "AttributeError", Msg: "'" + typeName(v) + "' object has no attribute 'items'"}
 	}
 	caseSensitive := truthy(argAt(a, kw, 0, "case_sensitive", false))
 	by, _ := argAt(a, kw, 1, "by", "key").(string)
@@ -320,6 +321,8 @@ func parsePyFloat(s string) (float64, bool) {
 func filterFloat(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	def := argAt(a, kw, 0, "default", 0.0)
 	switch x := v.(type) {
+	case *Undefined:
+		return nil, x.fail()
 	case string:
 		if f, ok := parsePyFloat(x); ok {
 			return f, nil
@@ -336,6 +339,8 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	def := argAt(a, kw, 0, "default", int64(0))
 	base, _ := indexKey(argAt(a, kw, 1, "base", int64(10)))
 	switch x := v.(type) {
+	case *Undefined:
+		return nil, x.fail()
 	case string:
 		t := strings.ReplaceAll(strings.TrimFunc(x, isPySpace), "_", "")
 		if n, err := strconv.ParseInt(t, int(base), 64); err == nil {
@@ -852,9 +857,45 @@ func filterGroupby(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 				continue
 			}
 		}
-		out = append(out, &List{Items: []value{k, &List{Items: []value{it}}}, Tuple: true})
+		out = append(out, &List{Items: []value{k, &List{Items: []value{it}}}, Tuple: true, fields: groupFields})
 	}
 	return &List{Items: out}, nil
+}
+
+// groupFields name the items of groupby's namedtuples.
+var groupFields = []string{"grouper", "list"}
+
+// pprint approximates pprint.pformat: like repr, with dict keys sorted.
+func pprint(v value) string {
+	d, ok := v.(*Dict)
+	if !ok {
+		if l, isList := v.(*List); isList {
+			parts := make([]value, len(l.Items))
+			for i, it := range l.Items {
+				parts[i] = rawRepr(pprint(it))
+			}
+			return pyRepr(&List{Items: parts, Tuple: l.Tuple})
+		}
+		return pyRepr(v)
+	}
+	idx := make([]int, d.len())
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		less, _ := pyLess(d.keys[idx[i]], d.keys[idx[j]])
+		return less
+	})
+	var b strings.Builder
+	b.WriteString("{")
+	for n, i := range idx {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(pyRepr(d.keys[i]) + ": " + pprint(d.vals[i]))
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 func filterIndent(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -864,6 +905,9 @@ func filterIndent(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		indention = w
 	case int64:
 		indention = strings.Repeat(" ", int(max(0, min(w, 1024))))
+	}
+	if u, ok := v.(*Undefined); ok {
+		return nil, u.fail()
 	}
 	first := truthy(argAt(a, kw, 1, "first", false))
 	blank := truthy(argAt(a, kw, 2, "blank", false))

@@ -462,7 +462,14 @@ func getAttr(obj value, name string) (value, error) {
 		if v, ok := x.attr(name); ok {
 			return v, nil
 		}
-	case string, *List:
+	case *List:
+		if i := indexOf(x.fields, name); i >= 0 {
+			return x.Items[i], nil
+		}
+		if m, ok := methodFor(obj, name); ok {
+			return m, nil
+		}
+	case string:
 		if m, ok := methodFor(obj, name); ok {
 			return m, nil
 		}
@@ -640,8 +647,12 @@ func sliceValue(obj, start, stop, step value) (value, error) {
 		items, _ := (&renderer{}).iterate(x)
 		return sliceValue(&List{Items: items}, start, stop, step)
 	}
-	// jinja2 turns the TypeError of unsliceable objects into Undefined.
-	return &Undefined{hint: "'" + describeForUndefined(obj) + "' is not subscriptable"}, nil
+	// jinja2 compiles slices to plain Python subscripts, so the TypeError
+	// escapes instead of becoming Undefined.
+	if _, ok := obj.(*Dict); ok {
+		return nil, typeError("unhashable type: 'slice'")
+	}
+	return nil, typeError("'%s' object is not subscriptable", typeName(obj))
 }
 
 // percentFormat implements the common forms of Python's "fmt" % args.

@@ -143,8 +143,7 @@ func (p *parser) parseBody(ends ...string) ([]stmt, string, error) {
 	}
 }
 
-// parseStatement parses a block tag after "{%"; generation blocks return
-// their body inline.
+// parseStatement parses a block tag after "{%".
 func (p *parser) parseStatement() ([]stmt, error) {
 	t := p.next()
 	line := pos{t.line}
@@ -169,7 +168,8 @@ func (p *parser) parseStatement() ([]stmt, error) {
 		s = &loopControlStmt{line, t.val == "break"}
 		err = p.expectBlockEnd()
 	case "generation":
-		// transformers' AssistantTracker extension: the body renders as is.
+		// transformers' AssistantTracker extension renders the body through
+		// a call block, so it gets its own scope like {% with %}.
 		if err := p.expectBlockEnd(); err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func (p *parser) parseStatement() ([]stmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		return body, p.expectBlockEnd()
+		return []stmt{&withStmt{pos: line, body: body}}, p.expectBlockEnd()
 	default:
 		return nil, &SyntaxError{Template: p.name, Line: t.line, Msg: fmt.Sprintf("encountered unknown tag '%s'", t.val)}
 	}

@@ -26,7 +26,12 @@ type value = any
 type List struct {
 	Items []value
 	Tuple bool
+	// fields names the items of a namedtuple (groupby results).
+	fields []string
 }
+
+// rawRepr is text that writeRepr emits verbatim.
+type rawRepr string
 
 // Dict is a Python dict that keeps insertion order. Keys are hashable
 // scalars (string, int64, float64, bool, nil).
@@ -284,6 +289,8 @@ func writeRepr(b *strings.Builder, v value) {
 		b.WriteString("<built-in function>")
 	case *loopState:
 		b.WriteString("<LoopContext>")
+	case rawRepr:
+		b.WriteString(string(x))
 	default:
 		b.WriteString(pyStr(v))
 	}
