@@ -102,9 +102,16 @@ func cutTornTail(f *os.File, path string, warn func(string)) (int64, error) {
 	return end, nil
 }
 
-// safeFile is an *os.File that undoes a partial write.
+// outputStream is what safeFile needs of its file: an *os.File, or in tests
+// one that fails part-way through a write.
+type outputStream interface {
+	io.WriteCloser
+	Truncate(size int64) error
+}
+
+// safeFile is an output file that undoes a partial write.
 type safeFile struct {
-	f    *os.File
+	f    outputStream
 	path string
 	good int64 // size after the last whole write
 }

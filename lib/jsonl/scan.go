@@ -1,7 +1,9 @@
 package jsonl
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -294,9 +296,17 @@ func (s *scanner) array(depth int) error {
 }
 
 // intRun crosses an array of non-negative integers ("[1, 22,333]") from just
-// after its '[' in one pass and returns the element count. It gives up
-// (ok=false, position unchanged) on anything else, leaving the general path
-// to parse and report it.
+// after its '[' and returns the element count. It gives up (ok=false,
+// position unchanged) on anything else, including a number too large for a
+// uint64, leaving the general path to parse and report it.
+//
+// Token-id arrays are most of the bytes of generated data, and the length of
+// each number is random, so a byte-at-a-time loop spends its time in
+// mispredicted branches. Instead it checks 8 bytes at a time with SWAR masks:
+// a chunk of digits and commas whose elements are well formed only adds its
+// commas to the count. Anything unusual in a chunk (white space, the closing
+// ']', an element "0", a run of 8 digits) sends one element through the
+// byte-at-a-time path, which then hands back to the fast one.
 func (s *scanner) intRun() (n int, ok bool) {
 	b, i := s.b, s.i
 	for i < len(b) && class[b[i]] == clSpace {
@@ -306,19 +316,47 @@ func (s *scanner) intRun() (n int, ok bool) {
 		s.i = i + 1
 		return 0, true
 	}
+	first := i      // no element starts before this
+	atStart := true // b[i] is the first byte of an element
+	commas := 0     // separators seen: the count is commas+1
 	for {
-		// one integer: no leading zeros
+		for i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[i:])
+			digits := digitMask(w)
+			sep := byteMask(w, ',')
+			if digits|sep != hiBits || digits == hiBits {
+				break // not only digits and commas, or maybe a number too long for the fast path
+			}
+			starts := sep << 8
+			if atStart {
+				starts |= 0x80
+			}
+			if starts&(sep|byteMask(w, '0')) != 0 {
+				break // an empty element, or one that starts with 0 (a leading zero, or the id 0)
+			}
+			commas += bits.OnesCount64(sep)
+			atStart = sep>>56 != 0
+			i += 8
+		}
+		if !atStart { // back up to the start of the number the fast path was in
+			for i > first && class[b[i-1]] == clDigit {
+				i--
+			}
+		}
+		// one element, byte by byte
+		d0 := i
 		if i >= len(b) || class[b[i]] != clDigit {
 			return 0, false
 		}
 		if b[i] == '0' && i+1 < len(b) && class[b[i+1]] == clDigit {
 			return 0, false
 		}
-		i++
 		for i < len(b) && class[b[i]] == clDigit {
 			i++
 		}
-		n++
+		if !fitsUint64(b[d0:i]) {
+			return 0, false
+		}
 		for i < len(b) && class[b[i]] == clSpace {
 			i++
 		}
@@ -327,17 +365,65 @@ func (s *scanner) intRun() (n int, ok bool) {
 		}
 		switch b[i] {
 		case ',':
+			commas++
 			i++
 			for i < len(b) && class[b[i]] == clSpace {
 				i++
 			}
+			atStart = true
 		case ']':
 			s.i = i + 1
-			return n, true
+			return commas + 1, true
 		default:
 			return 0, false
 		}
 	}
+}
+
+// maxUint64Digits is the largest uint64 in decimal, the bound token ids and
+// counts are read into.
+const maxUint64Digits = "18446744073709551615"
+
+// fitsUint64 reports whether the decimal digits d (no leading zeros) fit in a
+// uint64.
+func fitsUint64(d []byte) bool {
+	switch {
+	case len(d) < len(maxUint64Digits):
+		return true
+	case len(d) > len(maxUint64Digits):
+		return false
+	}
+	return string(d) <= maxUint64Digits
+}
+
+// SWAR helpers: each byte of a uint64 is one input byte (little endian); a
+// mask has the high bit of a byte set where the byte matches.
+const (
+	loBits uint64 = 0x0101010101010101
+	hiBits uint64 = 0x8080808080808080
+	low7   uint64 = 0x7f7f7f7f7f7f7f7f
+)
+
+// byteMask marks the bytes of w equal to c, exactly (no false positives
+// from borrows, unlike the classic haszero trick).
+func byteMask(w uint64, c byte) uint64 {
+	x := w ^ (loBits * uint64(c))
+	return ^((x&low7 + low7) | x | low7)
+}
+
+// digitMask marks the bytes of w that are '0'...'9'.
+func digitMask(w uint64) uint64 {
+	t := w & low7
+	ge0 := t + loBits*(0x80-'0')     // high bit set iff byte >= '0'
+	gt9 := t + loBits*(0x80-('9'+1)) // high bit set iff byte > '9'
+	return ge0 &^ gt9 &^ w & hiBits
+}
+
+// stringStopMask marks the bytes of w that end a run of plain string bytes:
+// '"', '\\' and control characters. Bytes >= 0x80 are not marked.
+func stringStopMask(w uint64) uint64 {
+	ctl := ^((w&low7 + loBits*(0x80-0x20)) | w) & hiBits // < 0x20
+	return byteMask(w, '"') | byteMask(w, '\\') | ctl
 }
 
 func (s *scanner) number() error {
@@ -388,6 +474,22 @@ func (s *scanner) str() error {
 	s.i++ // opening quote
 	ascii := true
 	for s.i < len(b) {
+		// Cross plain bytes 8 at a time: most of a long answer's text.
+		var high uint64
+		for s.i+8 <= len(b) {
+			w := binary.LittleEndian.Uint64(b[s.i:])
+			if stringStopMask(w) != 0 {
+				break
+			}
+			high |= w
+			s.i += 8
+		}
+		if high&hiBits != 0 {
+			ascii = false
+		}
+		if s.i >= len(b) {
+			break
+		}
 		c := b[s.i]
 		switch {
 		case c == '"':

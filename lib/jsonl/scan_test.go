@@ -1,0 +1,216 @@
+package jsonl
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestScanObject(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		wantErr string // substring of the error; "" for valid
+		offset  int    // SyntaxError.Offset when wantErr is set (0: not checked)
+	}{
+		{name: "empty object", line: `{}`},
+		{name: "spaces around", line: " \t{ } \r"},
+		{name: "members", line: `{"a":1,"b":[1,2,3],"c":{"d":null},"e":"x","f":true,"g":false,"h":-1.5e+3}`},
+		{name: "int array with spaces", line: `{"ids":[ 1 , 2 ,3 ]}`},
+		{name: "empty array", line: `{"ids":[ ]}`},
+		{name: "array of zero", line: `{"ids":[0,0,10,0]}`},
+		{name: "mixed array", line: `{"a":[1,"x",[2],{"b":0}]}`},
+		{name: "huge int in array", line: `{"a":[1,123456789012345678901234567890]}`},
+		{name: "escapes", line: `{"a":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"}`},
+		{name: "utf8", line: `{"a":"héllo wörld, 日本語 text long enough for chunks"}`},
+		{name: "blank", line: "   ", wantErr: "empty line"},
+		{name: "array record", line: `[1,2]`, wantErr: "must be a JSON object, not an array", offset: 1},
+		{name: "string record", line: ` "x"`, wantErr: "not a string"},
+		{name: "number record", line: `12`, wantErr: "not a number"},
+		{name: "null record", line: `null`, wantErr: "not null"},
+		{name: "bool record", line: `true`, wantErr: "not a boolean"},
+		{name: "invalid non-object", line: `[1,`, wantErr: "unexpected end of line"},
+		{name: "trailing comma", line: `{"a":1,}`, wantErr: "expected a string key", offset: 8},
+		{name: "missing colon", line: `{"a" 1}`, wantErr: "expected ':'", offset: 6},
+		{name: "two values", line: `{} {}`, wantErr: "expected end of line", offset: 4},
+		{name: "leading zero", line: `{"a":01}`, wantErr: "leading zero", offset: 7},
+		{name: "leading zero in int array", line: `{"a":[1,2,03]}`, wantErr: "leading zero", offset: 12},
+		{name: "empty element", line: `{"a":[1,,2]}`, wantErr: "expected a value", offset: 9},
+		{name: "empty element in a long run", line: `{"a":[11111,22222,,3]}`, wantErr: "expected a value", offset: 19},
+		{name: "trailing comma in array", line: `{"a":[1,2,]}`, wantErr: "expected a value", offset: 11},
+		{name: "leading comma in array", line: `{"a":[,1]}`, wantErr: "expected a value", offset: 7},
+		{name: "unterminated array", line: `{"a":[1,2,3,4,5,6,7,8,9,10`, wantErr: "unexpected end of line"},
+		{name: "control char", line: "{\"a\":\"x\ty\"}", wantErr: "control character", offset: 8},
+		{name: "control char after long run", line: "{\"a\":\"abcdefghijklmnop\x01\"}", wantErr: "control character", offset: 23},
+		{name: "bad escape", line: `{"a":"\x"}`, wantErr: "invalid escape", offset: 8},
+		{name: "short unicode escape", line: `{"a":"\u12"}`, wantErr: "4 hex digits"},
+		{name: "invalid utf8", line: "{\"a\":\"abcdefghij\xff\"}", wantErr: "invalid UTF-8", offset: 17},
+		{name: "invalid utf8 in key", line: "{\"\xc3\":1}", wantErr: "invalid UTF-8", offset: 3},
+		{name: "unterminated string", line: `{"a":"abcdefghijklmnopqrstuvwxyz`, wantErr: "unterminated string"},
+		{name: "bad literal", line: `{"a":nul}`, wantErr: "expected null"},
+		{name: "exponent without digits", line: `{"a":1e}`, wantErr: "exponent"},
+		{name: "dot without digits", line: `{"a":1.}`, wantErr: "after '.'"},
+		{name: "minus alone", line: `{"a":-}`, wantErr: "expected a digit"},
+		{name: "too deep", line: `{"a":` + strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2) + `}`, wantErr: "nesting deeper"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ScanObject([]byte(tc.line), nil)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ScanObject(%q) = %v, want nil", tc.line, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ScanObject(%q) = %v, want an error containing %q", tc.line, err, tc.wantErr)
+			}
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T is not a *SyntaxError", err)
+			}
+			if tc.offset != 0 && se.Offset != tc.offset {
+				t.Errorf("offset = %d, want %d (%v)", se.Offset, tc.offset, err)
+			}
+		})
+	}
+}
+
+func TestScanObjectMembers(t *testing.T) {
+	line := ` {"id" : "a\"b", "ids":[1, 2],"o":{"x":[]} ,"n":null}`
+	var got []string
+	if err := ScanObject([]byte(line), func(m Member) {
+		got = append(got, string(m.Key)+"="+string(m.Value))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`id="a\"b"`, `ids=[1, 2]`, `o={"x":[]}`, `n=null`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("members = %q, want %q", got, want)
+	}
+}
+
+func TestIntArrayLen(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		ok   bool
+		name string
+	}{
+		{name: "empty", in: `[]`, n: 0, ok: true},
+		{name: "empty with space", in: `[ ]`, n: 0, ok: true},
+		{name: "one", in: `[7]`, n: 1, ok: true},
+		{name: "zero", in: `[0]`, n: 1, ok: true},
+		{name: "zeros in a run", in: `[1,0,22,0,333,0,4444,0,0,0,55555]`, n: 11, ok: true},
+		{name: "spaces", in: `[ 1 ,2,  3 ]`, n: 3, ok: true},
+		{name: "long run", in: "[" + strings.Repeat("123456,", 999) + "1]", n: 1000, ok: true},
+		{name: "max uint64", in: `[18446744073709551615]`, n: 1, ok: true},
+		{name: "above uint64", in: `[18446744073709551616]`, ok: false},
+		{name: "21 digits", in: `[100000000000000000000]`, ok: false},
+		{name: "above uint64 after a run", in: `[1,2,3,4,5,6,7,8,18446744073709551616]`, ok: false},
+		{name: "leading zero", in: `[01]`, ok: false},
+		{name: "leading zero after a run", in: `[1111,2222,3333,044]`, ok: false},
+		{name: "negative", in: `[-1]`, ok: false},
+		{name: "float", in: `[1.5]`, ok: false},
+		{name: "exponent", in: `[1e3]`, ok: false},
+		{name: "string", in: `["1"]`, ok: false},
+		{name: "null element", in: `[null]`, ok: false},
+		{name: "trailing comma", in: `[1,2,]`, ok: false},
+		{name: "double comma in a run", in: `[111111,,2]`, ok: false},
+		{name: "unterminated", in: `[1,2`, ok: false},
+		{name: "trailing bytes", in: `[1] `, ok: false},
+		{name: "not an array", in: `{}`, ok: false},
+		{name: "empty input", in: ``, ok: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, ok := IntArrayLen([]byte(tc.in))
+			if n != tc.n || ok != tc.ok {
+				t.Fatalf("IntArrayLen(%q) = %d, %v; want %d, %v", tc.in, n, ok, tc.n, tc.ok)
+			}
+		})
+	}
+}
+
+func TestValid(t *testing.T) {
+	for _, s := range []string{`1`, `"x"`, `[1,[2]]`, ` {"a":{}} `, `null`} {
+		if !Valid([]byte(s)) {
+			t.Errorf("Valid(%q) = false", s)
+		}
+	}
+	for _, s := range []string{``, `1 2`, `[1,]`, `{"a"}`, `nul`} {
+		if Valid([]byte(s)) {
+			t.Errorf("Valid(%q) = true", s)
+		}
+	}
+}
+
+// isJSONObject is the reference for ScanObject: valid JSON whose value is an
+// object. ScanObject is stricter than encoding/json in one way, on purpose:
+// RFC 8259 text is UTF-8, and a record with invalid UTF-8 in a string would
+// be silently changed by every decoder downstream, so it is refused.
+func isJSONObject(b []byte) bool {
+	if !json.Valid(b) || !utf8.Valid(b) {
+		return false
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return false
+	}
+	_, ok := v.(map[string]any)
+	return ok
+}
+
+func FuzzScanObject(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"a":1}`, `{"ids":[1,2,3,0,10]}`, `{"a":[1,,2]}`, `{"a":"\u00e9\n"}`, "{\"a\":\"\xff\"}",
+		`[1]`, `{"a":01}`, `{"a":[1.5,-0,1e9]}`, `{"a":{"b":[{"c":null}]}} `, `{"a":[18446744073709551616]}`,
+		`{"ids":[123456,234567,345678,456789,0,1]}`, `{"t":"abcdefghijklmnopq\"rs\\tuvwxyz"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := ScanObject(b, func(Member) {})
+		want := isJSONObject(b)
+		if (err == nil) != want {
+			t.Fatalf("ScanObject(%q) = %v, but encoding/json says valid object = %v", b, err, want)
+		}
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) || se.Offset < 1 || se.Offset > len(b)+1 {
+				t.Fatalf("ScanObject(%q): error %v has no offset within the line", b, err)
+			}
+		}
+		if jsonValid := json.Valid(b) && utf8.Valid(b); Valid(b) != jsonValid {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, Valid(b), jsonValid)
+		}
+	})
+}
+
+func FuzzIntArrayLen(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[ ]`, `[0]`, `[1,2,3]`, `[01]`, `[1,,2]`, `[null]`, `[18446744073709551615]`, `[18446744073709551616]`,
+		`[123456,234567,345678,456789,0,1]`, `[ 1 , 2 ]`, `[1.0]`, `[-1]`, `[1e2]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, ok := IntArrayLen(b)
+		var ids []uint64
+		jerr := json.Unmarshal(b, &ids)
+		if jerr != nil && ok {
+			t.Fatalf("IntArrayLen(%q) = %d, true; encoding/json refuses it: %v", b, n, jerr)
+		}
+		if jerr == nil && ok && n != len(ids) {
+			t.Fatalf("IntArrayLen(%q) = %d; encoding/json counts %d", b, n, len(ids))
+		}
+		if ok {
+			// an int array is also valid inside an object, through the general path
+			if err := ScanObject(append(append([]byte(`{"a":`), b...), '}'), nil); err != nil {
+				t.Fatalf("IntArrayLen accepts %q but ScanObject refuses it in an object: %v", b, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,293 @@
+package jsonl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// recorder keeps every Write it receives, separately.
+type recorder struct {
+	writes [][]byte
+	failAt int // fail the Nth write (from 1) and after; 0: never
+	err    error
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.failAt > 0 && len(r.writes)+1 >= r.failAt {
+		r.writes = append(r.writes, nil)
+		return 0, r.err
+	}
+	r.writes = append(r.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+func TestWriterWholeLines(t *testing.T) {
+	sizes := []int{10, 1000, DefaultWriteBuffer - 1, DefaultWriteBuffer, DefaultWriteBuffer + 1, 5 * DefaultWriteBuffer, 3, 40000, 40000}
+	var want bytes.Buffer
+	rec := &recorder{}
+	w := NewWriter(rec)
+	for i, n := range sizes {
+		line := []byte(fmt.Sprintf("%d:%s", i, strings.Repeat("x", n)))
+		want.Write(line)
+		want.WriteByte('\n')
+		if err := w.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for i, p := range rec.writes {
+		if len(p) == 0 || p[len(p)-1] != '\n' {
+			t.Errorf("write %d (%d bytes) does not end in a newline: a torn line could reach the output", i, len(p))
+		}
+		if len(p) > DefaultWriteBuffer && bytes.Count(p, []byte("\n")) > 1 {
+			t.Errorf("write %d holds a big line and others: %d bytes", i, len(p))
+		}
+		got.Write(p)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("output differs from the lines written")
+	}
+	if w.Buffered() != 0 {
+		t.Errorf("Buffered = %d after Flush", w.Buffered())
+	}
+}
+
+func TestWriterFlushEach(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		each   bool
+		writes int
+	}{
+		{"buffered", false, 1},
+		{"flush each", true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{}
+			w := NewWriter(rec)
+			w.SetFlushEach(tc.each)
+			for _, l := range []string{"{}", `{"a":1}`, `{"b":2}`} {
+				if err := w.Write([]byte(l)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.writes) != tc.writes {
+				t.Errorf("%d writes reached the file, want %d", len(rec.writes), tc.writes)
+			}
+		})
+	}
+}
+
+func TestWriterStickyError(t *testing.T) {
+	boom := errors.New("boom")
+	rec := &recorder{failAt: 1, err: boom}
+	w := NewWriter(rec)
+	w.SetFlushEach(true)
+	if err := w.Write([]byte("{}")); err != boom {
+		t.Fatalf("first Write = %v, want %v", err, boom)
+	}
+	for i := 0; i < 3; i++ {
+		if err := w.Write([]byte("{}")); err != boom {
+			t.Fatalf("Write after the error = %v, want %v", err, boom)
+		}
+		if err := w.Flush(); err != boom {
+			t.Fatalf("Flush after the error = %v, want %v", err, boom)
+		}
+	}
+	if len(rec.writes) != 1 {
+		t.Errorf("the failed writer was called %d times, want once", len(rec.writes))
+	}
+}
+
+func TestWriterBrokenPipe(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	defer pw.Close()
+	w := NewWriter(pw)
+	w.SetFlushEach(true)
+	err = w.Write([]byte("{}"))
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Write to a closed pipe = %v, want EPIPE", err)
+	}
+	if err2 := w.Write([]byte("{}")); err2 != err {
+		t.Errorf("second Write = %v, want the same error", err2)
+	}
+}
+
+func TestCreateOutputTornTail(t *testing.T) {
+	long := strings.Repeat("y", 200<<10) // a torn tail longer than the chunk walked back
+	tests := []struct {
+		name     string
+		existing string
+		keep     string
+		torn     string
+	}{
+		{name: "torn tail", existing: "{\"a\":1}\n{\"a\":", keep: "{\"a\":1}\n", torn: `{"a":`},
+		{name: "long torn tail", existing: "{\"a\":1}\n" + long, keep: "{\"a\":1}\n", torn: long},
+		{name: "nothing whole", existing: `{"a":`, keep: "", torn: `{"a":`},
+		{name: "clean", existing: "{\"a\":1}\n", keep: "{\"a\":1}\n"},
+		{name: "empty", existing: "", keep: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "out.jsonl", []byte(tc.existing))
+			var warns []string
+			o, err := CreateOutput(path, true, func(m string) { warns = append(warns, m) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Write([]byte(`{"new":true}`)); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if want := tc.keep + "{\"new\":true}\n"; string(got) != want {
+				t.Errorf("file = %.80q, want %.80q", got, want)
+			}
+			saved, err := os.ReadFile(path + ".torn")
+			if tc.torn == "" {
+				if err == nil || len(warns) != 0 {
+					t.Errorf("a clean file got a .torn file or a warning: %q", warns)
+				}
+				return
+			}
+			if string(saved) != tc.torn {
+				t.Errorf(".torn = %.80q, want %.80q", saved, tc.torn)
+			}
+			want := fmt.Sprintf("%s: cut off a torn last line (%d bytes, kept in %s.torn)", path, len(tc.torn), path)
+			if len(warns) != 1 || !strings.HasPrefix(warns[0], want) {
+				t.Errorf("warnings = %q, want one starting %q", warns, want)
+			}
+		})
+	}
+}
+
+func TestCreateOutputTruncates(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "out.jsonl", []byte("old\nold"))
+	o, err := CreateOutput(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write([]byte("{}"))
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "{}\n" {
+		t.Errorf("file = %q, want only the new record", got)
+	}
+}
+
+// shortFile is an output stream that takes only room more bytes and then
+// fails with ENOSPC, the way a full disk does part-way through a write.
+type shortFile struct {
+	data []byte
+	room int
+}
+
+func (f *shortFile) Write(p []byte) (int, error) {
+	n := min(len(p), f.room)
+	f.data = append(f.data, p[:n]...)
+	f.room -= n
+	if n < len(p) {
+		return n, &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}
+	}
+	return n, nil
+}
+
+func (f *shortFile) Truncate(size int64) error { f.data = f.data[:size]; return nil }
+func (f *shortFile) Close() error              { return nil }
+
+func TestSafeFileUndoesPartialWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		room  int
+		whole string
+		msg   string
+	}{
+		{name: "fails mid-record", room: 12, whole: "{\"a\":1}\n", msg: "(the partial record was removed; the file ends in a whole record)"},
+		{name: "fails at a record boundary", room: 8, whole: "{\"a\":1}\n", msg: "write out.jsonl: no space left on device"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &shortFile{room: tc.room}
+			w := NewWriter(&safeFile{f: f, path: "out.jsonl"})
+			w.SetFlushEach(true)
+			var err error
+			for i := 1; err == nil && i < 10; i++ {
+				err = w.Write([]byte(fmt.Sprintf(`{"a":%d}`, i)))
+			}
+			wantCode(t, err, exitcode.IOErr, tc.msg)
+			if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "no space left") {
+				t.Errorf("error %q does not say why", err)
+			}
+			if string(f.data) != tc.whole {
+				t.Errorf("file = %q, want %q", f.data, tc.whole)
+			}
+		})
+	}
+}
+
+// TestOutputFullDisk fills a real, tiny file system: the file must end in a
+// whole record and the error must carry exit 74.
+func TestOutputFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v %s", err, bytes.TrimSpace(out))
+	}
+	defer exec.Command("umount", dir).Run()
+	path := filepath.Join(dir, "out.jsonl")
+	o, err := CreateOutput(path, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := []byte(`{"id":"` + strings.Repeat("z", 3000) + `"}`)
+	written := 0
+	for ; written < 1000; written++ {
+		if err = o.Write(line); err != nil {
+			break
+		}
+	}
+	o.Close()
+	wantCode(t, err, exitcode.IOErr, path, "no space left on device")
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(data) != written*(len(line)+1) {
+		t.Errorf("file holds %d bytes, want %d whole records (%d bytes)", len(data), written, written*(len(line)+1))
+	}
+}
+
+func TestCreateOutputErrors(t *testing.T) {
+	t.Run("dev full", func(t *testing.T) {
+		o, err := CreateOutput("/dev/full", false, nil)
+		if err != nil {
+			t.Skipf("no /dev/full: %v", err)
+		}
+		err = o.Write([]byte("{}"))
+		o.Close()
+		wantCode(t, err, exitcode.IOErr, "write /dev/full: no space left on device")
+	})
+	t.Run("missing directory", func(t *testing.T) {
+		_, err := CreateOutput(filepath.Join(t.TempDir(), "no", "out.jsonl"), false, nil)
+		wantCode(t, err, exitcode.CantCreate, "no such file or directory")
+	})
+}
