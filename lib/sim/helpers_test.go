@@ -121,3 +121,10 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+func readAllErr(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}

@@ -1,0 +1,181 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// runEngine submits requests straight to an engine and waits for them all.
+func runEngine(t *testing.T, cfg Config, n, promptLen, maxNew int) (*engine, []*request) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(&cfg)
+	t.Cleanup(e.close)
+	var reqs []*request
+	for i := range n {
+		key := keyOfIDs(prompt(promptLen, i))
+		pl := makePlan(&cfg, key, cfg.Lengths.sample(newRNG(cfg.Seed, key)), genParams{maxNew: maxNew, skipSpecial: true})
+		r := newRequest("r"+string(rune('a'+i%26))+time.Now().Format("150405.000000000"), promptLen, pl, false)
+		if err := e.submit(r); err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r)
+	}
+	for _, r := range reqs {
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("request did not finish")
+		}
+	}
+	return e, reqs
+}
+
+func TestEngineBatchesWithinBudget(t *testing.T) {
+	cfg := Default()
+	cfg.MaxTotalTokens = 100000
+	cfg.MaxRunningRequests = 16
+	cfg.Lengths = LengthDist{Kind: LengthUniform, Min: 5, Max: 50}
+	e, reqs := runEngine(t, cfg, 100, 20, 64)
+	st := e.snapshotStats()
+	if st.MaxRunning != 16 {
+		t.Errorf("MaxRunning %d, want the cap 16", st.MaxRunning)
+	}
+	if st.MaxQueued == 0 {
+		t.Errorf("no queue formed behind a full batch")
+	}
+	if st.Retractions != 0 || st.Completed != 100 || st.KVUsed != 0 || st.Running != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	var tokens int64
+	for _, r := range reqs {
+		if r.result.finish.kind != finishStop {
+			t.Fatalf("finish %+v", r.result.finish)
+		}
+		tokens += int64(r.result.outputLen)
+	}
+	if tokens != st.TokensGenerated {
+		t.Errorf("TokensGenerated %d, responses hold %d", st.TokensGenerated, tokens)
+	}
+}
+
+func TestEngineRetractsUnderKVPressure(t *testing.T) {
+	cfg := Default()
+	cfg.MaxTotalTokens = 1000
+	cfg.MaxRunningRequests = 32
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 150}
+	e, reqs := runEngine(t, cfg, 40, 50, 200)
+	st := e.snapshotStats()
+	if st.MaxKVUsed > cfg.MaxTotalTokens {
+		t.Fatalf("KV use %d exceeded capacity %d", st.MaxKVUsed, cfg.MaxTotalTokens)
+	}
+	if st.Retractions == 0 {
+		t.Fatalf("no retraction under pressure: %+v", st)
+	}
+	if st.MaxQueued == 0 || st.Completed != 40 {
+		t.Fatalf("stats %+v", st)
+	}
+	var retracted int64
+	for _, r := range reqs {
+		retracted += r.result.retractions
+		if r.result.outputLen != 151 {
+			t.Fatalf("a retracted request lost tokens: %d", r.result.outputLen)
+		}
+	}
+	if retracted != st.Retractions {
+		t.Fatalf("per-request retractions %d, total %d", retracted, st.Retractions)
+	}
+}
+
+func TestEngineStepTimeModel(t *testing.T) {
+	cfg := Default()
+	cfg.StepTime = 2 * time.Millisecond
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 24}
+	start := time.Now()
+	runEngine(t, cfg, 4, 10, 100)
+	// 25 steps (24 tokens and EOS), all four in one batch.
+	if d := time.Since(start); d < 45*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("25 steps of 2ms took %v", d)
+	}
+}
+
+// TestBatchingOverHTTP drives the KV budget through the API and checks
+// every answer belongs to its own prompt.
+func TestBatchingOverHTTP(t *testing.T) {
+	cfg := Default()
+	cfg.MaxTotalTokens = 1000
+	cfg.MaxRunningRequests = 8
+	cfg.StepTime = 200 * time.Microsecond
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 120}
+	s, url := startSim(t, cfg)
+	const n = 48
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var retractions int64
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := prompt(40, i)
+			code, _, body := post(t, url+"/generate", map[string]any{"input_ids": in, "sampling_params": map[string]any{"max_new_tokens": 150}})
+			if code != 200 {
+				t.Errorf("status %d: %s", code, body)
+				return
+			}
+			doc := gjson.ParseBytes(body)
+			ids := ints(doc.Get("output_ids"))
+			if doc.Get("meta_info.finish_reason.type").String() == "stop" {
+				ids = ids[:len(ids)-1]
+			}
+			if !slices.Equal(ids, s.ExpectedOutputIDs(in, len(ids))) {
+				t.Errorf("request %d got output ids of another prompt", i)
+			}
+			mu.Lock()
+			retractions += doc.Get("meta_info.num_retractions").Int()
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	st := s.Stats()
+	if st.MaxRunning > 8 || st.MaxKVUsed > 1000 || st.MaxQueued == 0 || st.Retractions == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if retractions != st.Retractions {
+		t.Fatalf("num_retractions in answers %d, Stats %d", retractions, st.Retractions)
+	}
+}
+
+func TestClientDisconnectAborts(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		cfg := Default()
+		cfg.StepTime = time.Millisecond
+		cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 5000}
+		s, url := startSim(t, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		body := `{"input_ids":[1,2,3],"stream":` + map[bool]string{false: "false", true: "true"}[stream] + `,"sampling_params":{"max_new_tokens":6000}}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+"/generate", stringsReader(body))
+		errc := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_, err = readAllErr(resp)
+			}
+			errc <- err
+		}()
+		eventually(t, "request running", func() bool { return s.Stats().Running == 1 })
+		cancel()
+		<-errc
+		eventually(t, "abort on disconnect", func() bool {
+			st := s.Stats()
+			return st.Aborted == 1 && st.Running == 0 && st.KVUsed == 0
+		})
+	}
+}
