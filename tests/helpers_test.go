@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"compress/gzip"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -61,9 +64,13 @@ func setupEnv(env *testscript.Env) error {
 
 // scriptCommands are script verbs that run inside the test process.
 var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"gzip":    compressCmd("gzip"),
-	"zstd":    compressCmd("zstd"),
-	"bigline": bigLine,
+	"gzip":     compressCmd("gzip"),
+	"zstd":     compressCmd("zstd"),
+	"bigline":  bigLine,
+	"httppost": httpCmd("POST"),
+	"httpget":  httpCmd("GET"),
+	"urlenv":   urlEnv,
+	"waitfile": waitFile,
 	"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
 		// truncate FILE N: keep the first N bytes
 		if len(args) != 2 {
@@ -120,4 +127,69 @@ func bigLine(ts *testscript.TestScript, neg bool, args []string) {
 	defer f.Close()
 	_, err = f.WriteString(line)
 	ts.Check(err)
+}
+
+// waitFile FILE [SECONDS] waits until FILE exists and ends in a newline: a
+// server started in the background (llm-sim --url-file FILE &) writes it
+// when it is ready.
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile FILE [SECONDS]")
+	}
+	limit := 10 * time.Second
+	if len(args) == 2 {
+		s, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		limit = time.Duration(s) * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		b, err := os.ReadFile(ts.MkAbs(args[0]))
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s did not appear within %v", args[0], limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// urlEnv FILE VAR sets the script variable VAR to FILE's first line, so that
+// later commands can say $VAR (a server's URL written by --url-file).
+func urlEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: urlenv FILE VAR")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	line, _, _ := strings.Cut(string(b), "\n")
+	ts.Setenv(args[1], strings.TrimSpace(line))
+}
+
+// httpCmd: httpget URL / httppost URL BODY sends one request and prints the
+// response body on stdout; a status of 400 or more fails the command.
+func httpCmd(method string) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		var body io.Reader
+		switch {
+		case method == "GET" && len(args) == 1:
+		case method == "POST" && len(args) == 2:
+			body = strings.NewReader(args[1])
+		default:
+			ts.Fatalf("usage: httpget URL | httppost URL BODY")
+		}
+		req, err := http.NewRequest(method, args[0], body)
+		ts.Check(err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		ts.Check(err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		ts.Check(err)
+		ts.Stdout().Write(b)
+		if failed := resp.StatusCode >= 400; failed != neg {
+			ts.Fatalf("%s %s: status %d", method, args[0], resp.StatusCode)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -235,7 +236,9 @@ const signalGrace = 3 * time.Second
 // return within signalGrace, exits at once with 128+signal: the readers flush
 // output before every blocking read, so nothing finished is lost.
 func signalContext(parent context.Context, stderr io.Writer, name string) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
+	grace := new(atomic.Int64)
+	grace.Store(int64(signalGrace))
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, graceKey{}, grace))
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -253,7 +256,7 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 				}
 				first = sig
 				cancel(&SignalError{Signal: sig})
-				time.AfterFunc(signalGrace, func() {
+				time.AfterFunc(time.Duration(grace.Load()), func() {
 					select {
 					case <-done:
 					default:
@@ -267,6 +270,19 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 		signal.Stop(ch)
 		close(done)
 		cancel(nil)
+	}
+}
+
+// graceKey finds the grace period of Main's signal handling in a context.
+type graceKey struct{}
+
+// SetSignalGrace changes how long Main waits, after the first signal, for the
+// tool to return before exiting anyway. A tool that drains work in flight on
+// a signal (generate --drain-timeout) sets it to cover the drain. It does
+// nothing for a context that did not come from Main.
+func SetSignalGrace(ctx context.Context, d time.Duration) {
+	if g, ok := ctx.Value(graceKey{}).(*atomic.Int64); ok {
+		g.Store(int64(d))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
+	"github.com/synthpipe/synthpipe/lib/llmsim"
 )
 
 // Tool is one binary of the toolkit.
@@ -23,5 +24,6 @@ func All() []Tool {
 	return []Tool{
 		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
+		{"llm-sim", llmsim.NewApp, llmsim.Main},
 	}
 }

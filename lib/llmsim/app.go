@@ -1,0 +1,117 @@
+// Package llmsim is the llm-sim tool: a thin command around lib/sim, the
+// simulated SGLang / OpenAI-compatible inference server that the tests,
+// benchmarks and demo of synthpipe run against.
+package llmsim
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+// Flag names.
+const (
+	flagAddr              = "addr"
+	flagPort              = "port"
+	flagURLFile           = "url-file"
+	flagModel             = "model"
+	flagMaxTotalTokens    = "max-total-tokens"
+	flagMaxRunning        = "max-running-requests"
+	flagContextLength     = "context-length"
+	flagDefaultMaxNew     = "default-max-new-tokens"
+	flagStepTime          = "step-time"
+	flagPerTokenTime      = "per-token-time"
+	flagPrefillTime       = "prefill-time-per-token"
+	flagIncremental       = "incremental-streaming"
+	flagVocabSize         = "vocab-size"
+	flagEOSTokenID        = "eos-token-id"
+	flagSeed              = "seed"
+	flagLengths           = "lengths"
+	flagAPIKeyFile        = "api-key-file"
+	flagPromptPrice       = "prompt-price"
+	flagCompletionPrice   = "completion-price"
+	flagReasoningShare    = "reasoning-share"
+	flagFault             = "fault"
+	flagRetryAfter        = "retry-after"
+	flagSlowFirstTokenDel = "slow-first-token-delay"
+	flagAbortStatus       = "abort-status"
+	flagStats             = "stats"
+)
+
+// envAPIKey holds the key the server demands, when --api-key-file is not given.
+const envAPIKey = "LLM_SIM_API_KEY"
+
+// NewApp returns a fresh llm-sim command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "llm-sim",
+		Usage:     "serve a simulated SGLang / OpenAI-compatible LLM server on a loopback address",
+		ArgsUsage: "",
+		Description: `llm-sim runs lib/sim: a simulated inference server that speaks SGLang's native
+API (/generate, /server_info, /model_info, /health, /abort_request) and the
+OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models). It batches
+requests continuously under a KV-cache token budget (--max-total-tokens,
+--max-running-requests), retracting requests when the cache is full, so that a
+client that sends too much at once sees what a real server would do: a long
+queue and slow answers.
+
+Answers are deterministic: output token i of a prompt depends only on the
+prompt and i, so a test can check that every answer belongs to its own
+request. Answer lengths follow --lengths; time follows --step-time,
+--per-token-time and --prefill-time-per-token (all zero: as fast as the
+machine allows). --fault KIND=P injects failures with probability P per
+request; a request header X-Sim-Fault: KIND forces one.
+
+It listens only on loopback addresses. When it is ready it prints its base URL
+on stdout (or writes it to --url-file, atomically, so a script can wait for
+the file). SIGINT or SIGTERM stop it gracefully (requests in flight are
+aborted) and it exits 0.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
+			&cli.IntFlag{Name: flagPort, Usage: "listen on 127.0.0.1:`PORT` (overrides the port of --addr)"},
+			&cli.StringFlag{Name: flagURLFile, Usage: "write the base URL to `FILE` (atomically) instead of stdout"},
+			&cli.StringFlag{Name: flagModel, Usage: "served model `NAME` (default sim/llm-sim-8b)"},
+			&cli.IntFlag{Name: flagMaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests (default 159277)"},
+			&cli.IntFlag{Name: flagMaxRunning, Usage: "most requests in the decode batch, `N` (default 1024)"},
+			&cli.IntFlag{Name: flagContextLength, Usage: "context window in `TOKENS`; longer requests get 400 (default 32768)"},
+			&cli.IntFlag{Name: flagDefaultMaxNew, Usage: "max_new_tokens when a /generate request has none, `N` (default 128, like SGLang)"},
+			&cli.DurationFlag{Name: flagStepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
+			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
+			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
+			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
+			&cli.IntFlag{Name: flagVocabSize, Usage: "generated ids are below `N` (default 32000)"},
+			&cli.IntFlag{Name: flagEOSTokenID, Usage: "end-of-sequence token `ID` (default 2)"},
+			&cli.Uint64Flag{Name: flagSeed, Value: 1, Usage: "`SEED` for answer lengths and injected faults"},
+			&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX] or file:PATH"},
+			&cli.StringFlag{Name: flagAPIKeyFile, Usage: "demand the key in `FILE` as a Bearer token (else $" + envAPIKey + "; none: no auth)"},
+			&cli.Float64Flag{Name: flagPromptPrice, Value: -1, Usage: "prompt price in `USD` per million tokens (default 0.10)"},
+			&cli.Float64Flag{Name: flagCompletionPrice, Value: -1, Usage: "completion price in `USD` per million tokens (default 0.40)"},
+			&cli.Float64Flag{Name: flagReasoningShare, Value: -1, Usage: "share of a chat answer spent on reasoning (`FRACTION`, default 0.3)"},
+			&cli.StringSliceFlag{Name: flagFault, Usage: "inject fault `KIND=P` with probability P (repeatable); kinds: " + faultKindList()},
+			&cli.DurationFlag{Name: flagRetryAfter, Value: -1, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds, default 1s)"},
+			&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: -1, Usage: "delay of the slow_first_token fault (`DURATION`, default 200ms)"},
+			&cli.IntFlag{Name: flagAbortStatus, Usage: "status_code of injected aborts (`CODE`: 0 graceful, 400, 500, 503)"},
+			&cli.BoolFlag{Name: flagStats, Usage: "print the server's counters as JSON on stderr when it stops"},
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: envAPIKey, Meaning: "the API key clients must send, when --api-key-file is not given"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "a server shaped like one GPU running an 8B model, answers of ~2.3k tokens",
+				Command: "llm-sim --port 30000 --lengths lognormal:2300,0.6,10240 --per-token-time 20us --step-time 10ms"},
+			{Comment: "a flaky server for a retry test; a script waits for url.txt",
+				Command: "llm-sim --url-file url.txt --fault http500=0.05 --fault rate_limit=0.05 --fault reset=0.02 &"},
+			{Comment: "the whole pipeline against it",
+				Command: `generate --url "$(cat url.txt)" --max-tokens 512 < req.jsonl > out.jsonl`},
+		},
+		SeeAlso: []string{"generate(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs llm-sim and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}
