@@ -10,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
 	"github.com/synthpipe/synthpipe/lib/llmsim"
+	"github.com/synthpipe/synthpipe/lib/tokstat"
 )
 
 // Tool is one binary of the toolkit.
@@ -24,6 +25,7 @@ func All() []Tool {
 	return []Tool{
 		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
+		{"tokstat", tokstat.NewApp, tokstat.Main},
 		{"llm-sim", llmsim.NewApp, llmsim.Main},
 	}
 }

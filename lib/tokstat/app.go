@@ -1,0 +1,98 @@
+// Package tokstat is the tokstat tool: the health of a dataset of generated
+// records at a glance — how many records and tokens, how long the answers
+// are, how they ended, and what is wrong with the data (errors, duplicate
+// ids, invalid lines, torn files).
+package tokstat
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+const (
+	flagBy     = "by"
+	flagBudget = "budget"
+	flagHist   = "hist"
+	flagJSON   = "json"
+	flagTSV    = "tsv"
+	flagTotal  = "total"
+)
+
+// NewApp returns a fresh tokstat command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "tokstat",
+		Usage:     "count the records and tokens of a JSONL dataset and check its health",
+		ArgsUsage: "[FILE...]",
+		Description: `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
+read transparently) and reports, for the whole input and for each group:
+records; prompt, completion and total tokens (prompt_tokens and
+completion_tokens, falling back to the lengths of input_ids and output_ids,
+then to usage); the completion length's mean, exact 50th, 90th and 99th
+percentiles and maximum; the count of each finish_reason ("none" for records
+without one) and the share of answers truncated (finish_reason "length");
+records that carry an "error"; duplicate ids (exact: a record whose id
+appeared earlier in the input); lines that are not valid records; files whose
+last line was torn. Records that carry an error count as records and errors,
+but not as tokens, as budget-cut --already counts them.
+
+Groups: with --by PATH, one group per value of that gjson path over all the
+input ("(none)" where it is missing); otherwise one group per file when
+several are given. Invalid lines and torn files belong to a file, so with
+--by they are counted in the total only. For a file-by-value breakdown run
+tokstat --by once per file.
+
+tokstat never stops at a bad line: it counts it, and names the first five
+with their FILE:LINE on stderr.
+
+Output: an aligned table (the default), --tsv (one header line, one line per
+group, the total last; raw numbers), or --json (one object: "total", and
+"groups" in order, each with records, prompt_tokens, completion_tokens,
+total_tokens, completion_length {count, mean, p50, p90, p99, max},
+finish_reasons, truncated, truncated_share, errors, duplicates, missing_ids,
+invalid_lines, torn, and budget {tokens, used, left, percent} with --budget).
+--total prints only the total token count, one integer, by the fastest path
+(no percentiles, no id set). --hist adds a histogram of completion lengths to
+the table, in log-spaced buckets; its bars are block characters, or "#" when
+NO_COLOR is set or TERM is dumb.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
+				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
+			&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G)"},
+			&cli.BoolFlag{Name: flagHist, Usage: "add a histogram of completion lengths to the table"},
+			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
+			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
+			&cli.BoolFlag{Name: flagTotal, Usage: "print only the total token count (fastest)"},
+			cliutil.IDPathFlag(),
+			cliutil.MaxLineFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: cliutil.EnvName(flagBy), Meaning: "default for --by"},
+			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
+			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
+			{Name: "NO_COLOR", Meaning: "when set and not empty, --hist draws its bars with \"#\""},
+			{Name: "TERM", Meaning: "when \"dumb\", --hist draws its bars with \"#\""},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: 65, Meaning: "never for a bad line (tokstat counts and skips those); only for a damaged compressed file"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "the health of a dataset, per source dataset, with a histogram of answer lengths",
+				Command: "tokstat --by dataset --hist out.jsonl"},
+			{Comment: "how many tokens are done, for a script",
+				Command: `spent=$(tokstat --total out.jsonl) && echo "$spent tokens so far"`},
+			{Comment: "progress of several shards against a 10M budget each, as JSON",
+				Command: "tokstat --json --budget 10M out-*.jsonl.zst | jq '.groups[] | {group, percent: .budget.percent}'"},
+		},
+		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "generate(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs tokstat and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}

@@ -1,0 +1,306 @@
+package tokstat
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// row is one group's figures, computed once for every output format.
+type row struct {
+	*stats
+	dist   distribution
+	budget budgetUse
+}
+
+func rowsOf(cfg *config, total *stats, groups []*stats) []row {
+	rows := make([]row, 0, len(groups)+1)
+	for _, s := range append(groups[:len(groups):len(groups)], total) {
+		rows = append(rows, row{stats: s, dist: s.distribution(), budget: s.budgetUse(cfg.budget)})
+	}
+	return rows
+}
+
+// kind says how a metric is printed.
+type kind int
+
+const (
+	kindCount   kind = iota // a whole number
+	kindMean                // a mean length
+	kindShare               // a fraction: 0.1234 raw, 12.3% in the table
+	kindPercent             // already in percent
+)
+
+// metric is one column, named for the TSV header and the table.
+type metric struct {
+	tsv, head string
+	kind      kind
+	value     func(r row) float64
+}
+
+func count(tsv, head string, v func(r row) int64) metric {
+	return metric{tsv, head, kindCount, func(r row) float64 { return float64(v(r)) }}
+}
+
+// sections are the table's blocks, each narrow enough for a terminal; the
+// TSV has them all on one line.
+func sections(cfg *config, reasons []string) [][]metric {
+	tokens := []metric{
+		count("records", "records", func(r row) int64 { return r.records }),
+		count("prompt_tokens", "prompt", func(r row) int64 { return r.promptTokens }),
+		count("completion_tokens", "completion", func(r row) int64 { return r.completionTokens }),
+		count("total_tokens", "total", func(r row) int64 { return r.totalTokens() }),
+		{"completion_mean", "mean", kindMean, func(r row) float64 { return r.dist.mean }},
+		count("completion_p50", "p50", func(r row) int64 { return int64(r.dist.p50) }),
+		count("completion_p90", "p90", func(r row) int64 { return int64(r.dist.p90) }),
+		count("completion_p99", "p99", func(r row) int64 { return int64(r.dist.p99) }),
+		count("completion_max", "max", func(r row) int64 { return int64(r.dist.max) }),
+	}
+	health := []metric{
+		count("truncated", "truncated", func(r row) int64 { return r.truncated }),
+		{"truncated_share", "trunc%", kindShare, func(r row) float64 { return r.truncatedShare() }},
+		count("errors", "errors", func(r row) int64 { return r.errors }),
+		count("duplicates", "dup ids", func(r row) int64 { return r.duplicates }),
+		count("missing_ids", "no id", func(r row) int64 { return r.missingIDs }),
+		count("invalid_lines", "invalid", func(r row) int64 { return r.invalidLines }),
+		count("torn", "torn", func(r row) int64 { return r.torn }),
+	}
+	var finish []metric
+	for _, reason := range reasons {
+		finish = append(finish, count("finish_"+reason, reason, func(r row) int64 { return r.finishReasons[reason] }))
+	}
+	out := [][]metric{tokens, health, finish}
+	if cfg.hasBudget {
+		out = append(out, []metric{
+			count("budget", "budget", func(r row) int64 { return r.budget.budget }),
+			count("budget_used", "used", func(r row) int64 { return r.budget.used }),
+			count("budget_left", "left", func(r row) int64 { return r.budget.left }),
+			{"budget_percent", "used%", kindPercent, func(r row) float64 { return r.budget.percent }},
+		})
+	}
+	return out
+}
+
+// raw prints a value for machines: no separators, fixed decimals.
+func (m metric) raw(r row) string {
+	v := m.value(r)
+	switch m.kind {
+	case kindMean, kindPercent:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case kindShare:
+		return strconv.FormatFloat(v, 'f', 4, 64)
+	}
+	return strconv.FormatInt(int64(v), 10)
+}
+
+// human prints a value for people: thousands separated, percentages.
+func (m metric) human(r row) string {
+	v := m.value(r)
+	switch m.kind {
+	case kindMean:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case kindShare:
+		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
+	case kindPercent:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	}
+	return thousands(int64(v))
+}
+
+// thousands writes n with a comma every three digits.
+func thousands(n int64) string {
+	digits := strconv.FormatInt(n, 10)
+	sign := ""
+	if n < 0 {
+		sign, digits = "-", digits[1:]
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}
+
+// groupHeading names the first column after what the groups are.
+func groupHeading(cfg *config) string {
+	switch {
+	case cfg.by != "":
+		return cfg.by
+	case len(cfg.files) > 1:
+		return "file"
+	}
+	return "group"
+}
+
+// writeTable prints each section as a block of aligned columns: the group
+// name left-aligned, numbers right-aligned.
+func writeTable(w io.Writer, cfg *config, total *stats, groups []*stats) error {
+	rows := rowsOf(cfg, total, groups)
+	bw := bufio.NewWriter(w)
+	for i, sec := range sections(cfg, reasonsByCount(total)) {
+		if len(sec) == 0 {
+			continue
+		}
+		if i > 0 {
+			bw.WriteByte('\n')
+		}
+		cells := [][]string{{groupHeading(cfg)}}
+		for _, m := range sec {
+			cells[0] = append(cells[0], m.head)
+		}
+		for _, r := range rows {
+			line := []string{r.name}
+			for _, m := range sec {
+				line = append(line, m.human(r))
+			}
+			cells = append(cells, line)
+		}
+		writeAligned(bw, cells)
+	}
+	return bw.Flush()
+}
+
+func writeAligned(w *bufio.Writer, cells [][]string) {
+	widths := make([]int, len(cells[0]))
+	for _, line := range cells {
+		for j, c := range line {
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	for _, line := range cells {
+		for j, c := range line {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			switch {
+			case j == 0:
+				w.WriteString(c + pad)
+			default:
+				w.WriteString("  " + pad + c)
+			}
+		}
+		w.WriteByte('\n')
+	}
+}
+
+// writeTSV prints a header line and one line per group, the total last.
+func writeTSV(w io.Writer, cfg *config, total *stats, groups []*stats) error {
+	rows := rowsOf(cfg, total, groups)
+	var metrics []metric
+	for _, sec := range sections(cfg, reasonsByCount(total)) {
+		metrics = append(metrics, sec...)
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("group")
+	for _, m := range metrics {
+		bw.WriteString("\t" + m.tsv)
+	}
+	bw.WriteByte('\n')
+	for _, r := range rows {
+		bw.WriteString(tsvField(r.name))
+		for _, m := range metrics {
+			bw.WriteString("\t" + m.raw(r))
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// tsvField keeps a group name (a --by value may hold anything) on one field.
+func tsvField(s string) string {
+	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// jsonReport is the --json object.
+type jsonReport struct {
+	Total  jsonGroup   `json:"total"`
+	Groups []jsonGroup `json:"groups"`
+}
+
+type jsonGroup struct {
+	Group            string           `json:"group"`
+	Records          int64            `json:"records"`
+	PromptTokens     int64            `json:"prompt_tokens"`
+	CompletionTokens int64            `json:"completion_tokens"`
+	TotalTokens      int64            `json:"total_tokens"`
+	CompletionLength jsonDistribution `json:"completion_length"`
+	FinishReasons    map[string]int64 `json:"finish_reasons"`
+	Truncated        int64            `json:"truncated"`
+	TruncatedShare   float64          `json:"truncated_share"`
+	Errors           int64            `json:"errors"`
+	Duplicates       int64            `json:"duplicates"`
+	MissingIDs       int64            `json:"missing_ids"`
+	InvalidLines     int64            `json:"invalid_lines"`
+	Torn             int64            `json:"torn"`
+	Budget           *jsonBudget      `json:"budget,omitempty"`
+}
+
+type jsonDistribution struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   uint32  `json:"p50"`
+	P90   uint32  `json:"p90"`
+	P99   uint32  `json:"p99"`
+	Max   uint32  `json:"max"`
+}
+
+type jsonBudget struct {
+	Tokens  int64   `json:"tokens"`
+	Used    int64   `json:"used"`
+	Left    int64   `json:"left"`
+	Percent float64 `json:"percent"`
+}
+
+// round keeps floats short and stable in the JSON.
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
+}
+
+func (r row) json(cfg *config) jsonGroup {
+	g := jsonGroup{
+		Group:            r.name,
+		Records:          r.records,
+		PromptTokens:     r.promptTokens,
+		CompletionTokens: r.completionTokens,
+		TotalTokens:      r.totalTokens(),
+		CompletionLength: jsonDistribution{Count: r.dist.count, Mean: round(r.dist.mean, 2),
+			P50: r.dist.p50, P90: r.dist.p90, P99: r.dist.p99, Max: r.dist.max},
+		FinishReasons:  r.finishReasons,
+		Truncated:      r.truncated,
+		TruncatedShare: round(r.truncatedShare(), 4),
+		Errors:         r.errors,
+		Duplicates:     r.duplicates,
+		MissingIDs:     r.missingIDs,
+		InvalidLines:   r.invalidLines,
+		Torn:           r.torn,
+	}
+	if cfg.hasBudget {
+		g.Budget = &jsonBudget{Tokens: r.budget.budget, Used: r.budget.used, Left: r.budget.left,
+			Percent: round(r.budget.percent, 2)}
+	}
+	return g
+}
+
+// writeJSON prints the report as one indented JSON object.
+func writeJSON(w io.Writer, cfg *config, total *stats, groups []*stats) error {
+	rows := rowsOf(cfg, total, groups)
+	rep := jsonReport{Groups: []jsonGroup{}}
+	for _, r := range rows[:len(rows)-1] {
+		rep.Groups = append(rep.Groups, r.json(cfg))
+	}
+	rep.Total = rows[len(rows)-1].json(cfg)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode the report: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,232 @@
+package tokstat
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tidwall/gjson"
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/idset"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// format is how the report is printed.
+type format int
+
+const (
+	formatTable format = iota
+	formatTSV
+	formatJSON
+	formatTotal
+)
+
+// config is tokstat's flags, checked.
+type config struct {
+	files     []string
+	by        string
+	budget    int64
+	hasBudget bool
+	hist      bool
+	format    format
+	idPath    string
+	input     jsonl.Options
+}
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		files:  c.Args().Slice(),
+		by:     c.String(flagBy),
+		hist:   c.Bool(flagHist),
+		idPath: c.String(cliutil.FlagIDPath),
+	}
+	if len(cfg.files) == 0 {
+		cfg.files = []string{"-"}
+	}
+	chosen := 0
+	for _, f := range []struct {
+		flag string
+		format
+	}{{flagTSV, formatTSV}, {flagJSON, formatJSON}, {flagTotal, formatTotal}} {
+		if c.Bool(f.flag) {
+			cfg.format = f.format
+			chosen++
+		}
+	}
+	if chosen > 1 {
+		return nil, cliutil.Usagef("--json, --tsv and --total each choose the output: pick one")
+	}
+	if cfg.hist && cfg.format != formatTable {
+		return nil, cliutil.Usagef("--hist goes with the table output, not --json, --tsv or --total")
+	}
+	if c.IsSet(flagBudget) {
+		n, err := cliutil.ParseCount(c.String(flagBudget))
+		if err != nil {
+			return nil, cliutil.Usagef("--budget: %v", err)
+		}
+		cfg.budget, cfg.hasBudget = n, true
+	}
+	var err error
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	cfg.input.SkipInvalid = true // a health report counts bad lines, it does not stop at them
+	return cfg, nil
+}
+
+func run(c *cli.Context) error {
+	cfg, err := parse(c)
+	if err != nil {
+		return err
+	}
+	// Check every file before reading any: a missing last file should not
+	// cost a scan of the first ones.
+	in, err := jsonl.Open(c.App.Reader, cfg.files, cfg.input)
+	if err != nil {
+		return err
+	}
+	in.Close()
+
+	col := newCollector(cfg, cliutil.Warner(c))
+	for _, name := range cfg.files {
+		if err := col.readFile(c.App.Reader, name); err != nil {
+			return err
+		}
+	}
+	col.finish()
+	w := c.App.Writer
+	switch cfg.format {
+	case formatTotal:
+		_, err = fmt.Fprintln(w, col.total.totalTokens())
+	case formatJSON:
+		err = writeJSON(w, cfg, col.total, col.groups)
+	case formatTSV:
+		err = writeTSV(w, cfg, col.total, col.groups)
+	default:
+		err = writeTable(w, cfg, col.total, col.groups)
+		if err == nil && cfg.hist {
+			err = writeHistogram(w, col.total.lengths, plainBars())
+		}
+	}
+	return err
+}
+
+// maxShownInvalid is how many invalid lines are named on stderr.
+const maxShownInvalid = 5
+
+// collector reads the input into the total and the groups.
+type collector struct {
+	cfg      *config
+	scan     *record.Scanner
+	warn     func(string)
+	total    *stats
+	groups   []*stats
+	byName   map[string]*stats
+	ids      *idset.Set // nil for --total, which needs no duplicates
+	perFile  bool
+	nInvalid int
+}
+
+func newCollector(cfg *config, warn func(string)) *collector {
+	col := &collector{
+		cfg:     cfg,
+		scan:    record.NewScanner(cfg.idPath, false, ""),
+		warn:    warn,
+		total:   newStats("total"),
+		byName:  map[string]*stats{},
+		perFile: cfg.by == "" && len(cfg.files) > 1,
+	}
+	if cfg.format != formatTotal {
+		col.ids = idset.New(0)
+	}
+	return col
+}
+
+// group returns the group called name, creating it on first use.
+func (col *collector) group(name string) *stats {
+	g := col.byName[name]
+	if g == nil {
+		g = newStats(name)
+		col.byName[name] = g
+		col.groups = append(col.groups, g)
+	}
+	return g
+}
+
+// byValue is the --by group of a record: the value at the path, as text.
+func (col *collector) byValue(line []byte) string {
+	r := gjson.GetBytes(line, col.cfg.by)
+	if !r.Exists() {
+		return "(none)"
+	}
+	return r.String()
+}
+
+func (col *collector) readFile(stdin io.Reader, name string) error {
+	in, err := jsonl.Open(stdin, []string{name}, col.cfg.input)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	var fileGroup *stats
+	if col.perFile {
+		display := name
+		if name == "-" {
+			display = jsonl.StdinName
+		}
+		fileGroup = col.group(display)
+	}
+	for in.Next() {
+		info, err := col.scan.Scan(in.Bytes())
+		if err != nil {
+			col.invalid(in, err)
+			continue
+		}
+		if col.ids == nil { // --total: the fast path
+			col.total.addTokens(info)
+			continue
+		}
+		duplicate := info.HasID && !col.ids.AddString(info.ID)
+		col.total.add(info, duplicate)
+		g := fileGroup
+		if col.cfg.by != "" {
+			g = col.group(col.byValue(in.Bytes()))
+		}
+		if g != nil {
+			g.add(info, duplicate)
+		}
+	}
+	if err := in.Err(); err != nil {
+		return err
+	}
+	st := in.Stats()
+	for _, s := range []*stats{col.total, fileGroup} {
+		if s != nil {
+			s.invalidLines += st.Invalid
+			s.torn += st.Torn
+		}
+	}
+	return nil
+}
+
+// invalid counts a line that is not a valid record and names the first few.
+func (col *collector) invalid(in *jsonl.Reader, cause error) {
+	in.Invalid(cause) // with SkipInvalid it only counts: never an error
+	col.nInvalid++
+	if col.nInvalid <= maxShownInvalid {
+		col.warn(fmt.Sprintf("%s: %v (counted as invalid, skipped)", in.Pos(), cause))
+	}
+}
+
+// finish sorts --by groups by name (files keep their order) and says how
+// many invalid lines went unnamed.
+func (col *collector) finish() {
+	if col.cfg.by != "" {
+		sortByName(col.groups)
+	}
+	if n := col.total.invalidLines; n > maxShownInvalid {
+		col.warn(fmt.Sprintf("%d invalid lines in all (the first %d are named above)", n, maxShownInvalid))
+	}
+}

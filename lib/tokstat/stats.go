@@ -1,0 +1,137 @@
+package tokstat
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// noFinishReason names the records that have no finish_reason.
+const noFinishReason = "none"
+
+// stats is the health of one group of records (a file, a --by value, or all).
+type stats struct {
+	name             string
+	records          int64
+	promptTokens     int64
+	completionTokens int64
+	errors           int64
+	truncated        int64
+	duplicates       int64
+	missingIDs       int64
+	invalidLines     int64
+	torn             int64
+	finishReasons    map[string]int64
+	lengths          []uint32 // completion tokens of each answer, for exact percentiles
+}
+
+func newStats(name string) *stats {
+	return &stats{name: name, finishReasons: map[string]int64{}}
+}
+
+// add counts one record. A record that carries an error counts as a record
+// and an error but spends no tokens, as budget-cut --already counts it.
+func (s *stats) add(info record.Info, duplicate bool) {
+	s.records++
+	if duplicate {
+		s.duplicates++
+	}
+	if !info.HasID {
+		s.missingIDs++
+	}
+	reason := info.FinishReason
+	if reason == "" {
+		reason = noFinishReason
+	}
+	s.finishReasons[reason]++
+	if info.HasError {
+		s.errors++
+		return
+	}
+	if info.Truncated() {
+		s.truncated++
+	}
+	s.addTokens(info)
+	s.lengths = append(s.lengths, uint32(min(info.CompletionTokens, 1<<32-1)))
+}
+
+// addTokens counts only the tokens of a record: all that --total needs.
+func (s *stats) addTokens(info record.Info) {
+	if info.HasError {
+		return
+	}
+	s.promptTokens += info.PromptTokens
+	s.completionTokens += info.CompletionTokens
+}
+
+// sortByName orders groups by name.
+func sortByName(groups []*stats) {
+	slices.SortFunc(groups, func(a, b *stats) int { return cmp.Compare(a.name, b.name) })
+}
+
+// answers is the number of records without an error.
+func (s *stats) answers() int64 { return s.records - s.errors }
+
+// totalTokens is prompt plus completion tokens.
+func (s *stats) totalTokens() int64 { return s.promptTokens + s.completionTokens }
+
+// truncatedShare is the fraction of answers cut at their length limit.
+func (s *stats) truncatedShare() float64 {
+	if s.answers() == 0 {
+		return 0
+	}
+	return float64(s.truncated) / float64(s.answers())
+}
+
+// distribution summarizes completion lengths with exact percentiles.
+type distribution struct {
+	count              int
+	mean               float64
+	p50, p90, p99, max uint32
+}
+
+// distribution sorts the lengths (once) and reads the percentiles by the
+// nearest-rank method: p is the smallest length with at least p% of the
+// answers at or below it.
+func (s *stats) distribution() distribution {
+	n := len(s.lengths)
+	if n == 0 {
+		return distribution{}
+	}
+	slices.Sort(s.lengths)
+	rank := func(p int) uint32 { return s.lengths[(p*n+99)/100-1] }
+	var sum uint64
+	for _, v := range s.lengths {
+		sum += uint64(v)
+	}
+	return distribution{count: n, mean: float64(sum) / float64(n),
+		p50: rank(50), p90: rank(90), p99: rank(99), max: s.lengths[n-1]}
+}
+
+// budgetUse is a group's standing against --budget.
+type budgetUse struct {
+	budget, used, left int64
+	percent            float64
+}
+
+func (s *stats) budgetUse(budget int64) budgetUse {
+	u := budgetUse{budget: budget, used: s.totalTokens(), left: max(budget-s.totalTokens(), 0)}
+	if budget > 0 {
+		u.percent = 100 * float64(u.used) / float64(budget)
+	}
+	return u
+}
+
+// reasonsByCount lists the finish reasons of all groups, the most frequent in
+// total first, so that the table's columns are the same for every group.
+func reasonsByCount(total *stats) []string {
+	names := make([]string, 0, len(total.finishReasons))
+	for r := range total.finishReasons {
+		names = append(names, r)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(total.finishReasons[b], total.finishReasons[a]), cmp.Compare(a, b))
+	})
+	return names
+}
