@@ -177,14 +177,30 @@ func (e *engine) abortRID(rid string, all bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if all {
-		for _, r := range append(append([]*request(nil), e.waiting...), e.running...) {
-			e.abortLocked(r, abortMessage(r))
-		}
+		e.abortAllLocked(abortMessage)
 		return
 	}
 	if r, ok := e.inflight[rid]; ok {
 		e.abortLocked(r, abortMessage(r))
 	}
+}
+
+// abortAllLocked empties the queue and the batch in one pass; aborting one
+// by one would cost a slice search per request.
+func (e *engine) abortAllLocked(message func(*request) string) {
+	for _, list := range [][]*request{e.waiting, e.running} {
+		for _, r := range list {
+			msg := message(r)
+			r.heldKV = 0
+			if !r.internal {
+				e.stats.Aborted++
+			}
+			e.finishLocked(r, finishReason{kind: finishAbort, message: msg})
+		}
+	}
+	e.waiting, e.running = nil, nil
+	e.usedKV = 0
+	e.holdAdmission = false
 }
 
 func abortMessage(r *request) string {
@@ -223,9 +239,7 @@ func (e *engine) close() {
 		return
 	}
 	e.closed = true
-	for _, r := range append(append([]*request(nil), e.waiting...), e.running...) {
-		e.abortLocked(r, "server is shutting down")
-	}
+	e.abortAllLocked(func(*request) string { return "server is shutting down" })
 	e.mu.Unlock()
 	close(e.stop)
 	e.wg.Wait()

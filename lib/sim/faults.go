@@ -18,6 +18,7 @@ type FaultKind uint8
 
 // The injectable faults, in the order the probability draw walks them.
 const (
+	// FaultNone is a clean answer; the X-Sim-Fault value "none" forces it.
 	FaultNone FaultKind = iota
 	// FaultHTTP500 answers 500 at once: text/plain "Internal Server Error"
 	// for SGLang endpoints (what uvicorn sends for an unhandled exception),
@@ -187,10 +188,15 @@ func (s *Server) serveEarlyFault(w http.ResponseWriter, r *http.Request, kind Fa
 	case FaultReset:
 		resetConnection(w, stream)
 	case FaultHang:
+		s.injected[kind].Add(1)
 		select {
 		case <-r.Context().Done():
 		case <-s.closing:
+			// Drop the connection without an answer: returning normally
+			// would send an empty 200.
+			panic(http.ErrAbortHandler)
 		}
+		return true
 	case FaultGarbage:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

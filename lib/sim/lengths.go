@@ -102,6 +102,26 @@ func ParseLengthDist(spec string) (LengthDist, error) {
 	return d, d.validate()
 }
 
+// String returns the distribution in ParseLengthDist's form; an empirical
+// distribution, whose file name is not kept, prints as "file:<N values>".
+func (d LengthDist) String() string {
+	switch d.Kind {
+	case LengthFixed:
+		return fmt.Sprintf("fixed:%d", d.Fixed)
+	case LengthUniform:
+		return fmt.Sprintf("uniform:%d,%d", d.Min, d.Max)
+	case LengthLognormal:
+		s := fmt.Sprintf("lognormal:%s,%s", strconv.FormatFloat(d.Median, 'g', -1, 64), strconv.FormatFloat(d.Sigma, 'g', -1, 64))
+		if d.Max > 0 {
+			s += fmt.Sprintf(",%d", d.Max)
+		}
+		return s
+	case LengthEmpirical:
+		return fmt.Sprintf("file:<%d values>", len(d.Values))
+	}
+	return string(d.Kind)
+}
+
 // LoadLengthFile reads answer lengths, one non-negative integer a line.
 // Blank lines and lines starting with # are skipped.
 func LoadLengthFile(path string) ([]int, error) {

@@ -234,6 +234,23 @@ func answerAt(pl *plan, n, r int, fin finishReason) chatAnswer {
 	return chatAnswer{reasoning: strings.TrimPrefix(reasoning, " "), content: strings.TrimPrefix(content, " ")}
 }
 
+// ExpectedChatAnswer returns the content and the reasoning text this server
+// answers to a chat completion request body when no fault strikes, so a
+// test can check that every answer belongs to its own request. The
+// reasoning is returned even when the request excludes it from the answer.
+func (s *Server) ExpectedChatAnswer(body []byte) (content, reasoning string, err error) {
+	if !gjson.ValidBytes(body) {
+		return "", "", errors.New("sim: request body is not valid JSON")
+	}
+	in, err := s.parseChat(gjson.ParseBytes(body))
+	if err != nil {
+		return "", "", err
+	}
+	pl := s.newPlan(in.key, in.params)
+	ans := answerAt(&pl, pl.total, s.reasoningTokens(in.reasoning, pl.contentTokens()), pl.finish)
+	return ans.content, ans.reasoning, nil
+}
+
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	doc, err := readJSON(r)
 	if err != nil {
@@ -260,11 +277,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody(openaiDialect, http.StatusServiceUnavailable, err.Error(), nil))
 		return
 	}
-	content := pl.total
-	if pl.eosAtEnd {
-		content--
-	}
-	c := &chatCall{s: s, req: req, in: in, created: time.Now().Unix(), reasoning: s.reasoningTokens(in.reasoning, content)}
+	c := &chatCall{s: s, req: req, in: in, created: time.Now().Unix(), reasoning: s.reasoningTokens(in.reasoning, pl.contentTokens())}
 	w.Header().Set("X-Generation-Id", req.rid)
 	if in.stream {
 		c.stream(w, r, delay)

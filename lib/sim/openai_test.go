@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func chatBody(extra map[string]any) map[string]any {
 func TestChatCompletion(t *testing.T) {
 	cfg := Default()
 	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 20}
-	_, url := startSim(t, cfg)
+	s, url := startSim(t, cfg)
 	for _, path := range []string{"/v1/chat/completions", "/chat/completions"} {
 		code, hdr, body := post(t, url+path, chatBody(map[string]any{"max_tokens": 100}))
 		if code != 200 {
@@ -46,6 +47,10 @@ func TestChatCompletion(t *testing.T) {
 		if u.Get("prompt_tokens").Int() != prompt || u.Get("completion_tokens").Int() != 21 || u.Get("total_tokens").Int() != prompt+21 ||
 			!u.Get("prompt_tokens_details.cached_tokens").Exists() || !u.Get("completion_tokens_details.reasoning_tokens").Exists() {
 			t.Errorf("usage: %s", u.Raw)
+		}
+		reqBody, _ := json.Marshal(chatBody(map[string]any{"max_tokens": 100}))
+		if want, _, err := s.ExpectedChatAnswer(reqBody); err != nil || want != choice.Get("message.content").String() {
+			t.Errorf("ExpectedChatAnswer %q (%v), answer %q", want, err, choice.Get("message.content").String())
 		}
 		wantCost := float64(prompt)*cfg.PromptPrice + 21*cfg.CompletionPrice
 		if d := u.Get("cost").Float() - wantCost; d > 1e-12 || d < -1e-12 {

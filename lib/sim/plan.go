@@ -143,6 +143,14 @@ func (p *plan) end() (int, finishReason) {
 	return p.total, p.finish
 }
 
+// contentTokens is the number of output ids that are not the final EOS.
+func (p *plan) contentTokens() int {
+	if p.eosAtEnd {
+		return p.total - 1
+	}
+	return p.total
+}
+
 // idAt is output id i of the answer.
 func (p *plan) idAt(i int) int {
 	if p.eosAtEnd && i == p.total-1 {

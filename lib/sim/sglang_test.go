@@ -91,6 +91,58 @@ func TestGenerateLengthAndStopTrim(t *testing.T) {
 	}
 }
 
+func TestGenerateLogprobs(t *testing.T) {
+	_, url := startSim(t, Default())
+	_, _, body := post(t, url+"/generate", map[string]any{"input_ids": []int{4}, "return_logprob": true, "sampling_params": map[string]any{"max_new_tokens": 3}})
+	lp := gjson.GetBytes(body, "meta_info.output_token_logprobs")
+	ids := ints(gjson.GetBytes(body, "output_ids"))
+	if len(lp.Array()) != 3 || lp.Get("1.1").Int() != int64(ids[1]) || lp.Get("0.0").Float() > 0 {
+		t.Fatalf("output_token_logprobs %s for ids %v", lp.Raw, ids)
+	}
+}
+
+func TestAbortAllAndClose(t *testing.T) {
+	cfg := Default()
+	cfg.MaxRunningRequests = 2
+	cfg.StepTime = 2 * time.Millisecond
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 1000}
+	s, url := startSim(t, cfg)
+	results := make(chan string, 5)
+	for i := range 5 {
+		go func() {
+			_, _, body := post(t, url+"/generate", map[string]any{"input_ids": []int{i}, "sampling_params": map[string]any{"max_new_tokens": 2000}})
+			results <- gjson.GetBytes(body, "meta_info.finish_reason.type").String()
+		}()
+	}
+	eventually(t, "batch full and queue formed", func() bool { st := s.Stats(); return st.Running == 2 && st.Queued == 3 })
+	post(t, url+"/abort_request", map[string]any{"abort_all": true})
+	for range 5 {
+		if got := <-results; got != "abort" {
+			t.Fatalf("finish %q after abort_all", got)
+		}
+	}
+	if st := s.Stats(); st.Aborted != 5 || st.KVUsed != 0 || st.Running+st.Queued != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// Close releases a hanging request by dropping its connection.
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", url+"/generate", stringsReader(`{"input_ids":[1]}`))
+		req.Header.Set(FaultHeader, "hang")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	eventually(t, "hang injected", func() bool { return s.Stats().Faults[FaultHang] == 1 })
+	s.Close()
+	if err := <-errc; err == nil {
+		t.Fatal("a hanging request got an answer at Close")
+	}
+}
+
 func TestGenerateValidation(t *testing.T) {
 	cfg := Default()
 	cfg.ContextLength = 100
