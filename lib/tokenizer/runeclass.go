@@ -28,6 +28,14 @@ const (
 )
 
 var (
+	// asciiClasses is built at package init: it is small and covers most text.
+	asciiClasses = func() (t [utf8.RuneSelf]runeClass) {
+		for r := range t {
+			t[r] = computeClass(rune(r))
+		}
+		return t
+	}()
+	// bmpClasses is built on first use; it takes a few milliseconds.
 	bmpClassesOnce sync.Once
 	bmpClasses     []runeClass
 )
@@ -78,6 +86,9 @@ func initBMPClasses() {
 
 // classOf returns the property bits of r.
 func classOf(r rune) runeClass {
+	if uint32(r) < utf8.RuneSelf {
+		return asciiClasses[r]
+	}
 	if r < 0x10000 && r >= 0 {
 		bmpClassesOnce.Do(initBMPClasses)
 		return bmpClasses[r]
@@ -100,7 +111,10 @@ func runeAt(s string, i int) (rune, runeClass, int) {
 	if i >= len(s) {
 		return -1, 0, 0
 	}
-	r, n := decodeRune(s, i)
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), asciiClasses[c], 1
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
 	return r, classOf(r), n
 }
 

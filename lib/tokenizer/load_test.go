@@ -1,0 +1,163 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tinyTokenizerJSON is a byte-level BPE over "abc" whose merge rules are
+// given by the caller; the pattern is Llama 3's.
+func tinyTokenizerJSON(merges, pattern string) string {
+	return `{"added_tokens":[{"id":6,"content":"<s>","special":true,"lstrip":false,"rstrip":false,"normalized":false,"single_word":false}],
+"normalizer":null,
+"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":` + pattern + `},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]},
+"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}]},
+"model":{"type":"BPE","vocab":{"a":0,"b":1,"c":2,"ab":3,"bc":4,"abc":5},"merges":` + merges + `}}`
+}
+
+const llama3PatternJSON = `"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"`
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "unknown", "tokenizer.json"), tinyTokenizerJSON(`["a b"]`, `"\\w+"`))
+	writeFile(t, filepath.Join(dir, "badmerge", "tokenizer.json"), tinyTokenizerJSON(`["a z"]`, llama3PatternJSON))
+	writeFile(t, filepath.Join(dir, "badranks", "x.tiktoken"), "YQ== 0\nnot-base64!! 1\n")
+	writeFile(t, filepath.Join(dir, "two", "a.tiktoken"), "YQ== 0\n")
+	writeFile(t, filepath.Join(dir, "two", "b.tiktoken"), "YQ== 0\n")
+	writeFile(t, filepath.Join(dir, "onlyconfig", "tokenizer_config.json"), "{}")
+	writeFile(t, filepath.Join(dir, "badconfig", "tokenizer_config.json"), "{")
+	writeFile(t, filepath.Join(dir, "badconfig", "tokenizer.json"), tinyTokenizerJSON(`["a b"]`, llama3PatternJSON))
+	for _, tc := range []struct {
+		name, path string
+		wantInErr  []string
+	}{
+		{"missing path", filepath.Join(dir, "nope"), []string{filepath.Join(dir, "nope")}},
+		{"missing file", filepath.Join(dir, "nope.json"), []string{"nope.json"}},
+		{"folder without model", filepath.Join(dir, "onlyconfig"), []string{filepath.Join(dir, "onlyconfig"), "tokenizer.json", "tiktoken.model"}},
+		{"unknown pattern", filepath.Join(dir, "unknown"), []string{"unknown pre-tokenizer pattern", `\\w+`}},
+		{"merge outside vocab", filepath.Join(dir, "badmerge", "tokenizer.json"), []string{"merge 0"}},
+		{"bad rank line", filepath.Join(dir, "badranks"), []string{"x.tiktoken:2"}},
+		{"two rank files", filepath.Join(dir, "two"), []string{"several"}},
+		{"broken config", filepath.Join(dir, "badconfig"), []string{"tokenizer_config.json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.path)
+			if err == nil {
+				t.Fatal("Load succeeded")
+			}
+			for _, want := range tc.wantInErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestMergeRuleRank checks that tokenizer.json models merge by the rank of
+// the merge rule, not by the rank of the merged token.
+func TestMergeRuleRank(t *testing.T) {
+	for _, tc := range []struct {
+		name, merges string
+		want         []int
+	}{
+		{"a b first, no rule for ab c", `["a b", "b c"]`, []int{3, 2}},
+		{"b c first, then a bc", `[["b", "c"], ["a", "bc"]]`, []int{5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tokenizer.json")
+			writeFile(t, path, tinyTokenizerJSON(tc.merges, llama3PatternJSON))
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Encode("abc", true); !equalIDs(got, tc.want) {
+				t.Errorf("Encode(abc) = %v, want %v", got, tc.want)
+			}
+			if got := tok.Encode("<s>abc", true); got[0] != 6 {
+				t.Errorf("special token not matched: %v", got)
+			}
+			if cfg := tok.Config(); !cfg.AddBOS || cfg.BOSToken != "<s>" || cfg.BOSID != 6 {
+				t.Errorf("Config from the post-processor = %+v", cfg)
+			}
+		})
+	}
+}
+
+func equalIDs(a, b []int) bool { return firstDifference(a, b) < 0 }
+
+func TestLoadFamilies(t *testing.T) {
+	dir := unpackedModels(t)
+	for _, tc := range []struct {
+		family       string
+		vocabSize    int
+		bos, eos     string
+		bosID        int
+		addBOS       bool
+		templateHas  string
+		specialCheck string
+		specialID    int
+	}{
+		{"qwen3", 151669, "", "<|im_end|>", -1, false, "<|im_start|>", "<think>", 151667},
+		{"deepseek_v3", 128815, "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", 0, true, "<｜User｜>", "<｜User｜>", 128803},
+		{"llama3_1", 128256, "<|begin_of_text|>", "<|eot_id|>", 128000, true, "<|start_header_id|>", "<|eot_id|>", 128009},
+		{"gptoss", 200019, "<|startoftext|>", "<|return|>", 199998, false, "", "<|return|>", 200002},
+		{"kimi_k2", 163840, "[BOS]", "[EOS]", 163584, false, "<|im_user|>", "<|reserved_token_163700|>", 163700},
+		{"kimi_k25", 163840, "[BOS]", "[EOS]", 163584, false, "<|im_user|>", "<think>", 163606},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			tok := loadFamily(t, tc.family)
+			if got := tok.VocabSize(); got != tc.vocabSize {
+				t.Errorf("VocabSize = %d, want %d", got, tc.vocabSize)
+			}
+			cfg := tok.Config()
+			if cfg.BOSToken != tc.bos || cfg.EOSToken != tc.eos || cfg.BOSID != tc.bosID || cfg.AddBOS != tc.addBOS {
+				t.Errorf("Config = BOS %q (%d) EOS %q AddBOS %v", cfg.BOSToken, cfg.BOSID, cfg.EOSToken, cfg.AddBOS)
+			}
+			if !strings.Contains(cfg.ChatTemplate, tc.templateHas) {
+				t.Errorf("chat template does not contain %q", tc.templateHas)
+			}
+			if id, ok := tok.TokenID(tc.specialCheck); !ok || id != tc.specialID {
+				t.Errorf("TokenID(%q) = %d, %v; want %d", tc.specialCheck, id, ok, tc.specialID)
+			}
+			if got := tok.Encode(tc.specialCheck, true); len(got) != 1 || got[0] != tc.specialID {
+				t.Errorf("Encode(%q, special) = %v", tc.specialCheck, got)
+			}
+			if _, err := tok.Decode([]int{tc.vocabSize}); err == nil {
+				t.Errorf("Decode accepted id %d", tc.vocabSize)
+			}
+		})
+	}
+	// A rank file on its own is a plain o200k-pattern tiktoken model.
+	tok, err := Load(filepath.Join(dir, "kimi_k2", "tiktoken.model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != 163584 || len(tok.Encode("[BOS]", true)) == 1 {
+		t.Errorf("bare tiktoken.model: VocabSize %d, [BOS] -> %v", tok.VocabSize(), tok.Encode("[BOS]", true))
+	}
+}
+
+func TestTokenIDSpellings(t *testing.T) {
+	tok := loadFamily(t, "llama3_1")
+	byteLevel, ok1 := tok.TokenID("Ġhello")
+	raw, ok2 := tok.TokenID(" hello")
+	if !ok1 || !ok2 || byteLevel != raw {
+		t.Errorf("TokenID(Ġhello) = %d %v, TokenID(' hello') = %d %v", byteLevel, ok1, raw, ok2)
+	}
+	if got := tok.Encode(" hello", false); len(got) != 1 || got[0] != raw {
+		t.Errorf("Encode(' hello') = %v, want [%d]", got, raw)
+	}
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Encoding speed of lib/tokenizer per family, side by side with the reference
+# implementations (npm tokenizers@0.23.2 and tiktoken@1.0.22) when npm can
+# install them. Run from the repository root:
+#   scripts/bench/tokenize.sh [seconds per measurement, default 3]
+# Single core for both sides (GOMAXPROCS=1; Node runs the encoders on one thread).
+set -euo pipefail
+
+SECONDS_PER_RUN="${1:-3}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TESTDATA="$ROOT/lib/tokenizer/testdata"
+FAMILIES=(qwen3 deepseek_v3 llama3_1 gptoss kimi_k2 kimi_k25)
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+echo "measuring lib/tokenizer (go test -bench, GOMAXPROCS=1)..." >&2
+(cd "$ROOT" && GOMAXPROCS=1 go test -run '^$' -bench '^BenchmarkEncode$' -benchtime "${SECONDS_PER_RUN}s" ./lib/tokenizer/) \
+  | tee "$WORK/go.txt" >&2
+declare -A OURS
+while read -r name _ _ _ mbps _; do
+  fam="${name#BenchmarkEncode/}"
+  fam="${fam%-*}"
+  OURS[$fam]="$mbps"
+done < <(grep '^BenchmarkEncode/' "$WORK/go.txt")
+
+declare -A THEIRS THEIR_LIB
+refs_ok=false
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "node/npm not found: printing lib/tokenizer alone" >&2
+elif ! command -v zstd >/dev/null; then
+  echo "zstd not found (needed to unpack the test data for node): printing lib/tokenizer alone" >&2
+elif ! npm install --silent --no-audit --no-fund --prefix "$WORK/npm" tokenizers@0.23.2 tiktoken@1.0.22 >"$WORK/npm.log" 2>&1; then
+  echo "npm install of tokenizers@0.23.2 tiktoken@1.0.22 failed (see below): printing lib/tokenizer alone" >&2
+  tail -5 "$WORK/npm.log" >&2
+else
+  refs_ok=true
+  zstd -q -d "$TESTDATA/corpus_public.jsonl.zst" -o "$WORK/corpus.jsonl"
+  for fam in "${FAMILIES[@]}"; do
+    mkdir -p "$WORK/models/$fam"
+    for f in "$TESTDATA/tokenizers/$fam"/*; do
+      case "$f" in
+        *.zst) zstd -q -d "$f" -o "$WORK/models/$fam/$(basename "${f%.zst}")" ;;
+        *) cp "$f" "$WORK/models/$fam/" ;;
+      esac
+    done
+    case "$fam" in
+      kimi*) zstd -q -d "$TESTDATA/tokenizers/kimi_shared/tiktoken.model.zst" -o "$WORK/models/$fam/tiktoken.model" ;;
+    esac
+    echo "measuring the reference on $fam..." >&2
+    line="$(node "$ROOT/scripts/bench/tokenize_node.mjs" "$WORK/npm" "$WORK/models" "$WORK/corpus.jsonl" "$fam" "$SECONDS_PER_RUN")"
+    THEIRS[$fam]="$(sed -E 's/.*"mb_per_s":([0-9.]+).*/\1/' <<<"$line")"
+    THEIR_LIB[$fam]="$(sed -E 's/.*"lib":"([^"]+)".*/\1/' <<<"$line")"
+  done
+fi
+
+echo
+echo "Encode speed on corpus_public without its 'long' category, special mode, one core"
+if $refs_ok; then
+  printf '%-12s %16s %16s %8s  %s\n' family "synthpipe MB/s" "reference MB/s" ratio reference
+  for fam in "${FAMILIES[@]}"; do
+    ratio="$(awk -v a="${OURS[$fam]:-0}" -v b="${THEIRS[$fam]:-0}" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }')"
+    printf '%-12s %16s %16s %8s  %s\n' "$fam" "${OURS[$fam]:--}" "${THEIRS[$fam]:--}" "$ratio" "${THEIR_LIB[$fam]:-}"
+  done
+else
+  printf '%-12s %16s\n' family "synthpipe MB/s"
+  for fam in "${FAMILIES[@]}"; do
+    printf '%-12s %16s\n' "$fam" "${OURS[$fam]:--}"
+  done
+fi
