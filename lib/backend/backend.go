@@ -39,9 +39,10 @@ type Params struct {
 	Extra              json.RawMessage // object merged into the request body (--extra)
 }
 
-// Result is a successful answer. Soft failures (truncated, aborted by the
-// server without an error status, empty) are results too, flagged by
-// FinishReason: they stay in the data and are counted.
+// Result is a successful answer. Soft failures (truncated, empty) are
+// results too, flagged by FinishReason: they stay in the data and are
+// counted. A generation the server aborted is an *Error of KindAbort, since
+// its partial output is not an answer.
 type Result struct {
 	OutputIDs          []int           // nil when the backend returns none
 	Text               string          // the answer
@@ -84,6 +85,8 @@ type Error struct {
 	Retryable  bool   // worth another attempt
 	Fatal      bool   // stop the whole run (bad key, no credits)
 	RetryAfter time.Duration
+
+	cause error // see Unwrap
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -94,7 +97,11 @@ type ServerInfo struct {
 	MaxRunningRequests int
 	ContextLength      int
 	TokenCapacity      int // internal_states[].memory_usage.token_capacity, summed over data-parallel ranks
-	Raw                json.RawMessage
+	// IncrementalStreaming is SGLang's incremental_streaming_output: its
+	// streams carry deltas rather than cumulative snapshots.
+	IncrementalStreaming bool
+	Version              string // the server's version, when reported
+	Raw                  json.RawMessage
 }
 
 // Backend sends requests to one kind of server.

@@ -1,0 +1,400 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Options configure a backend. The zero value works: the shared client, no
+// timeouts, whole (not streamed) answers, no key.
+type Options struct {
+	// Client sends the requests; nil means SharedClient(). Tests may pass
+	// their own.
+	Client *http.Client
+	// Timeout bounds a whole request, from sending to the last byte of the
+	// answer; 0 means no limit.
+	Timeout time.Duration
+	// IdleTimeout bounds, when streaming, the silence between two reads of
+	// the answer, counted from when the request is sent. SGLang sends
+	// nothing while a request waits in its queue, so this must exceed the
+	// longest queueing delay; OpenRouter's keep-alive comments count as
+	// activity. 0 means no limit.
+	IdleTimeout time.Duration
+	// Stream asks for server-sent events instead of one JSON answer. The
+	// result is the same; streaming adds the idle timeout, FirstToken and
+	// early detection of dead connections.
+	Stream bool
+	// APIKey is sent as "Authorization: Bearer <key>" (OpenRouter, vLLM
+	// --api-key, SGLang --api-key). It is never logged and is removed from
+	// any server text kept in an Error.
+	APIKey string
+	// Referer and Title are OpenRouter's optional app attribution headers
+	// (HTTP-Referer, X-Title).
+	Referer string
+	Title   string
+	// Model is the model name sent to OpenAI-compatible servers.
+	Model string
+	// SGLangStreamMode says how SGLang /generate streams carry their text
+	// and output_ids; the default detects it per stream.
+	SGLangStreamMode StreamMode
+	// MaxResponseBytes bounds one answer (or one stream event); 0 means
+	// DefaultMaxResponseBytes. It protects memory from a runaway body.
+	MaxResponseBytes int64
+}
+
+// DefaultMaxResponseBytes bounds an answer when Options.MaxResponseBytes is
+// 0: far above a 128k-token answer with logprobs, far below trouble.
+const DefaultMaxResponseBytes = 256 << 20
+
+// maxErrorBodyBytes is how much of an error answer is read for its
+// message.
+const maxErrorBodyBytes = 64 << 10
+
+// sharedClient serves every backend that was given no client, so that all
+// of them share one connection pool.
+var sharedClient = &http.Client{Transport: newTransport()}
+
+// SharedClient returns the HTTP client backends use by default: one pool
+// of keep-alive HTTP/1.1 connections sized for thousands of concurrent
+// requests per host, with TLS verification always on.
+func SharedClient() *http.Client { return sharedClient }
+
+// newTransport builds the transport behind SharedClient. HTTP/1.1 gives a
+// request its own connection, so a slow stream never holds up others the
+// way one HTTP/2 connection's flow control can; keeping up to 4096 idle
+// connections per host lets thousands of in-flight requests reuse
+// connections instead of redialing after each answer.
+func newTransport() *http.Transport {
+	t := &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          0, // no global cap: the per-host cap governs
+		MaxIdleConnsPerHost:   4096,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		// Small per-connection buffers: with 10,000 connections every
+		// kilobyte here is ten megabytes.
+		ReadBufferSize:  4 << 10,
+		WriteBufferSize: 4 << 10,
+	}
+	t.Protocols = new(http.Protocols)
+	t.Protocols.SetHTTP1(true)
+	return t
+}
+
+// client is what both backends share: options, the HTTP client, and the
+// plumbing of one exchange.
+type client struct {
+	opts Options
+	http *http.Client
+}
+
+func newClient(opts Options) client {
+	c := client{opts: opts, http: opts.Client}
+	if c.http == nil {
+		c.http = sharedClient
+	}
+	if c.opts.MaxResponseBytes <= 0 {
+		c.opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	return c
+}
+
+// exchange is one HTTP request and its answer, with the deadlines that
+// apply to it.
+type exchange struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   context.CancelFunc // releases the whole-request timer
+	idle   *time.Timer        // nil without an idle timeout
+	resp   *http.Response
+	start  time.Time
+}
+
+// send starts a request. body may be nil (GET). stream selects the
+// event-stream Accept header and arms the idle timeout.
+func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
+	x := &exchange{parent: ctx, start: time.Now()}
+	x.ctx, x.cancel = context.WithCancelCause(ctx)
+	x.stop = func() {}
+	if c.opts.Timeout > 0 {
+		x.ctx, x.stop = context.WithTimeoutCause(x.ctx, c.opts.Timeout, errRequestTimeout)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(x.ctx, method, url, rd)
+	if err != nil {
+		x.close()
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+	}
+	h := hreq.Header
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		if c.opts.IdleTimeout > 0 {
+			x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
+		}
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if c.opts.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	if c.opts.Referer != "" {
+		h.Set("HTTP-Referer", c.opts.Referer)
+	}
+	if c.opts.Title != "" {
+		h.Set("X-Title", c.opts.Title)
+	}
+	x.resp, err = c.http.Do(hreq)
+	if err != nil {
+		x.close()
+		return nil, transportError(ctx, x.ctx, err)
+	}
+	x.resp.Body = &activityReader{r: x.resp.Body, x: x, idle: c.opts.IdleTimeout}
+	return x, nil
+}
+
+// close releases the connection and the timers. Closing the body before
+// reading it to the end makes the server see the client leave, which
+// aborts the generation on SGLang and OpenRouter.
+func (x *exchange) close() {
+	if x.resp != nil {
+		x.resp.Body.Close()
+	}
+	if x.idle != nil {
+		x.idle.Stop()
+	}
+	x.stop()
+	x.cancel(context.Canceled)
+}
+
+// fail classifies an error met while reading the answer.
+func (x *exchange) fail(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return transportError(x.parent, x.ctx, err)
+}
+
+// statusError reads the start of a non-200 answer and classifies it.
+func (x *exchange) statusError() *Error {
+	body, err := io.ReadAll(io.LimitReader(x.resp.Body, maxErrorBodyBytes))
+	if err != nil && len(body) == 0 && x.ctx.Err() != nil {
+		return x.fail(err)
+	}
+	return statusError(x.resp.StatusCode, x.resp.Header, body)
+}
+
+// readAll reads a whole answer, bounded by limit.
+func (x *exchange) readAll(limit int64) ([]byte, error) {
+	size := x.resp.ContentLength
+	if size < 0 || size > limit {
+		size = 0
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	n, err := buf.ReadFrom(io.LimitReader(x.resp.Body, limit+1))
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	if n > limit {
+		return nil, protocolError("answer larger than %d bytes", limit)
+	}
+	return buf.Bytes(), nil
+}
+
+// isEventStream reports whether the answer is server-sent events. A server
+// that was asked to stream may still answer with one JSON body (an error,
+// or an endpoint that ignores "stream"); callers then parse it whole.
+func (x *exchange) isEventStream() bool {
+	mt, _, err := mime.ParseMediaType(x.resp.Header.Get("Content-Type"))
+	return err == nil && strings.EqualFold(mt, "text/event-stream")
+}
+
+// activityReader pushes the idle deadline back whenever bytes arrive.
+type activityReader struct {
+	r    io.ReadCloser
+	x    *exchange
+	idle time.Duration
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 && a.x.idle != nil {
+		a.x.idle.Reset(a.idle)
+	}
+	return n, err
+}
+
+func (a *activityReader) Close() error { return a.r.Close() }
+
+// joinURL appends an endpoint path to a base URL given by the user, with
+// or without a trailing slash.
+func joinURL(base, path string) string {
+	return strings.TrimRight(base, "/") + path
+}
+
+// answerParser turns one API's answers into a Result. A parser serves one
+// request: it accumulates a stream's events.
+type answerParser interface {
+	// whole parses a complete JSON answer (not streamed, or a server that
+	// answered a stream request with one JSON body).
+	whole(doc gjson.Result) (*Result, *Error)
+	// event takes one event of a stream and reports whether it carried
+	// generated output (for FirstToken).
+	event(doc gjson.Result) (output bool, err *Error)
+	// end builds the result once the stream said [DONE].
+	end() (*Result, *Error)
+}
+
+// do sends one generation request and parses its answer. Every error it
+// returns is a *Error with the API key scrubbed from its message.
+func (c *client) do(ctx context.Context, url string, body []byte, p answerParser) (*Result, error) {
+	x, err := c.send(ctx, http.MethodPost, url, body, c.opts.Stream)
+	if err != nil {
+		return nil, c.clean(err)
+	}
+	defer x.close()
+	res, e := c.answer(x, p)
+	if e != nil {
+		return nil, c.clean(e)
+	}
+	res.Latency = time.Since(x.start)
+	return res, nil
+}
+
+func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
+	if x.resp.StatusCode < 200 || x.resp.StatusCode > 299 {
+		return nil, x.statusError()
+	}
+	if c.opts.Stream && x.isEventStream() {
+		var first time.Duration
+		e := x.readEvents(c.opts.MaxResponseBytes, func(doc gjson.Result) *Error {
+			output, e := p.event(doc)
+			if output && first == 0 {
+				first = max(time.Since(x.start), time.Nanosecond)
+			}
+			return e
+		})
+		if e != nil {
+			return nil, e
+		}
+		res, e := p.end()
+		if e != nil {
+			return nil, e
+		}
+		res.FirstToken = first
+		return res, nil
+	}
+	body, err := x.readAll(c.opts.MaxResponseBytes)
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	doc, e := parseAnswer(body)
+	if e != nil {
+		return nil, e
+	}
+	return p.whole(doc)
+}
+
+// readEvents feeds each JSON event of a stream to handle until "[DONE]".
+// A stream that ends before [DONE] failed: the connection broke or the
+// server gave up, and the answer may be incomplete.
+func (x *exchange) readEvents(maxLine int64, handle func(gjson.Result) *Error) *Error {
+	events := newSSEReader(x.resp.Body, int(min(maxLine, int64(^uint(0)>>1))))
+	for {
+		data, err := events.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return &Error{Kind: KindConnect, Message: "stream ended without [DONE]", Retryable: true}
+		case errors.Is(err, errLineTooLong):
+			return protocolError("%v", err)
+		case err != nil:
+			return x.fail(err)
+		}
+		data = bytes.TrimSpace(data)
+		if len(data) == 0 {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			return nil
+		}
+		doc, e := parseAnswer(data)
+		if e != nil {
+			return e
+		}
+		if e := handle(doc); e != nil {
+			return e
+		}
+	}
+}
+
+// parseAnswer checks that an answer or event is one JSON object and not an
+// error report. gjson does not validate, and a proxy's garbage must be
+// refused, not misread.
+func parseAnswer(data []byte) (gjson.Result, *Error) {
+	data = trimBOM(data)
+	if !gjson.ValidBytes(data) {
+		return gjson.Result{}, protocolError("answer is not JSON: %s", snippet(data))
+	}
+	doc := gjson.ParseBytes(data)
+	if !doc.IsObject() {
+		return gjson.Result{}, protocolError("answer is not a JSON object: %s", snippet(data))
+	}
+	if e := doc.Get("error"); (e.Exists() && e.Type != gjson.Null) || doc.Get("object").String() == "error" {
+		return gjson.Result{}, streamError(doc)
+	}
+	return doc, nil
+}
+
+// clean scrubs the API key from an error's message.
+func (c *client) clean(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.Message = cleanMessage(e.Message, c.opts.APIKey)
+		return e
+	}
+	return errors.New(cleanMessage(err.Error(), c.opts.APIKey))
+}
+
+// getJSON fetches a JSON document (server info, model lists).
+func (c *client) getJSON(ctx context.Context, url string) (gjson.Result, error) {
+	x, err := c.send(ctx, http.MethodGet, url, nil, false)
+	if err != nil {
+		return gjson.Result{}, c.clean(err)
+	}
+	defer x.close()
+	if x.resp.StatusCode != http.StatusOK {
+		return gjson.Result{}, c.clean(x.statusError())
+	}
+	body, err := x.readAll(c.opts.MaxResponseBytes)
+	if err != nil {
+		return gjson.Result{}, c.clean(err)
+	}
+	doc, e := parseAnswer(body)
+	if e != nil {
+		return gjson.Result{}, c.clean(e)
+	}
+	return doc, nil
+}

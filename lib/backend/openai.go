@@ -1,0 +1,494 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+type openAI struct {
+	client
+}
+
+// NewOpenAI returns the backend for OpenAI-compatible chat completions:
+// OpenRouter (base https://openrouter.ai/api/v1), vLLM and SGLang
+// (base http://host:port/v1). It posts to {base}/chat/completions.
+func NewOpenAI(opts Options) Backend {
+	return &openAI{client: newClient(opts)}
+}
+
+func (b *openAI) Name() string { return "openai" }
+
+// chatRequest is the chat completions body: OpenAI's fields, plus top_k,
+// min_p and stop_token_ids (vLLM, SGLang and OpenRouter accept them) and
+// OpenRouter's reasoning and usage.
+type chatRequest struct {
+	Model    string          `json:"model,omitempty"`
+	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools,omitempty"`
+	// MaxTokens rather than max_completion_tokens: OpenRouter, vLLM and
+	// SGLang all honour max_tokens, while older vLLM and SGLang servers do
+	// not know the newer name. --extra can send the other.
+	MaxTokens    int            `json:"max_tokens,omitempty"`
+	Temperature  *float64       `json:"temperature,omitempty"`
+	TopP         *float64       `json:"top_p,omitempty"`
+	TopK         *int           `json:"top_k,omitempty"`
+	MinP         *float64       `json:"min_p,omitempty"`
+	Stop         []string       `json:"stop,omitempty"`
+	StopTokenIDs []int          `json:"stop_token_ids,omitempty"`
+	Seed         *int64         `json:"seed,omitempty"`
+	Reasoning    *chatReasoning `json:"reasoning,omitempty"`
+	Stream       bool           `json:"stream,omitempty"`
+	// StreamOptions asks for usage in the last chunk; without it OpenAI and
+	// vLLM streams carry no token counts.
+	StreamOptions *chatStreamOptions `json:"stream_options,omitempty"`
+	// Usage is OpenRouter's usage accounting switch (cost, cached and
+	// reasoning tokens). OpenRouter now always includes them and ignores
+	// it; other servers ignore unknown fields. {"usage": null} in --extra
+	// removes it.
+	Usage chatUsageRequest `json:"usage"`
+}
+
+type chatReasoning struct {
+	Effort    string `json:"effort,omitempty"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+}
+
+type chatStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatUsageRequest struct {
+	Include bool `json:"include"`
+}
+
+func (b *openAI) requestBody(req *Request) ([]byte, error) {
+	p := &req.Params
+	if len(bytes.TrimSpace(req.Messages)) == 0 {
+		return nil, &Error{Kind: KindRequest, Message: "no messages: the OpenAI-compatible backend sends the conversation"}
+	}
+	body := chatRequest{
+		Model:        b.opts.Model,
+		Messages:     req.Messages,
+		MaxTokens:    p.MaxTokens,
+		Temperature:  p.Temperature,
+		TopP:         p.TopP,
+		TopK:         p.TopK,
+		MinP:         p.MinP,
+		Stop:         p.Stop,
+		StopTokenIDs: p.StopTokenIDs,
+		Seed:         p.Seed,
+		Stream:       b.opts.Stream,
+		Usage:        chatUsageRequest{Include: true},
+	}
+	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
+		body.Tools = req.Tools
+	}
+	if p.ReasoningEffort != "" || p.ReasoningMaxTokens > 0 {
+		body.Reasoning = &chatReasoning{Effort: p.ReasoningEffort, MaxTokens: p.ReasoningMaxTokens}
+	}
+	if b.opts.Stream {
+		body.StreamOptions = &chatStreamOptions{IncludeUsage: true}
+	}
+	out, err := json.Marshal(body)
+	if err != nil {
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+	}
+	return mergeExtra(out, p.Extra)
+}
+
+// Do sends req to POST {base}/chat/completions. finish_reason "error" (a
+// provider failing after the answer began) and error bodies or chunks are
+// retryable errors of KindStream.
+func (b *openAI) Do(ctx context.Context, base string, req *Request) (*Result, error) {
+	body, err := b.requestBody(req)
+	if err != nil {
+		return nil, b.clean(err)
+	}
+	return b.do(ctx, joinURL(base, "/chat/completions"), body, &chatAnswer{})
+}
+
+// chatAnswer accumulates a chat completion or its stream. Only choice 0 is
+// read: synthpipe asks for one answer per request.
+type chatAnswer struct {
+	content   strings.Builder
+	reasoning strings.Builder
+	details   reasoningDetails
+	tools     []toolCallDelta
+	finish    string
+	native    json.RawMessage
+	usage     gjson.Result
+	model     string
+	sawFinish bool
+}
+
+func (a *chatAnswer) whole(doc gjson.Result) (*Result, *Error) {
+	choice := doc.Get("choices.0")
+	if !choice.IsObject() {
+		return nil, protocolError("answer has no choices: %s", snippet([]byte(doc.Raw)))
+	}
+	msg := choice.Get("message")
+	res := &Result{
+		Text:             contentText(msg.Get("content")),
+		Reasoning:        firstOf(msg, "reasoning", "reasoning_content").String(),
+		ReasoningDetails: nonEmptyArray(msg.Get("reasoning_details")),
+		ToolCalls:        nonEmptyArray(msg.Get("tool_calls")),
+	}
+	fr := choice.Get("finish_reason")
+	native := choice.Get("native_finish_reason")
+	if !native.Exists() {
+		native = fr
+	}
+	return a.finishResult(res, fr.String(), rawJSON(native), doc.Get("usage"), doc.Get("model").String())
+}
+
+func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
+	if m := doc.Get("model").String(); m != "" && a.model == "" {
+		a.model = m
+	}
+	if u := doc.Get("usage"); u.IsObject() {
+		a.usage = u
+	}
+	choice := doc.Get("choices.#(index==0)")
+	if !choice.Exists() {
+		choice = doc.Get("choices.0")
+	}
+	if !choice.IsObject() {
+		return false, nil // the usage chunk has no choices
+	}
+	delta := choice.Get("delta")
+	output := false
+	if s := contentText(delta.Get("content")); s != "" {
+		a.content.WriteString(s)
+		output = true
+	}
+	if s := firstOf(delta, "reasoning", "reasoning_content").String(); s != "" {
+		a.reasoning.WriteString(s)
+		output = true
+	}
+	if d := delta.Get("reasoning_details"); d.IsArray() {
+		if err := a.details.add(d); err != nil {
+			return false, protocolError("reasoning_details: %v", err)
+		}
+	}
+	if tc := delta.Get("tool_calls"); tc.IsArray() {
+		var bad bool
+		tc.ForEach(func(_, call gjson.Result) bool {
+			if !call.IsObject() {
+				bad = true
+				return false
+			}
+			a.tools = addToolCallDelta(a.tools, call)
+			return true
+		})
+		if bad {
+			return false, protocolError("tool_calls delta is not a list of objects")
+		}
+		output = true
+	}
+	if fr := choice.Get("finish_reason"); fr.Type == gjson.String {
+		a.finish, a.sawFinish = fr.Str, true
+		a.native = rawJSON(fr)
+		if n := choice.Get("native_finish_reason"); n.Exists() && n.Type != gjson.Null {
+			a.native = rawJSON(n)
+		}
+		if fr.Str == "error" {
+			return output, streamError(doc)
+		}
+	}
+	return output, nil
+}
+
+func (a *chatAnswer) end() (*Result, *Error) {
+	if !a.sawFinish {
+		return nil, &Error{Kind: KindStream, Message: "stream ended without a finish reason", Retryable: true}
+	}
+	res := &Result{
+		Text:             a.content.String(),
+		Reasoning:        a.reasoning.String(),
+		ReasoningDetails: a.details.json(),
+		ToolCalls:        toolCallsJSON(a.tools),
+	}
+	return a.finishResult(res, a.finish, a.native, a.usage, a.model)
+}
+
+// finishResult normalizes the finish reason and fills in the accounting.
+func (a *chatAnswer) finishResult(res *Result, finish string, native json.RawMessage, usage gjson.Result, model string) (*Result, *Error) {
+	switch norm := normalizeFinish(finish); norm {
+	case "error":
+		return nil, &Error{Kind: KindStream, Message: "the provider failed while answering (finish_reason error)", Retryable: true}
+	case "abort":
+		return nil, &Error{Kind: KindAbort, Message: "aborted by the server", Retryable: true}
+	default:
+		res.FinishReason = norm
+	}
+	res.NativeFinishReason = native
+	res.Model = model
+	if usage.IsObject() {
+		res.Usage = json.RawMessage(usage.Raw)
+		res.PromptTokens = int(usage.Get("prompt_tokens").Int())
+		res.CompletionTokens = int(usage.Get("completion_tokens").Int())
+		res.CachedTokens = int(usage.Get("prompt_tokens_details.cached_tokens").Int())
+		res.ReasoningTokens = int(usage.Get("completion_tokens_details.reasoning_tokens").Int())
+		if c := usage.Get("cost"); c.Type == gjson.Number || (c.Type == gjson.String && c.Str != "") {
+			cost := c.Float()
+			res.Cost = &cost
+		}
+	}
+	return res, nil
+}
+
+// normalizeFinish maps the finish reasons of OpenAI-compatible servers and
+// of the providers behind OpenRouter onto synthpipe's: stop, length,
+// tool_calls, content_filter, plus error and abort, which Do turns into
+// errors. An unknown value passes through unchanged (it is in
+// NativeFinishReason too); a missing one stays empty.
+func normalizeFinish(reason string) string {
+	switch r := strings.ToLower(reason); r {
+	case "stop", "eos", "end_turn", "stop_sequence", "complete":
+		return "stop"
+	case "length", "max_tokens", "max_output_tokens", "model_length":
+		return "length"
+	case "tool_calls", "function_call", "tool_use":
+		return "tool_calls"
+	case "content_filter", "safety", "recitation", "refusal":
+		return "content_filter"
+	case "error", "abort":
+		return r
+	default:
+		return reason
+	}
+}
+
+// contentText reads message content: a string, or a list of parts whose
+// text parts are joined.
+func contentText(v gjson.Result) string {
+	if !v.IsArray() {
+		return v.String()
+	}
+	var b strings.Builder
+	v.ForEach(func(_, part gjson.Result) bool {
+		if part.Type == gjson.String {
+			b.WriteString(part.Str)
+		} else {
+			b.WriteString(part.Get("text").String())
+		}
+		return true
+	})
+	return b.String()
+}
+
+// nonEmptyArray returns a JSON array as sent, or nil when absent or empty.
+func nonEmptyArray(v gjson.Result) json.RawMessage {
+	if !v.IsArray() || len(v.Array()) == 0 {
+		return nil
+	}
+	return json.RawMessage(v.Raw)
+}
+
+// toolCallDelta is one tool call being assembled from stream fragments.
+type toolCallDelta struct {
+	index     int64
+	id        string
+	typ       string
+	name      string
+	arguments strings.Builder
+}
+
+// addToolCallDelta merges one tool_calls delta: the call is found by its
+// index (a delta without one continues the last call), id, type and name
+// arrive once, and argument fragments are concatenated.
+func addToolCallDelta(calls []toolCallDelta, d gjson.Result) []toolCallDelta {
+	idx := d.Get("index")
+	i := len(calls) - 1
+	if idx.Type == gjson.Number {
+		i = slices.IndexFunc(calls, func(c toolCallDelta) bool { return c.index == idx.Int() })
+	}
+	if i < 0 {
+		calls = append(calls, toolCallDelta{index: idx.Int()})
+		if idx.Type != gjson.Number {
+			calls[len(calls)-1].index = int64(len(calls) - 1)
+		}
+		i = len(calls) - 1
+	}
+	c := &calls[i]
+	if s := d.Get("id").String(); s != "" {
+		c.id = s
+	}
+	if s := d.Get("type").String(); s != "" {
+		c.typ = s
+	}
+	if s := d.Get("function.name").String(); s != "" {
+		c.name += s
+	}
+	c.arguments.WriteString(d.Get("function.arguments").String())
+	return calls
+}
+
+// toolCallsJSON renders assembled tool calls in OpenAI's message form,
+// ordered by index.
+func toolCallsJSON(calls []toolCallDelta) json.RawMessage {
+	if len(calls) == 0 {
+		return nil
+	}
+	type function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type call struct {
+		ID       string   `json:"id"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+		index    int64
+	}
+	out := make([]call, len(calls))
+	for i := range calls {
+		c := &calls[i]
+		typ := c.typ
+		if typ == "" {
+			typ = "function"
+		}
+		out[i] = call{ID: c.id, Type: typ, Function: function{Name: c.name, Arguments: c.arguments.String()}, index: c.index}
+	}
+	slices.SortStableFunc(out, func(a, b call) int { return int(a.index - b.index) })
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// reasoningDetails assembles OpenRouter's streamed reasoning_details:
+// consecutive fragments of one detail (same type and index) have their
+// text, summary or data concatenated and their other fields (signature,
+// format, id) filled in as they arrive.
+type reasoningDetails struct {
+	items []map[string]any
+}
+
+func (r *reasoningDetails) add(arr gjson.Result) error {
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(arr.Raw), &list); err != nil {
+		return err
+	}
+	for _, d := range list {
+		if d == nil {
+			continue
+		}
+		if n := len(r.items); n > 0 && sameDetail(r.items[n-1], d) {
+			mergeDetail(r.items[n-1], d)
+			continue
+		}
+		r.items = append(r.items, d)
+	}
+	return nil
+}
+
+func sameDetail(a, b map[string]any) bool {
+	return fmt.Sprint(a["type"]) == fmt.Sprint(b["type"]) && fmt.Sprint(a["index"]) == fmt.Sprint(b["index"])
+}
+
+func mergeDetail(into, d map[string]any) {
+	for k, v := range d {
+		switch k {
+		case "text", "summary", "data":
+			s, ok := v.(string)
+			if prev, isStr := into[k].(string); ok && isStr {
+				into[k] = prev + s
+				continue
+			}
+		}
+		if v != nil {
+			into[k] = v
+		}
+	}
+}
+
+func (r *reasoningDetails) json() json.RawMessage {
+	if len(r.items) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(r.items)
+	return b
+}
+
+// ServerInfo reads the served model's context length from GET
+// {base}/models (vLLM's max_model_len, OpenRouter's and SGLang's
+// context_length). It returns (nil, nil) when the server has no model list
+// or does not list Options.Model; OpenAI-compatible servers do not report
+// their KV capacity.
+func (b *openAI) ServerInfo(ctx context.Context, base string) (*ServerInfo, error) {
+	doc, err := b.getJSON(ctx, joinURL(base, "/models"))
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := findModel(doc, b.opts.Model)
+	if !m.Exists() {
+		return nil, nil
+	}
+	return &ServerInfo{
+		ContextLength: int(firstOf(m, "context_length", "max_model_len", "top_provider.context_length").Int()),
+		Raw:           json.RawMessage(m.Raw),
+	}, nil
+}
+
+// findModel finds a model in a /models list by id (or OpenRouter's
+// canonical_slug); with no name given, a list of one model answers.
+func findModel(doc gjson.Result, name string) gjson.Result {
+	var found gjson.Result
+	list := doc.Get("data")
+	list.ForEach(func(_, m gjson.Result) bool {
+		if m.Get("id").String() == name || (name != "" && m.Get("canonical_slug").String() == name) {
+			found = m
+			return false
+		}
+		return true
+	})
+	if !found.Exists() && name == "" && len(list.Array()) == 1 {
+		found = list.Get("0")
+	}
+	return found
+}
+
+// Pricing reads the price of model from an OpenRouter-style model list,
+// GET {base}/models, whose entries carry pricing.prompt and
+// pricing.completion as decimal strings in USD per token. OpenRouter's
+// list is public, so no key is sent. Variable-price routers report -1.
+func Pricing(ctx context.Context, base, model string) (promptUSDPerToken, completionUSDPerToken float64, err error) {
+	c := newClient(Options{})
+	doc, err := c.getJSON(ctx, joinURL(base, "/models"))
+	if err != nil {
+		return 0, 0, err
+	}
+	m := findModel(doc, model)
+	if !m.Exists() {
+		return 0, 0, &Error{Kind: KindRequest, Message: fmt.Sprintf("model %q is not in the model list", model)}
+	}
+	parse := func(field string) (float64, error) {
+		v := m.Get("pricing." + field)
+		if v.Type == gjson.Number {
+			return v.Num, nil
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v.String()), 64)
+		if err != nil {
+			return 0, &Error{Kind: KindProtocol, Message: fmt.Sprintf("model %q has no usable pricing.%s: %s", model, field, v.Raw)}
+		}
+		return f, nil
+	}
+	if promptUSDPerToken, err = parse("prompt"); err != nil {
+		return 0, 0, err
+	}
+	if completionUSDPerToken, err = parse("completion"); err != nil {
+		return 0, 0, err
+	}
+	return promptUSDPerToken, completionUSDPerToken, nil
+}

@@ -1,0 +1,420 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// StreamMode says how an SGLang /generate stream carries its output.
+type StreamMode int
+
+const (
+	// StreamAuto detects the mode in each stream (see sglangAnswer.mode).
+	StreamAuto StreamMode = iota
+	// StreamCumulative: every chunk holds the whole text and output_ids so
+	// far (SGLang's default).
+	StreamCumulative
+	// StreamIncremental: every chunk holds only the new text and ids
+	// (SGLang's --incremental-streaming-output).
+	StreamIncremental
+)
+
+// ridNonce tells this process's rids from those of an earlier run: after
+// a crash SGLang may still hold the old run's request in flight, and it
+// refuses a duplicate rid with HTTP 400.
+var ridNonce = newRIDNonce()
+
+func newRIDNonce() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// RID returns the SGLang request id of one attempt at a record:
+// "<id>#<attempt>.<nonce>", where nonce is 8 hex digits drawn once per
+// process. SGLang refuses a rid that is still in flight, and a timed-out
+// attempt can still be in flight when the next one starts, so every attempt
+// (and every run) needs its own rid; the record id leads so that an
+// operator can grep SGLang's logs for it.
+func RID(id string, attempt int) string {
+	return fmt.Sprintf("%s#%d.%s", id, attempt, ridNonce)
+}
+
+type sglang struct {
+	client
+}
+
+// NewSGLang returns the backend for SGLang's native API: POST /generate
+// with token ids, GET /server_info.
+func NewSGLang(opts Options) Backend {
+	return &sglang{client: newClient(opts)}
+}
+
+func (b *sglang) Name() string { return "sglang" }
+
+// sglangRequest is the /generate body. Fields follow SGLang's
+// GenerateReqInput and SamplingParams.
+type sglangRequest struct {
+	InputIDs       []int          `json:"input_ids"`
+	RID            string         `json:"rid"`
+	SamplingParams sglangSampling `json:"sampling_params"`
+	Stream         bool           `json:"stream,omitempty"`
+}
+
+type sglangSampling struct {
+	// MaxNewTokens is always sent: SGLang's default of 128 would truncate
+	// answers without anyone asking for it.
+	MaxNewTokens int      `json:"max_new_tokens"`
+	Temperature  *float64 `json:"temperature,omitempty"`
+	TopP         *float64 `json:"top_p,omitempty"`
+	TopK         *int     `json:"top_k,omitempty"`
+	MinP         *float64 `json:"min_p,omitempty"`
+	Stop         []string `json:"stop,omitempty"`
+	StopTokenIDs []int    `json:"stop_token_ids,omitempty"`
+	SamplingSeed *int64   `json:"sampling_seed,omitempty"`
+	// SkipSpecialTokens false and NoStopTrim true keep special tokens,
+	// tool-call markers and the matched stop in text and output_ids: the
+	// training data must hold exactly what the model produced.
+	SkipSpecialTokens bool `json:"skip_special_tokens"`
+	NoStopTrim        bool `json:"no_stop_trim"`
+}
+
+// requestBody builds the /generate body. Params.Extra is merged in (see
+// mergeExtra): {"sampling_params": {"repetition_penalty": 1.1}} adds a
+// sampling parameter, {"return_logprob": true} a top-level field.
+func (b *sglang) requestBody(req *Request) ([]byte, error) {
+	p := &req.Params
+	if len(req.InputIDs) == 0 {
+		return nil, &Error{Kind: KindRequest, Message: "no input_ids: the SGLang backend sends token ids (tokenize the prompts first)"}
+	}
+	if p.MaxTokens <= 0 {
+		return nil, &Error{Kind: KindRequest, Message: fmt.Sprintf("max tokens must be positive, got %d", p.MaxTokens)}
+	}
+	body, err := json.Marshal(sglangRequest{
+		InputIDs: req.InputIDs,
+		RID:      RID(req.ID, req.Attempt),
+		SamplingParams: sglangSampling{
+			MaxNewTokens: p.MaxTokens,
+			Temperature:  p.Temperature,
+			TopP:         p.TopP,
+			TopK:         p.TopK,
+			MinP:         p.MinP,
+			Stop:         p.Stop,
+			StopTokenIDs: p.StopTokenIDs,
+			SamplingSeed: p.Seed,
+			NoStopTrim:   true,
+		},
+		Stream: b.opts.Stream,
+	})
+	if err != nil {
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+	}
+	return mergeExtra(body, p.Extra)
+}
+
+// Do sends req to POST {base}/generate.
+//
+// Finish reasons: {type: stop, matched: <token id or string>} (a matched
+// EOS is the normal end) becomes "stop"; {type: length} "length". An
+// {type: abort} answer is an error of KindAbort, retryable unless its
+// status_code is a 4xx client error: SGLang aborts requests it cannot
+// serve (shutdown, memory pressure, a client that seemed gone) and the
+// partial output is not worth keeping.
+func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, error) {
+	body, err := b.requestBody(req)
+	if err != nil {
+		return nil, b.clean(err)
+	}
+	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs)})
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "duplicate request id") {
+		// The previous attempt is still in flight on the server; the
+		// next attempt has a new rid.
+		e.Kind, e.Retryable = KindHTTP, true
+	}
+	return res, err
+}
+
+// sglangAnswer accumulates a /generate answer or stream.
+type sglangAnswer struct {
+	mode         StreamMode
+	promptTokens int    // len(input_ids), for servers that omit prompt_tokens
+	chunks       int    // stream chunks seen
+	ids          []int  // output ids so far
+	text         []byte // text so far
+	scratch      []int  // ids of the current chunk
+	meta         gjson.Result
+}
+
+func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
+	a.mode = StreamCumulative
+	if _, e := a.event(doc); e != nil {
+		return nil, e
+	}
+	if !a.meta.Get("finish_reason").IsObject() && a.meta.Get("finish_reason").Type != gjson.String {
+		return nil, protocolError("answer has no finish_reason: %s", snippet([]byte(doc.Raw)))
+	}
+	return a.end()
+}
+
+// event takes one chunk. In auto mode the first chunk that tells the modes
+// apart decides for the rest of the stream (a server streams one way):
+// meta_info.completion_tokens counts all tokens so far, so a chunk whose
+// output_ids are that long is cumulative and one that is that long only
+// when added to the ids so far is incremental. Servers that omit the count
+// are judged by prefixes: a chunk that does not extend the output so far is
+// a delta. Until a chunk decides (the first chunk is read the same either
+// way), chunks are taken as cumulative, SGLang's default.
+func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
+	var ok bool
+	if a.scratch, ok = appendIDs(a.scratch[:0], doc.Get("output_ids")); !ok {
+		return false, protocolError("output_ids is not a list of token ids")
+	}
+	text := doc.Get("text")
+	if text.Exists() && text.Type != gjson.String && text.Type != gjson.Null {
+		return false, protocolError("text is not a string")
+	}
+	meta := doc.Get("meta_info")
+	if a.mode == StreamAuto && a.chunks > 0 {
+		a.mode = a.detectMode(a.scratch, text.Str, meta.Get("completion_tokens"))
+	}
+	output := len(a.scratch) > 0 || text.Str != ""
+	if a.mode == StreamIncremental {
+		a.ids = append(a.ids, a.scratch...)
+		a.text = append(a.text, text.Str...)
+	} else {
+		a.ids = append(a.ids[:0], a.scratch...)
+		a.text = append(a.text[:0], text.Str...)
+	}
+	a.meta = meta
+	a.chunks++
+	return output, nil
+}
+
+func (a *sglangAnswer) detectMode(ids []int, text string, completion gjson.Result) StreamMode {
+	if completion.Type == gjson.Number {
+		n := int(completion.Int())
+		cumulative, incremental := len(ids) == n, len(a.ids)+len(ids) == n
+		switch {
+		case cumulative && !incremental:
+			return StreamCumulative
+		case incremental && !cumulative:
+			return StreamIncremental
+		case cumulative && incremental:
+			return StreamAuto // nothing so far: either reading agrees
+		}
+	}
+	if len(ids) < len(a.ids) || !slices.Equal(ids[:len(a.ids)], a.ids) || !strings.HasPrefix(text, string(a.text)) {
+		return StreamIncremental
+	}
+	if len(a.ids) == 0 && len(a.text) == 0 {
+		return StreamAuto
+	}
+	return StreamCumulative
+}
+
+func (a *sglangAnswer) end() (*Result, *Error) {
+	meta := a.meta
+	fr := meta.Get("finish_reason")
+	res := &Result{
+		OutputIDs:          a.ids,
+		Text:               string(a.text),
+		NativeFinishReason: rawJSON(fr),
+		PromptTokens:       intOr(meta.Get("prompt_tokens"), a.promptTokens),
+		CompletionTokens:   intOr(meta.Get("completion_tokens"), len(a.ids)),
+		CachedTokens:       int(meta.Get("cached_tokens").Int()),
+		ReasoningTokens:    int(meta.Get("reasoning_tokens").Int()),
+		Retractions:        int(firstOf(meta, "num_retractions", "total_retractions", "retraction_count").Int()),
+	}
+	kind := fr.Get("type").String()
+	if fr.Type == gjson.String {
+		kind = fr.Str
+	}
+	switch kind {
+	case "stop", "length":
+		res.FinishReason = kind
+	case "abort":
+		return nil, sglangAbort(fr)
+	case "":
+		return nil, &Error{Kind: KindStream, Message: "stream ended without a finish reason", Retryable: true}
+	default:
+		res.FinishReason = kind
+	}
+	res.Usage = sglangUsage(res)
+	return res, nil
+}
+
+// sglangAbort classifies {type: abort, message, status_code}.
+func sglangAbort(fr gjson.Result) *Error {
+	e := &Error{Kind: KindAbort, Status: int(fr.Get("status_code").Int()), Message: "aborted by the server"}
+	if msg := fr.Get("message").String(); msg != "" {
+		e.Message += ": " + msg
+	}
+	e.Retryable = e.Status == 0 || retryableStatus(e.Status)
+	return e
+}
+
+// sglangUsage is the usage record of an SGLang answer, built from
+// meta_info (which also holds timings and, when asked for, logprobs that
+// do not belong in the accounting).
+func sglangUsage(res *Result) json.RawMessage {
+	u, _ := json.Marshal(struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		CachedTokens     int `json:"cached_tokens"`
+		ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+		Retractions      int `json:"retractions"`
+	}{res.PromptTokens, res.CompletionTokens, res.CachedTokens, res.ReasoningTokens, res.Retractions})
+	return u
+}
+
+// ServerInfo reads GET {base}/server_info, or the older /get_server_info
+// when that is missing. The document is SGLang's server_args, its
+// scheduler info and internal_states (one per data-parallel rank); the
+// fields moved between versions, so each is looked for in every place it
+// has been.
+func (b *sglang) ServerInfo(ctx context.Context, base string) (*ServerInfo, error) {
+	doc, err := b.getJSON(ctx, joinURL(base, "/server_info"))
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) {
+		doc, err = b.getJSON(ctx, joinURL(base, "/get_server_info"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseServerInfo(doc), nil
+}
+
+func parseServerInfo(doc gjson.Result) *ServerInfo {
+	states := doc.Get("internal_states")
+	if states.IsObject() {
+		states = gjson.Parse("[" + states.Raw + "]")
+	}
+	first := states.Get("0")
+	info := &ServerInfo{
+		MaxTotalTokens:       int(firstOf(doc, "max_total_num_tokens", "max_total_tokens").Int()),
+		MaxRunningRequests:   int(firstOf(doc, "max_running_requests").Int()),
+		ContextLength:        int(firstOf(doc, "context_length").Int()),
+		IncrementalStreaming: doc.Get("incremental_streaming_output").Bool(),
+		Version:              doc.Get("version").String(),
+		Raw:                  json.RawMessage(doc.Raw),
+	}
+	if info.MaxTotalTokens == 0 {
+		info.MaxTotalTokens = int(first.Get("max_total_num_tokens").Int())
+	}
+	if info.MaxRunningRequests == 0 {
+		info.MaxRunningRequests = int(firstOf(first, "max_running_requests", "effective_max_running_requests_per_dp").Int())
+	}
+	if info.ContextLength == 0 {
+		if n := int(doc.Get("max_req_input_len").Int()); n > 0 {
+			info.ContextLength = n + 1
+		}
+	}
+	states.ForEach(func(_, s gjson.Result) bool {
+		info.TokenCapacity += int(firstOf(s, "memory_usage.token_capacity", "token_capacity").Int())
+		return true
+	})
+	return info
+}
+
+// appendIDs appends a JSON array of token ids to dst, in one linear pass;
+// false when it is not an array of non-negative integers. A missing or null
+// value is an empty list.
+func appendIDs(dst []int, arr gjson.Result) ([]int, bool) {
+	if !arr.Exists() || arr.Type == gjson.Null {
+		return dst, true
+	}
+	if !arr.IsArray() {
+		return dst, false
+	}
+	ok := true
+	arr.ForEach(func(_, v gjson.Result) bool {
+		if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) || v.Num > 1<<53 {
+			ok = false
+			return false
+		}
+		dst = append(dst, int(v.Num))
+		return true
+	})
+	return dst, ok
+}
+
+// mergeExtra merges a user-supplied object into a request body: each
+// top-level key of extra replaces the body's, except that two objects are
+// merged key by key, recursively (so {"sampling_params": {...}} or
+// {"reasoning": {"exclude": true}} add to what synthpipe sets), and a null
+// removes the key (for servers that refuse a field synthpipe sends).
+func mergeExtra(body []byte, extra json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(extra)) == 0 || string(bytes.TrimSpace(extra)) == "null" {
+		return body, nil
+	}
+	var add map[string]json.RawMessage
+	if err := json.Unmarshal(extra, &add); err != nil {
+		return nil, &Error{Kind: KindRequest, Message: "extra request fields must be a JSON object: " + err.Error()}
+	}
+	var merged map[string]json.RawMessage
+	if err := json.Unmarshal(body, &merged); err != nil {
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+	}
+	for k, v := range add {
+		switch old, had := merged[k]; {
+		case string(bytes.TrimSpace(v)) == "null":
+			delete(merged, k)
+		case had && isJSONObject(old) && isJSONObject(v):
+			inner, err := mergeExtra(old, v)
+			if err != nil {
+				return nil, err
+			}
+			merged[k] = inner
+		default:
+			merged[k] = v
+		}
+	}
+	out, err := json.Marshal(merged)
+	if err != nil {
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+	}
+	return out, nil
+}
+
+func isJSONObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '{'
+}
+
+// firstOf returns the first of several paths that holds a value, for
+// fields that were renamed between server versions.
+func firstOf(doc gjson.Result, paths ...string) gjson.Result {
+	for _, p := range paths {
+		if v := doc.Get(p); v.Exists() && v.Type != gjson.Null {
+			return v
+		}
+	}
+	return gjson.Result{}
+}
+
+// intOr returns v as an int, or def when v is absent.
+func intOr(v gjson.Result, def int) int {
+	if v.Type != gjson.Number {
+		return def
+	}
+	return int(v.Int())
+}
+
+// rawJSON copies a value's JSON text; nil when absent.
+func rawJSON(v gjson.Result) json.RawMessage {
+	if !v.Exists() {
+		return nil
+	}
+	return json.RawMessage(v.Raw)
+}
