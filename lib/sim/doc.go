@@ -30,5 +30,10 @@
 // deterministically per request, or forced per request with the X-Sim-Fault
 // header. See FaultKind.
 //
+// Chat prompts are not tokenized: their length is estimated as one token per
+// started 4 bytes of the role names and message texts. /generate with text
+// uses the same estimate; with input_ids the prompt length is exact.
+// Prefix caching is not modelled, so cached_tokens is always 0.
+//
 // GET /metrics answers the engine counters (Stats) as JSON.
 package sim

@@ -31,12 +31,19 @@ const (
 // LengthDist is the distribution of natural answer lengths in content tokens
 // (not counting the EOS token). Only the fields of its Kind are used.
 type LengthDist struct {
-	Kind   LengthKind
-	Fixed  int
-	Min    int
-	Max    int
+	// Kind selects the distribution.
+	Kind LengthKind
+	// Fixed is the length of LengthFixed.
+	Fixed int
+	// Min and Max bound LengthUniform; Max also caps LengthLognormal
+	// (0 means no cap there).
+	Min int
+	Max int
+	// Median and Sigma are LengthLognormal's median length in tokens and
+	// the standard deviation of the log length.
 	Median float64
 	Sigma  float64
+	// Values are LengthEmpirical's lengths, drawn uniformly.
 	Values []int
 }
 

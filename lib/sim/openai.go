@@ -356,7 +356,10 @@ func (c *chatCall) toolCall(content string) toolCall {
 // completion_tokens does, and prices them with the configured rates.
 func (c *chatCall) usage(completion int) *chatUsage {
 	u := &chatUsage{PromptTokens: c.in.promptTokens, CompletionTokens: completion, TotalTokens: c.in.promptTokens + completion}
-	u.Cost = float64(c.in.promptTokens)*c.s.cfg.PromptPrice + float64(completion)*c.s.cfg.CompletionPrice
+	cost := float64(c.in.promptTokens)*c.s.cfg.PromptPrice + float64(completion)*c.s.cfg.CompletionPrice
+	// Round away float noise such as 3.2999999999999997e-06; OpenRouter
+	// reports costs with at most a dozen decimals.
+	u.Cost = math.Round(cost*1e12) / 1e12
 	u.CompletionTokensDetails.ReasoningTokens = min(c.reasoning, completion)
 	return u
 }

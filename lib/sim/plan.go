@@ -28,22 +28,28 @@ type finishReason struct {
 	statusCode int // abort only; 0 means absent
 }
 
-// sglangJSON renders the finish reason the way /generate reports it.
-func (f finishReason) sglangJSON() any {
+// finishJSON is the wire form of finishReason, fields in SGLang's order.
+type finishJSON struct {
+	Type       string `json:"type"`
+	Matched    any    `json:"matched,omitempty"`
+	Length     *int   `json:"length,omitempty"`
+	Message    string `json:"message,omitempty"`
+	StatusCode int    `json:"status_code,omitempty"`
+}
+
+// sglangJSON renders the finish reason the way /generate reports it; nil
+// (JSON null) while the request is still running.
+func (f finishReason) sglangJSON() *finishJSON {
 	switch f.kind {
 	case finishStop:
 		if f.byID {
-			return map[string]any{"type": "stop", "matched": f.matchedID}
+			return &finishJSON{Type: "stop", Matched: f.matchedID}
 		}
-		return map[string]any{"type": "stop", "matched": f.matchedStr}
+		return &finishJSON{Type: "stop", Matched: f.matchedStr}
 	case finishLength:
-		return map[string]any{"type": "length", "length": f.length}
+		return &finishJSON{Type: "length", Length: &f.length}
 	case finishAbort:
-		m := map[string]any{"type": "abort", "message": f.message}
-		if f.statusCode != 0 {
-			m["status_code"] = f.statusCode
-		}
-		return m
+		return &finishJSON{Type: "abort", Message: f.message, StatusCode: f.statusCode}
 	}
 	return nil
 }

@@ -160,16 +160,16 @@ func (s *Server) newPlan(key uint64, params genParams) plan {
 
 // generateMeta is SGLang's meta_info.
 type generateMeta struct {
-	ID                  string  `json:"id"`
-	FinishReason        any     `json:"finish_reason"`
-	PromptTokens        int     `json:"prompt_tokens"`
-	WeightVersion       string  `json:"weight_version"`
-	NumRetractions      int64   `json:"num_retractions"`
-	ReasoningTokens     int     `json:"reasoning_tokens"`
-	CompletionTokens    int     `json:"completion_tokens"`
-	CachedTokens        int     `json:"cached_tokens"`
-	E2ELatency          float64 `json:"e2e_latency,omitempty"`
-	OutputTokenLogprobs []any   `json:"output_token_logprobs,omitempty"`
+	ID                  string      `json:"id"`
+	FinishReason        *finishJSON `json:"finish_reason"`
+	PromptTokens        int         `json:"prompt_tokens"`
+	WeightVersion       string      `json:"weight_version"`
+	NumRetractions      int64       `json:"num_retractions"`
+	ReasoningTokens     int         `json:"reasoning_tokens"`
+	CompletionTokens    int         `json:"completion_tokens"`
+	CachedTokens        int         `json:"cached_tokens"`
+	E2ELatency          float64     `json:"e2e_latency,omitempty"`
+	OutputTokenLogprobs []any       `json:"output_token_logprobs,omitempty"`
 }
 
 // generateOutput is one /generate answer or stream chunk.
