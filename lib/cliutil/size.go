@@ -31,11 +31,11 @@ func ParseCount(s string) (int64, error) {
 			break
 		}
 	}
-	if t == "" || strings.HasPrefix(t, "+") {
+	if !isDecimal(t) {
 		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	if err != nil {
 		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
 	}
 	if f < 0 {
@@ -49,4 +49,23 @@ func ParseCount(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int64(v), nil
+}
+
+// isDecimal reports whether t is digits with at most one '.', optionally
+// negative: what people write for a count. strconv.ParseFloat alone would
+// also take "0x10", "1e3", "Inf" and "NaN".
+func isDecimal(t string) bool {
+	t = strings.TrimPrefix(t, "-")
+	digits, dots := 0, 0
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
 }

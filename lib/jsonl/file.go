@@ -122,13 +122,14 @@ func (s *safeFile) Write(p []byte) (int, error) {
 		s.good += int64(n)
 		return n, nil
 	}
-	msg := fmt.Sprintf("write %s: %v", s.path, unwrapPath(err))
+	undone := ""
 	if n > 0 {
 		if terr := s.f.Truncate(s.good); terr == nil {
-			msg += " (the partial record was removed; the file ends in a whole record)"
+			undone = " (the partial record was removed; the file ends in a whole record)"
 		} else {
-			msg += fmt.Sprintf(" (and removing the partial record failed: %v)", unwrapPath(terr))
+			undone = fmt.Sprintf(" (and removing the partial record failed: %v)", unwrapPath(terr))
 		}
 	}
-	return 0, exitcode.IOErrorf("%s", msg)
+	// %w keeps the cause visible: a closed pipe (-o /dev/stdout) is no failure.
+	return 0, exitcode.WithCode(exitcode.IOErr, fmt.Errorf("write %s: %w%s", s.path, unwrapPath(err), undone))
 }

@@ -6,8 +6,10 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -98,7 +100,8 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		idRaw, finish                             []byte
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
-		switch string(m.Key) {
+		key := memberKey(m.Key)
+		switch string(key) {
 		case FieldPromptTokens:
 			promptTok = m.Value
 		case FieldCompletionTokens:
@@ -114,7 +117,7 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		case FieldError:
 			in.HasError = !bytes.Equal(m.Value, nullLit)
 		}
-		if s.idTop != nil && bytes.Equal(m.Key, s.idTop) {
+		if s.idTop != nil && bytes.Equal(key, s.idTop) {
 			idRaw = m.Value
 		}
 	})
@@ -137,10 +140,11 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		if !r.Exists() {
 			return in, fmt.Errorf("no value at --path %q", s.useCount)
 		}
-		if r.Type != gjson.Number || r.Num < 0 || r.Num != float64(int64(r.Num)) {
+		n, ok := parseCount([]byte(r.Raw))
+		if !ok {
 			return in, fmt.Errorf("value at --path %q is %s, not a non-negative integer", s.useCount, r.Raw)
 		}
-		in.Custom, in.HasCustom = int64(r.Num), true
+		in.Custom, in.HasCustom = n, true
 	}
 	if in.CompletionTokens, err = countSide(FieldCompletionTokens, complTok, FieldOutputIDs, outIDs, usage); err != nil {
 		return in, err
@@ -186,41 +190,96 @@ func jsonKind(raw []byte) string {
 	return "a number"
 }
 
-// unquote decodes a JSON string literal that the scanner has validated.
+// unquote decodes a JSON string literal that the scanner has validated. With
+// escapes it defers to encoding/json, so that ids compare equal to what every
+// JSON decoder downstream reads (lone surrogates become U+FFFD).
 func unquote(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1 : len(raw)-1])
 	}
-	return gjson.ParseBytes(raw).String()
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return string(raw[1 : len(raw)-1]) // cannot happen: raw was validated
+	}
+	return s
+}
+
+// memberKey is a member's key as decoders read it: keys are almost never
+// escaped (and then cost nothing here), but "prompt\\u005ftokens" is still
+// prompt_tokens.
+func memberKey(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	return []byte(unquote(append(append([]byte{'"'}, raw...), '"')))
 }
 
 // errNotCount explains a count field of the wrong type.
 var errNotCount = errors.New("is not a non-negative integer")
 
+// maxExactFloat is the largest integer a float64 holds exactly (2^53).
+const maxExactFloat = 1 << 53
+
+// parseCount reads a token count: a non-negative JSON integer, or a number
+// with an integral value such as 1000.0 or 1e3 (some backends write floats)
+// up to 2^53, beyond which a float is no longer exact.
+func parseCount(raw []byte) (int64, bool) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, n >= 0
+	}
+	if len(raw) == 0 || raw[0] == '"' || !jsonl.Valid(raw) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f < 0 || f > maxExactFloat || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// isNull reports whether a member's raw value is JSON null: an absent count.
+func isNull(raw []byte) bool { return raw == nil || bytes.Equal(raw, nullLit) }
+
 // countSide is the count for one side of a record: the explicit count field,
-// else the length of the id array, else the backend's usage figure.
+// else the length of the id array, else the backend's usage figure. A null
+// anywhere reads as absent.
 func countSide(countField string, count []byte, idsField string, ids, usage []byte) (int64, error) {
-	if count != nil && !bytes.Equal(count, nullLit) {
-		n, err := strconv.ParseInt(string(count), 10, 64)
-		if err != nil || n < 0 {
+	if !isNull(count) {
+		n, ok := parseCount(count)
+		if !ok {
 			return 0, fmt.Errorf("%q is %s: %w", countField, count, errNotCount)
 		}
 		return n, nil
 	}
-	if ids != nil && !bytes.Equal(ids, nullLit) {
+	if !isNull(ids) {
 		n, ok := jsonl.IntArrayLen(ids)
 		if !ok {
 			return 0, fmt.Errorf("%q must be an array of non-negative integer token ids", idsField)
 		}
 		return int64(n), nil
 	}
-	if usage != nil && usage[0] == '{' {
-		if r := gjson.GetBytes(usage, countField); r.Exists() {
-			if r.Type != gjson.Number || r.Num < 0 || r.Num != float64(int64(r.Num)) {
-				return 0, fmt.Errorf("\"usage.%s\" is %s: %w", countField, r.Raw, errNotCount)
-			}
-			return int64(r.Num), nil
+	if v := usageMember(usage, countField); !isNull(v) {
+		n, ok := parseCount(v)
+		if !ok {
+			return 0, fmt.Errorf("\"usage.%s\" is %s: %w", countField, v, errNotCount)
 		}
+		return n, nil
 	}
 	return 0, nil
+}
+
+// usageMember is the raw value of usage's member key, nil when usage is not
+// an object or has no such member. Like every JSON decoder, the last of
+// duplicate keys wins (gjson would take the first).
+func usageMember(usage []byte, key string) []byte {
+	if len(usage) == 0 || usage[0] != '{' {
+		return nil
+	}
+	var v []byte
+	jsonl.ScanObject(usage, func(m jsonl.Member) {
+		if string(memberKey(m.Key)) == key {
+			v = m.Value
+		}
+	}) // usage was validated with the record
+	return v
 }

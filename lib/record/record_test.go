@@ -1,0 +1,295 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestScanCounts(t *testing.T) {
+	tests := []struct {
+		name       string
+		line       string
+		prompt     int64
+		completion int64
+		wantErr    string
+	}{
+		{name: "count fields", line: `{"prompt_tokens":6,"completion_tokens":4}`, prompt: 6, completion: 4},
+		{name: "count fields win over arrays", line: `{"prompt_tokens":6,"input_ids":[1],"completion_tokens":4,"output_ids":[1,2]}`, prompt: 6, completion: 4},
+		{name: "array lengths", line: `{"input_ids":[1,2,3],"output_ids":[4,5]}`, prompt: 3, completion: 2},
+		{name: "empty arrays", line: `{"input_ids":[],"output_ids":[]}`},
+		{name: "usage", line: `{"usage":{"prompt_tokens":7,"completion_tokens":9,"total_tokens":16}}`, prompt: 7, completion: 9},
+		{name: "arrays win over usage", line: `{"input_ids":[1],"usage":{"prompt_tokens":7,"completion_tokens":9}}`, prompt: 1, completion: 9},
+		{name: "null falls back", line: `{"prompt_tokens":null,"input_ids":[1,2],"completion_tokens":null,"output_ids":null,"usage":{"completion_tokens":5}}`, prompt: 2, completion: 5},
+		{name: "null in usage is absent", line: `{"usage":{"prompt_tokens":null,"completion_tokens":3}}`, completion: 3},
+		{name: "usage not an object", line: `{"usage":null}`},
+		{name: "nothing", line: `{"id":"a"}`},
+		{name: "integral floats", line: `{"prompt_tokens":1000.0,"usage":{"completion_tokens":2e3}}`, prompt: 1000, completion: 2000},
+		{name: "duplicate keys: last wins", line: `{"prompt_tokens":1,"prompt_tokens":2,"usage":{"completion_tokens":1,"completion_tokens":3}}`, prompt: 2, completion: 3},
+		{name: "escaped key", line: `{"prompt\u005ftokens":5}`, prompt: 5},
+		{name: "count as string", line: `{"prompt_tokens":"6"}`, wantErr: `"prompt_tokens" is "6": is not a non-negative integer`},
+		{name: "negative count", line: `{"completion_tokens":-1}`, wantErr: `"completion_tokens" is -1`},
+		{name: "fractional count", line: `{"prompt_tokens":1.5}`, wantErr: `is not a non-negative integer`},
+		{name: "count too big", line: `{"prompt_tokens":1e300}`, wantErr: `is not a non-negative integer`},
+		{name: "ids with a string", line: `{"input_ids":[1,"2"]}`, wantErr: `"input_ids" must be an array of non-negative integer token ids`},
+		{name: "ids not an array", line: `{"output_ids":{"a":1}}`, wantErr: `"output_ids" must be an array`},
+		{name: "negative id", line: `{"output_ids":[1,-2]}`, wantErr: `"output_ids" must be an array`},
+		{name: "bad usage count", line: `{"usage":{"prompt_tokens":"x"}}`, wantErr: `"usage.prompt_tokens" is "x"`},
+		{name: "invalid JSON", line: `{"prompt_tokens":1,}`, wantErr: "invalid JSON at byte 20"},
+		{name: "not an object", line: `[1]`, wantErr: "must be a JSON object"},
+	}
+	s := NewScanner("", false, "")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := s.Scan([]byte(tc.line))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Scan(%s) error = %v, want %q", tc.line, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.PromptTokens != tc.prompt || in.CompletionTokens != tc.completion {
+				t.Errorf("counts = %d+%d, want %d+%d", in.PromptTokens, in.CompletionTokens, tc.prompt, tc.completion)
+			}
+		})
+	}
+}
+
+func TestTokensByMode(t *testing.T) {
+	line := []byte(`{"prompt_tokens":6,"completion_tokens":4,"usage":{"total":11},"meta":{"n":3.0}}`)
+	tests := []struct {
+		name    string
+		path    string
+		mode    CountMode
+		want    int64
+		wantErr string
+	}{
+		{name: "total", mode: CountTotal, want: 10},
+		{name: "prompt", mode: CountPrompt, want: 6},
+		{name: "completion", mode: CountCompletion, want: 4},
+		{name: "path wins over mode", path: "usage.total", mode: CountPrompt, want: 11},
+		{name: "nested path, integral float", path: "meta.n", want: 3},
+		{name: "missing path", path: "usage.nope", wantErr: `no value at --path "usage.nope"`},
+		{name: "path to an object", path: "usage", wantErr: `value at --path "usage" is {"total":11}, not a non-negative integer`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := NewScanner("", false, tc.path).Scan(line)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := in.Tokens(tc.mode); got != tc.want {
+				t.Errorf("Tokens(%v) = %d, want %d", tc.mode, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseCountMode(t *testing.T) {
+	for in, want := range map[string]CountMode{"": CountTotal, "total": CountTotal, "prompt": CountPrompt, "completion": CountCompletion} {
+		if got, err := ParseCountMode(in); err != nil || got != want {
+			t.Errorf("ParseCountMode(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseCountMode("all"); err == nil || !strings.Contains(err.Error(), "want total, prompt or completion") {
+		t.Errorf("ParseCountMode(all) error = %v", err)
+	}
+}
+
+func TestScanIDs(t *testing.T) {
+	tests := []struct {
+		name    string
+		path    string
+		need    bool
+		line    string
+		id      string
+		hasID   bool
+		wantErr string
+	}{
+		{name: "top level", line: `{"id":"abc"}`, id: "abc", hasID: true},
+		{name: "escaped", line: `{"id":"a\"b\\c\u00e9\ud83d\ude00"}`, id: "a\"b\\cé😀", hasID: true},
+		{name: "lone surrogate", line: `{"id":"x\ud800"}`, id: "x\ufffd", hasID: true},
+		{name: "escaped key", line: `{"\u0069d":"k"}`, id: "k", hasID: true},
+		{name: "other top-level field", path: "uid", line: `{"id":"no","uid":"yes"}`, id: "yes", hasID: true},
+		{name: "nested", path: "meta.uid", line: `{"id":"no","meta":{"uid":"deep"}}`, id: "deep", hasID: true},
+		{name: "nested escaped", path: "meta.uid", line: `{"meta":{"uid":"a\tb"}}`, id: "a\tb", hasID: true},
+		{name: "missing, not needed", line: `{"x":1}`},
+		{name: "number, not needed", line: `{"id":12}`},
+		{name: "missing", need: true, line: `{"x":1}`, wantErr: `no "id" field: every record needs a string id (pick another field with --id-path)`},
+		{name: "missing nested", path: "meta.uid", need: true, line: `{"meta":{}}`, wantErr: `no "meta.uid" field`},
+		{name: "number", need: true, line: `{"id":12}`, wantErr: `"id" is a number, not a string`},
+		{name: "null", need: true, line: `{"id":null}`, wantErr: `"id" is null, not a string`},
+		{name: "object", need: true, line: `{"id":{}}`, wantErr: `"id" is an object, not a string`},
+		{name: "empty", need: true, line: `{"id":""}`, wantErr: `"id" is an empty string`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := NewScanner(tc.path, tc.need, "").Scan([]byte(tc.line))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.ID != tc.id || in.HasID != tc.hasID {
+				t.Errorf("id = %q (%v), want %q (%v)", in.ID, in.HasID, tc.id, tc.hasID)
+			}
+		})
+	}
+}
+
+func TestScanFinishAndError(t *testing.T) {
+	tests := []struct {
+		line      string
+		finish    string
+		truncated bool
+		hasError  bool
+	}{
+		{line: `{"finish_reason":"stop"}`, finish: "stop"},
+		{line: `{"finish_reason":"length"}`, finish: "length", truncated: true},
+		{line: `{"finish_reason":null}`},
+		{line: `{"error":null}`},
+		{line: `{"error":{"kind":"http"}}`, hasError: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.line, func(t *testing.T) {
+			in, err := NewScanner("", false, "").Scan([]byte(tc.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in.FinishReason != tc.finish || in.Truncated() != tc.truncated || in.HasError != tc.hasError {
+				t.Errorf("got %+v", in)
+			}
+		})
+	}
+}
+
+// refInfo is what the reference decoder finds in a record.
+type refInfo struct {
+	prompt, completion int64
+	id                 string
+	hasID              bool
+}
+
+// referenceScan computes a record's counts and id the slow, obvious way,
+// with encoding/json, by the rules of synthpipe-records(7). ok is false
+// where Scan must refuse the line.
+func referenceScan(line []byte) (ref refInfo, ok bool) {
+	var v any
+	if !utf8.Valid(line) || json.Unmarshal(line, &v) != nil {
+		return ref, false
+	}
+	if _, isObj := v.(map[string]any); !isObj {
+		return ref, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return ref, false
+	}
+	var usage map[string]json.RawMessage
+	json.Unmarshal(m["usage"], &usage) // not an object: no usage figures
+	side := func(countField, idsField string) (int64, bool) {
+		if raw, ok := m[countField]; ok && !isJSONNull(raw) {
+			return refCount(raw)
+		}
+		if raw, ok := m[idsField]; ok && !isJSONNull(raw) {
+			var ids []any
+			d := json.NewDecoder(bytes.NewReader(raw))
+			d.UseNumber()
+			if d.Decode(&ids) != nil || ids == nil {
+				return 0, false
+			}
+			for _, id := range ids {
+				n, isNum := id.(json.Number)
+				if !isNum {
+					return 0, false
+				}
+				if _, err := strconv.ParseUint(string(n), 10, 64); err != nil {
+					return 0, false
+				}
+			}
+			return int64(len(ids)), true
+		}
+		if raw, ok := usage[countField]; ok && !isJSONNull(raw) {
+			return refCount(raw)
+		}
+		return 0, true
+	}
+	var pOK, cOK bool
+	ref.prompt, pOK = side("prompt_tokens", "input_ids")
+	ref.completion, cOK = side("completion_tokens", "output_ids")
+	if raw, ok := m["id"]; ok {
+		ref.hasID = json.Unmarshal(raw, &ref.id) == nil
+	}
+	return ref, pOK && cOK
+}
+
+func isJSONNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// refCount reads a count as the records page defines it: a non-negative
+// integer, or an integral number up to 2^53.
+func refCount(raw json.RawMessage) (int64, bool) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return 0, false
+	}
+	n, isNum := v.(json.Number)
+	if !isNum {
+		return 0, false
+	}
+	if i, err := n.Int64(); err == nil {
+		return i, i >= 0
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 || f > 1<<53 || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func FuzzRecordScan(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a","prompt_tokens":6,"completion_tokens":4}`,
+		`{"id":"b","input_ids":[1,2,3,0],"output_ids":[4,5]}`,
+		`{"usage":{"prompt_tokens":7,"completion_tokens":9}}`,
+		`{"prompt_tokens":null,"input_ids":[1],"usage":{"completion_tokens":2.0}}`,
+		`{"prompt_tokens":"6"}`, `{"input_ids":[1,"2"]}`, `{"input_ids":[null]}`, `{"output_ids":[18446744073709551616]}`,
+		`{"id":"a\u00e9\ud800","prompt\u005ftokens":1}`, `{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`,
+		`{"prompt_tokens":-0}`, `{"completion_tokens":1e2}`, `[1]`, `{"id":1}`, `{"id":"x","id":"y"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	s := NewScanner("", false, "")
+	f.Fuzz(func(t *testing.T, line []byte) {
+		in, err := s.Scan(line)
+		ref, ok := referenceScan(line)
+		if (err == nil) != ok {
+			t.Fatalf("Scan(%q) error = %v, but the reference says ok = %v", line, err, ok)
+		}
+		if !ok {
+			return
+		}
+		got := refInfo{in.PromptTokens, in.CompletionTokens, in.ID, in.HasID}
+		if got != ref {
+			t.Fatalf("Scan(%q) = %+v, reference %+v", line, got, ref)
+		}
+	})
+}
