@@ -10,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
 	"github.com/synthpipe/synthpipe/lib/llmsim"
+	"github.com/synthpipe/synthpipe/lib/tokenizeprompts"
 	"github.com/synthpipe/synthpipe/lib/tokstat"
 )
 
@@ -23,6 +24,7 @@ type Tool struct {
 // All returns every tool, in pipeline order.
 func All() []Tool {
 	return []Tool{
+		{"tokenize-prompts", tokenizeprompts.NewApp, tokenizeprompts.Main},
 		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
 		{"tokstat", tokstat.NewApp, tokstat.Main},

@@ -1,0 +1,143 @@
+// Package tokenizeprompts is the tokenize-prompts tool: it reads prompts in
+// the common dataset shapes (OpenAI messages, ShareGPT, SpecForge, prompt,
+// Alpaca, rendered text), renders each conversation with the model's chat
+// template and writes the prompt's token ids, so that every later stage
+// counts tokens exactly as the model will.
+package tokenizeprompts
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+const (
+	flagTokenizer         = "tokenizer"
+	flagTemplate          = "template"
+	flagSystem            = "system"
+	flagTemplateArg       = "template-arg"
+	flagDate              = "date"
+	flagNoSpecial         = "no-special"
+	flagKeepLastAssistant = "keep-last-assistant"
+	flagMessagesPath      = "messages-path"
+	flagMaxPromptTokens   = "max-prompt-tokens"
+	flagTruncate          = "truncate"
+	flagIDPrefix          = "id-prefix"
+	flagLimit             = "limit"
+	flagJobs              = "jobs"
+)
+
+// NewApp returns a fresh tokenize-prompts command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "tokenize-prompts",
+		Usage:     "render prompts with a chat template and write their token ids",
+		ArgsUsage: "[FILE...]",
+		Description: `tokenize-prompts reads prompt records (files, or stdin when none or "-";
+gzip and zstd are read transparently), renders each conversation with the chat
+template and tokenizer of --tokenizer, with the generation prompt, and writes
+one record per prompt: id, messages, tools (when present), input_ids and
+prompt_tokens, followed by every other field of the source record (a
+"dataset" or "source" field passes through). Output order is input order,
+whatever -j.
+
+The shape is found per record, the first present winning: --messages-path;
+"messages" (OpenAI: role, content, tool_calls, tool_call_id, name,
+reasoning_content); "conversations" with from/value (ShareGPT: human, gpt,
+system, tool, function_call, observation; a top-level "system" too) or with
+role/content (SpecForge); "prompt" with an optional "system"; "instruction"
+with optional "input", "output", "system" and "history" (Alpaca: the request
+is the instruction, then a blank line and the input when the input is not
+empty); "text", a prompt already rendered. The fields a shape is read from
+(messages, conversations, prompt, instruction, input, output, history, text,
+and system where the shape reads it) are not copied: "messages" replaces them.
+A list of content parts becomes the string of its text parts joined with a
+newline; other parts (images, audio) are refused. "tools" may be an OpenAI
+array or a string holding one; bare function schemas are wrapped as
+{"type":"function","function":...}.
+
+The conversation ends at its last user or tool turn: what follows (the answer
+being generated again) is dropped, unless --keep-last-assistant, which keeps
+the conversation whole and renders a final assistant turn without the
+generation prompt (the training layout, for counting). --system adds a system
+message to conversations that have none.
+
+A conversation is rendered with the chat template and the text encoded with
+special-token strings recognised, as transformers'
+apply_chat_template(tokenize=True) does: no BOS or EOS is added beyond what the
+template writes, and special-token strings inside messages are recognised too.
+A "text" record is already rendered and is tokenized as it is, under any
+--template (no BOS added); --no-special makes special-token strings in it plain
+text. --template none refuses conversations: every record must be "text".
+
+A record's id is the value at --id-path: a string is kept, a number becomes its
+decimal string (7 becomes "7"). A record without one (or with null or "") gets
+--id-prefix followed by the first 16 hex digits of the SHA-256 of its prompt as
+canonical JSON: {"messages":[...],"tools":[...]} (or {"text":...}) with object
+keys sorted, no spaces and no HTML escaping, taken after --system and after the
+dropped answer. The same prompt gets the same id on every run and machine,
+whatever template renders it; identical prompts share an id.
+
+--tokenizer builtin:kimi-k2.5 uses the Kimi-K2.5 tokenizer and chat template
+bundled in the binary (modified MIT licence, see lib/bundle/LICENSES.md), so
+that a fresh checkout runs without downloading anything.
+
+Prompts longer than --max-prompt-tokens are dropped and counted, or cut to
+that many ids with --truncate (left keeps the end, right keeps the start; the
+messages are left whole). A summary goes to stderr unless -q: records written,
+dropped and why, prompt tokens, the longest prompt.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
+				Usage: "the model's tokenizer: a model `DIR` (tokenizer.json or tiktoken.model, tokenizer_config.json, chat_template.jinja), one tokenizer file, or builtin:kimi-k2.5 (required)"},
+			&cli.StringFlag{Name: flagTemplate, Value: "auto", EnvVars: []string{cliutil.EnvName(flagTemplate)},
+				Usage: "chat template (`T`): auto (the tokenizer's), none (records are rendered \"text\"), or a Jinja FILE"},
+			&cli.StringFlag{Name: flagSystem, Usage: "system prompt `TEXT` for conversations that have none"},
+			&cli.StringSliceFlag{Name: flagTemplateArg,
+				Usage: "template variable `K=V` (repeatable), V read as JSON when it parses (true, 3, \"x\", [..]) else as a string: enable_thinking=false, reasoning_effort=high"},
+			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today), for prompts that do not change from day to day"},
+			&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)"},
+			&cli.BoolFlag{Name: flagKeepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
+			&cli.StringFlag{Name: flagMessagesPath, Usage: "gjson `PATH` of the messages in records of another shape (role/content or from/value turns)"},
+			&cli.StringFlag{Name: flagMaxPromptTokens, EnvVars: []string{cliutil.EnvName(flagMaxPromptTokens)},
+				Usage: "drop (or --truncate) prompts longer than `N` tokens (4k, 32768; default: no limit)"},
+			&cli.StringFlag{Name: flagTruncate, Usage: "cut prompts over --max-prompt-tokens instead of dropping them, keeping the `SIDE`: left (keeps the end) or right (keeps the start)"},
+			cliutil.IDPathFlag(),
+			&cli.StringFlag{Name: flagIDPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
+			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records"},
+			&cli.IntFlag{Name: flagJobs, Aliases: []string{"j"}, Usage: "tokenize with `N` workers (default: the number of CPUs)"},
+			cliutil.QuietFlag(),
+			cliutil.MaxLineFlag(),
+			cliutil.SkipInvalidFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: cliutil.EnvName(flagTokenizer), Meaning: "default for --tokenizer"},
+			{Name: cliutil.EnvName(flagTemplate), Meaning: "default for --template"},
+			{Name: cliutil.EnvName(flagMaxPromptTokens), Meaning: "default for --max-prompt-tokens"},
+			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
+			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records)"},
+			{Code: 66, Meaning: "an input file, the tokenizer or the template file does not exist or cannot be read"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "tokenize the bundled sample prompts with the bundled Kimi-K2.5 tokenizer",
+				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 lib/bundle/prompts.jsonl.zst | head -c 600"},
+			{Comment: "the whole pipeline, resumable, with thinking off and long prompts dropped",
+				Command: "tokenize-prompts --tokenizer ~/models/Qwen3-8B --template-arg enable_thinking=false --max-prompt-tokens 8k prompts.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M >> out.jsonl"},
+			{Comment: "one output per dataset with GNU parallel",
+				Command: "parallel 'tokenize-prompts -q --tokenizer DIR {} > {/.}.tok.jsonl' ::: data/*.jsonl.zst"},
+			{Comment: "from cron: tokenize the day's prompts with the template date fixed",
+				Command: "0 2 * * * SYNTHPIPE_TOKENIZER=/models/kimi tokenize-prompts -q --date 2026-01-01 /data/prompts.jsonl > /data/req.jsonl"},
+		},
+		SeeAlso: []string{"dedupe-resume(1)", "generate(1)", "budget-cut(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs tokenize-prompts and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}

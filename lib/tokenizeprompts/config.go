@@ -1,0 +1,211 @@
+package tokenizeprompts
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/tokenizer"
+)
+
+// Values of --template and --truncate.
+const (
+	templateAuto  = "auto"
+	templateNone  = "none"
+	truncateLeft  = "left"
+	truncateRight = "right"
+)
+
+// builtinPrefix marks a --tokenizer bundled in the binary.
+const builtinPrefix = "builtin:"
+
+// config is tokenize-prompts' flags, checked, with the tokenizer and the
+// template loaded.
+type config struct {
+	convert converter
+	limit   int64
+	jobs    int
+	quiet   bool
+	input   jsonl.Options
+}
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		quiet: c.Bool(cliutil.FlagQuiet),
+		jobs:  c.Int(flagJobs),
+		convert: converter{
+			shape: shapeOptions{
+				messagesPath:      c.String(flagMessagesPath),
+				keepLastAssistant: c.Bool(flagKeepLastAssistant),
+				system:            c.String(flagSystem),
+			},
+			idPath:       c.String(cliutil.FlagIDPath),
+			idPrefix:     c.String(flagIDPrefix),
+			parseSpecial: !c.Bool(flagNoSpecial),
+			truncate:     c.String(flagTruncate),
+		},
+	}
+	var err error
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	if !c.IsSet(flagJobs) {
+		cfg.jobs = runtime.GOMAXPROCS(0)
+	}
+	if cfg.jobs < 1 {
+		return nil, cliutil.Usagef("--%s %d: must be at least 1", flagJobs, cfg.jobs)
+	}
+	if cfg.limit, err = countFlag(c, flagLimit); err != nil {
+		return nil, err
+	}
+	maxTokens, err := countFlag(c, flagMaxPromptTokens)
+	if err != nil {
+		return nil, err
+	}
+	cfg.convert.maxTokens = int(maxTokens)
+	switch cfg.convert.truncate {
+	case "", truncateLeft, truncateRight:
+	default:
+		return nil, cliutil.Usagef("--%s %q: must be left or right", flagTruncate, cfg.convert.truncate)
+	}
+	if cfg.convert.truncate != "" && maxTokens == 0 {
+		return nil, cliutil.Usagef("--%s needs --%s N", flagTruncate, flagMaxPromptTokens)
+	}
+	if cfg.convert.idPath == "" {
+		cfg.convert.idPath = "id"
+	}
+	templateName := c.String(flagTemplate)
+	if cfg.convert.render.Extra, err = templateArgs(c.StringSlice(flagTemplateArg)); err != nil {
+		return nil, err
+	}
+	if cfg.convert.render.Now, err = templateClock(c.String(flagDate)); err != nil {
+		return nil, err
+	}
+	if cfg.convert.tok, err = loadTokenizer(c.String(flagTokenizer)); err != nil {
+		return nil, err
+	}
+	tc := cfg.convert.tok.Config()
+	cfg.convert.render.BOSToken, cfg.convert.render.EOSToken = tc.BOSToken, tc.EOSToken
+	if cfg.convert.template, err = loadTemplate(templateName, c.String(flagTokenizer), tc.ChatTemplate); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// countFlag reads an optional count flag (4k, 10M, 12345); 0 when unset.
+func countFlag(c *cli.Context, name string) (int64, error) {
+	if !c.IsSet(name) {
+		return 0, nil
+	}
+	n, err := cliutil.ParseCount(c.String(name))
+	if err != nil {
+		return 0, cliutil.Usagef("--%s: %v", name, err)
+	}
+	return n, nil
+}
+
+// templateArgs reads --template-arg K=V flags: V as JSON when it is JSON
+// (true, 3, "x", [...]), else as a string, so that enable_thinking=false is
+// a boolean and reasoning_effort=high a string.
+func templateArgs(args []string) (map[string]json.RawMessage, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	extra := make(map[string]json.RawMessage, len(args))
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, cliutil.Usagef("--%s %q: expected NAME=VALUE (e.g. enable_thinking=false)", flagTemplateArg, a)
+		}
+		if json.Valid([]byte(v)) {
+			extra[k] = json.RawMessage(v)
+		} else {
+			extra[k] = jsonString(v)
+		}
+	}
+	return extra, nil
+}
+
+// templateClock fixes the day strftime_now sees, or leaves the real clock.
+func templateClock(date string) (func() time.Time, error) {
+	if date == "" {
+		return nil, nil
+	}
+	day, err := time.ParseInLocation(time.DateOnly, date, time.Local)
+	if err != nil {
+		return nil, cliutil.Usagef("--%s %q: expected YYYY-MM-DD", flagDate, date)
+	}
+	return func() time.Time { return day }, nil
+}
+
+// loadTokenizer loads --tokenizer: a folder, a file, or a bundled one.
+func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	if path == "" {
+		return nil, cliutil.Usagef("--%s is required: a model folder, a tokenizer file, or %s%s", flagTokenizer, builtinPrefix, bundle.TokenizerName)
+	}
+	if name, ok := strings.CutPrefix(path, builtinPrefix); ok {
+		return loadBuiltinTokenizer(name)
+	}
+	tok, err := tokenizer.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, exitcode.NoInputf("--%s %s: %v", flagTokenizer, path, err)
+	}
+	if err != nil {
+		return nil, exitcode.DataErrorf("--%s %s: %v", flagTokenizer, path, err)
+	}
+	return tok, nil
+}
+
+// loadBuiltinTokenizer unpacks a bundled tokenizer into a temporary folder
+// just long enough to load it.
+func loadBuiltinTokenizer(name string) (*tokenizer.Tokenizer, error) {
+	if name != bundle.TokenizerName {
+		return nil, cliutil.Usagef("--%s %s%s: no such bundled tokenizer (there is %s%s)", flagTokenizer, builtinPrefix, name, builtinPrefix, bundle.TokenizerName)
+	}
+	tmp, err := os.MkdirTemp("", "synthpipe-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	dir, err := bundle.ExtractTokenizer(tmp)
+	if err != nil {
+		return nil, err
+	}
+	return tokenizer.Load(dir)
+}
+
+// loadTemplate parses the chat template --template names; nil for none.
+func loadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Template, error) {
+	var src string
+	switch name {
+	case templateNone:
+		return nil, nil
+	case templateAuto, "":
+		if fromTokenizer == "" {
+			return nil, cliutil.Usagef("the tokenizer %s has no chat template: pass --%s FILE (or --%s none for rendered text records)", tokenizerPath, flagTemplate, flagTemplate)
+		}
+		name, src = tokenizerPath+" chat template", fromTokenizer
+	default:
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, exitcode.NoInputf("--%s: %v", flagTemplate, err)
+		}
+		src = string(b)
+	}
+	t, err := chattemplate.Parse(name, src)
+	if err != nil {
+		return nil, exitcode.DataErrorf("%s: %v", name, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,166 @@
+package tokenizeprompts
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/tokenizer"
+)
+
+// converter turns one source record into one output record. It is shared
+// by the workers and never changed after parse, so it needs no lock (the
+// tokenizer and the template are safe for concurrent use).
+type converter struct {
+	tok          *tokenizer.Tokenizer
+	template     *chattemplate.Template // nil: --template none
+	render       chattemplate.Options   // the settings every record shares
+	shape        shapeOptions
+	idPath       string
+	idPrefix     string
+	parseSpecial bool // for rendered text records; templates always parse
+	maxTokens    int  // 0: no limit
+	truncate     string
+}
+
+// sourceLine is one input record and where it was read.
+type sourceLine struct {
+	pos  string // FILE:LINE
+	line []byte
+}
+
+// converted is the fate of one record, for the writer and the summary.
+type converted struct {
+	pos       string
+	out       []byte // the output line; nil when dropped or invalid
+	id        string
+	tokens    int // prompt tokens written (after --truncate)
+	fullCount int // prompt tokens before --truncate
+	tooLong   bool
+	err       error // the record is invalid
+}
+
+var errConversationPlain = errors.New(`--template none tokenizes rendered "text" records; this record is a conversation (use --template auto or FILE)`)
+
+func (cv *converter) convert(src sourceLine) converted {
+	res := converted{pos: src.pos}
+	f, err := parseFields(src.line)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	p, err := readPrompt(f, cv.shape)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	var ids []int
+	var msgs []byte
+	switch {
+	case !p.isText() && cv.template == nil:
+		err = errConversationPlain
+	case p.isText():
+		ids = cv.tok.Encode(p.text, cv.parseSpecial)
+	default:
+		msgs, ids, err = cv.renderConversation(p)
+	}
+	if err != nil {
+		res.err = err
+		return res
+	}
+	if res.id, err = cv.recordID(f, p); err != nil {
+		res.err = err
+		return res
+	}
+	res.fullCount = len(ids)
+	if cv.maxTokens > 0 && len(ids) > cv.maxTokens {
+		switch cv.truncate {
+		case truncateLeft:
+			ids = ids[len(ids)-cv.maxTokens:]
+		case truncateRight:
+			ids = ids[:cv.maxTokens]
+		default:
+			res.tooLong = true
+			return res
+		}
+	}
+	res.tokens = len(ids)
+	res.out = cv.outputLine(f, p, res.id, msgs, ids)
+	return res
+}
+
+// renderConversation renders the messages with the template and encodes the
+// text. Special tokens are always recognised here: the template writes them.
+func (cv *converter) renderConversation(p *prompt) (msgs []byte, ids []int, err error) {
+	if msgs, err = marshal(p.messages); err != nil {
+		return nil, nil, err
+	}
+	opt := cv.render
+	opt.Messages = msgs
+	opt.Tools = p.tools
+	// A kept final answer is rendered as a finished turn, not followed by
+	// the header of another one.
+	opt.AddGenerationPrompt = p.messages[len(p.messages)-1].Role != roleAssistant
+	text, err := cv.template.Render(opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chat template: %w", err)
+	}
+	return msgs, cv.tok.Encode(text, true), nil
+}
+
+func (cv *converter) recordID(f *fields, p *prompt) (string, error) {
+	id, ok, err := sourceID(cv.idPath, f.path(cv.idPath))
+	if err != nil || ok {
+		return id, err
+	}
+	return derivedID(cv.idPrefix, p)
+}
+
+// outputLine writes the record of the contract: id, messages, tools,
+// input_ids, prompt_tokens, then the source's other fields in their order.
+func (cv *converter) outputLine(f *fields, p *prompt, id string, msgs []byte, ids []int) []byte {
+	b := make([]byte, 0, len(f.line)+len(msgs)+7*len(ids)+64)
+	b = append(b, `{"`+record.FieldID+`":`...)
+	b = append(b, jsonString(id)...)
+	if msgs != nil {
+		b = append(b, `,"`+fieldMessages+`":`...)
+		b = append(b, msgs...)
+	}
+	if p.tools != nil {
+		b = append(b, `,"`+fieldTools+`":`...)
+		b = append(b, p.tools...)
+	}
+	b = append(b, `,"`+record.FieldInputIDs+`":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	b = append(b, `],"`+record.FieldPromptTokens+`":`...)
+	b = strconv.AppendInt(b, int64(len(ids)), 10)
+	for _, m := range f.members {
+		if cv.written(string(m.Key), p) {
+			continue
+		}
+		b = append(b, ',', '"')
+		b = append(b, m.Key...)
+		b = append(b, '"', ':')
+		b = append(b, m.Value...)
+	}
+	return append(b, '}')
+}
+
+// written reports whether a source field is replaced in the output: the
+// contract's prompt fields and the shape's own fields. A field --id-path
+// names elsewhere stays, since it may hold a number or more than the id.
+func (cv *converter) written(key string, p *prompt) bool {
+	switch key {
+	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens:
+		return true
+	}
+	return slices.Contains(p.consumed, key)
+}

@@ -1,0 +1,97 @@
+package tokenizeprompts
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// derivedIDHexDigits is how much of the SHA-256 a derived id keeps: 64 bits,
+// so that a billion prompts collide with a chance of about 3 in 100,000.
+const derivedIDHexDigits = 16
+
+// sourceID reads the record's own id from raw (the value at --id-path, nil
+// when absent). A string is kept; a number becomes its decimal text (7 ->
+// "7", 1e3 -> "1000"). ok is false when the record has no usable id (absent,
+// null or ""), and an id is then derived.
+func sourceID(idPath string, raw []byte) (id string, ok bool, err error) {
+	if raw == nil || bytes.Equal(raw, nullJSON) {
+		return "", false, nil
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", false, err
+		}
+		return s, s != "", nil
+	case c == '-' || c >= '0' && c <= '9':
+		return numberID(raw), true, nil
+	}
+	return "", false, fmt.Errorf("the id at --id-path %q is %s: ids must be strings or numbers", idPath, jsonKind(raw))
+}
+
+// numberID writes a JSON number as a decimal string: integers as they are
+// written, others without an exponent.
+func numberID(raw []byte) string {
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return string(raw)
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return string(raw)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// derivedID names a prompt that has no id of its own: prefix followed by the
+// first 16 hex digits of the SHA-256 of the prompt as canonical JSON (see
+// canonicalPrompt). The same prompt gets the same id on every run and
+// machine, whatever the source's key order or spacing, and whatever chat
+// template or tokenizer renders it; identical prompts share an id, so
+// dedupe-resume treats them as one.
+func derivedID(prefix string, p *prompt) (string, error) {
+	canon, err := canonicalPrompt(p)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return prefix + hex.EncodeToString(sum[:])[:derivedIDHexDigits], nil
+}
+
+// canonicalPrompt is the JSON text a derived id hashes: {"messages": [...],
+// "tools": [...]} for a conversation (tools omitted when absent), {"text":
+// "..."} for a rendered text; objects with their keys sorted, no spaces,
+// strings as encoding/json writes them with HTML escaping off, numbers as
+// the source wrote them. The messages are those written to the output:
+// after --system and after the dropped answer.
+func canonicalPrompt(p *prompt) ([]byte, error) {
+	var doc map[string]any
+	if p.isText() {
+		doc = map[string]any{"text": p.text}
+	} else {
+		msgs, err := marshal(p.messages)
+		if err != nil {
+			return nil, err
+		}
+		doc = map[string]any{"messages": msgs}
+		if p.tools != nil {
+			doc["tools"] = p.tools
+		}
+	}
+	raw, err := marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	// Decoding and encoding again sorts the keys of every nested object.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return marshal(v)
+}

@@ -1,0 +1,561 @@
+package tokenizeprompts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+)
+
+// Shape names, as the summary and error messages use them.
+const (
+	shapeOpenAI    = "messages"
+	shapeShareGPT  = "sharegpt"
+	shapeSpecForge = "conversations"
+	shapePrompt    = "prompt"
+	shapeAlpaca    = "alpaca"
+	shapeText      = "text"
+	shapePath      = "--messages-path"
+)
+
+// Source field names that the shapes read.
+const (
+	fieldMessages      = "messages"
+	fieldConversations = "conversations"
+	fieldPrompt        = "prompt"
+	fieldSystem        = "system"
+	fieldInstruction   = "instruction"
+	fieldInput         = "input"
+	fieldOutput        = "output"
+	fieldHistory       = "history"
+	fieldText          = "text"
+	fieldTools         = "tools"
+)
+
+// Roles a message may have. developer is gpt-oss's second system role.
+const (
+	roleSystem    = "system"
+	roleDeveloper = "developer"
+	roleUser      = "user"
+	roleAssistant = "assistant"
+	roleTool      = "tool"
+)
+
+// message is one turn in the OpenAI form that tokenize-prompts writes and
+// hands to the chat template. The optional members are kept as the source
+// gave them (raw JSON), because templates tell a missing content from null
+// from "" and a string of arguments from an object.
+type message struct {
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content,omitempty"`
+	ReasoningContent json.RawMessage `json:"reasoning_content,omitempty"`
+	ToolCalls        json.RawMessage `json:"tool_calls,omitempty"`
+	ToolCallID       json.RawMessage `json:"tool_call_id,omitempty"`
+	Name             json.RawMessage `json:"name,omitempty"`
+}
+
+// prompt is what a source record asks the model for, whatever its shape:
+// either a conversation (messages and tools) or an already rendered text.
+type prompt struct {
+	shape    string
+	messages []message
+	tools    json.RawMessage // a JSON array, or nil
+	text     string          // the rendered prompt of a text record
+	// consumed lists the top-level fields the shape was read from; they are
+	// not copied to the output, which carries messages instead.
+	consumed []string
+}
+
+// isText reports whether the record was an already rendered text.
+func (p *prompt) isText() bool { return p.shape == shapeText }
+
+// fields gives the top-level members of one record by name.
+type fields struct {
+	line    []byte
+	members []jsonl.Member
+}
+
+// parseFields validates line as one JSON object and indexes its members.
+func parseFields(line []byte) (*fields, error) {
+	f := &fields{line: line}
+	err := jsonl.ScanObject(line, func(m jsonl.Member) { f.members = append(f.members, m) })
+	return f, err
+}
+
+// get returns the raw value of the member named key, or nil. Keys with
+// escapes are compared decoded only when they need it, which is rare.
+func (f *fields) get(key string) []byte {
+	for _, m := range f.members {
+		if string(m.Key) == key {
+			return m.Value
+		}
+	}
+	return nil
+}
+
+// path returns the raw value at a gjson path, or nil.
+func (f *fields) path(p string) []byte {
+	if isTopLevelKey(p) {
+		return f.get(p)
+	}
+	if r := gjson.GetBytes(f.line, p); r.Exists() {
+		return []byte(r.Raw)
+	}
+	return nil
+}
+
+// isTopLevelKey reports whether a gjson path names a top-level member
+// directly, so that the member itself can be looked up (and consumed).
+func isTopLevelKey(p string) bool {
+	return p != "" && !strings.ContainsAny(p, `.*?|#@\!=<>%[]{}()`)
+}
+
+// shapeOptions are the flags that change how a record is read.
+type shapeOptions struct {
+	messagesPath      string // --messages-path, or ""
+	keepLastAssistant bool
+	system            string // --system, or ""
+}
+
+// errNoShape explains a record in none of the known shapes.
+var errNoShape = errors.New(`no prompt found: expected "messages", "conversations", "prompt", "instruction" or "text" (name another field with --messages-path)`)
+
+// readPrompt finds the record's shape and normalizes it. The first shape
+// present wins, in this order: --messages-path, messages, conversations,
+// prompt, instruction, text.
+func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
+	p, err := detect(f, opt.messagesPath)
+	if err != nil {
+		return nil, err
+	}
+	if p.isText() {
+		return p, nil
+	}
+	if p.tools, err = readTools(f.get(fieldTools)); err != nil {
+		return nil, err
+	}
+	p.consumed = append(p.consumed, fieldTools)
+	if p.messages, err = cutAtLastRequest(p.messages, opt.keepLastAssistant); err != nil {
+		return nil, err
+	}
+	if opt.system != "" && !hasSystem(p.messages) {
+		p.messages = append([]message{{Role: roleSystem, Content: jsonString(opt.system)}}, p.messages...)
+	}
+	return p, nil
+}
+
+func detect(f *fields, messagesPath string) (*prompt, error) {
+	if messagesPath != "" {
+		raw := f.path(messagesPath)
+		if raw == nil {
+			return nil, fmt.Errorf("nothing at --messages-path %q", messagesPath)
+		}
+		p := &prompt{shape: shapePath}
+		if isTopLevelKey(messagesPath) {
+			p.consumed = []string{messagesPath}
+		}
+		var err error
+		p.messages, err = readTurns(messagesPath, raw)
+		return p, err
+	}
+	if raw := f.get(fieldMessages); raw != nil {
+		msgs, err := readTurns(fieldMessages, raw)
+		return &prompt{shape: shapeOpenAI, messages: msgs, consumed: []string{fieldMessages}}, err
+	}
+	if raw := f.get(fieldConversations); raw != nil {
+		return readConversations(f, raw)
+	}
+	if raw := f.get(fieldPrompt); raw != nil {
+		return readPromptShape(f, raw)
+	}
+	if raw := f.get(fieldInstruction); raw != nil {
+		return readAlpaca(f, raw)
+	}
+	if raw := f.get(fieldText); raw != nil {
+		text, err := stringField(fieldText, raw)
+		return &prompt{shape: shapeText, text: text, consumed: []string{fieldText}}, err
+	}
+	return nil, errNoShape
+}
+
+// rawTurn is a message as a source may spell it: OpenAI/SpecForge role and
+// content, or ShareGPT from and value.
+type rawTurn struct {
+	Role             *string         `json:"role"`
+	Content          json.RawMessage `json:"content"`
+	From             *string         `json:"from"`
+	Value            json.RawMessage `json:"value"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	ToolCallID       json.RawMessage `json:"tool_call_id"`
+	Name             json.RawMessage `json:"name"`
+}
+
+// readTurns reads an array of turns in either spelling, each turn on its own
+// (a list may mix them, as converted datasets sometimes do).
+func readTurns(field string, raw []byte) ([]message, error) {
+	var turns []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &turns) != nil {
+		return nil, fmt.Errorf("%q is %s, not an array of messages", field, jsonKind(raw))
+	}
+	if len(turns) == 0 {
+		return nil, fmt.Errorf("%q is an empty array", field)
+	}
+	msgs := make([]message, 0, len(turns))
+	for i, t := range turns {
+		where := fmt.Sprintf("%s[%d]", field, i)
+		if len(t) == 0 || t[0] != '{' {
+			return nil, fmt.Errorf("%s is %s, not a message object", where, jsonKind(t))
+		}
+		var rt rawTurn
+		if err := json.Unmarshal(t, &rt); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		var (
+			m   message
+			err error
+		)
+		switch {
+		case rt.Role != nil:
+			m, err = openAITurn(where, rt)
+		case rt.From != nil:
+			m, err = shareGPTTurn(where, rt)
+		default:
+			err = fmt.Errorf(`%s has neither "role" nor "from"`, where)
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+func openAITurn(where string, rt rawTurn) (message, error) {
+	m := message{
+		Role:             *rt.Role,
+		ReasoningContent: nonNull(rt.ReasoningContent),
+		ToolCalls:        nonNull(rt.ToolCalls),
+		ToolCallID:       nonNull(rt.ToolCallID),
+		Name:             nonNull(rt.Name),
+	}
+	switch m.Role {
+	case roleSystem, roleDeveloper, roleUser, roleAssistant, roleTool:
+	default:
+		return m, fmt.Errorf("%s: unknown role %q (expected system, developer, user, assistant or tool)", where, m.Role)
+	}
+	var err error
+	m.Content, err = readContent(where, rt.Content)
+	return m, err
+}
+
+// shareGPTRoles maps ShareGPT's "from" to OpenAI roles. function_call and
+// observation are the tool-call turns of the ShareGPT variant that
+// LLaMA-Factory reads.
+var shareGPTRoles = map[string]string{
+	"system":        roleSystem,
+	"human":         roleUser,
+	"user":          roleUser,
+	"gpt":           roleAssistant,
+	"assistant":     roleAssistant,
+	"chatgpt":       roleAssistant,
+	"tool":          roleTool,
+	"observation":   roleTool,
+	"function_call": roleAssistant,
+}
+
+func shareGPTTurn(where string, rt rawTurn) (message, error) {
+	role, ok := shareGPTRoles[*rt.From]
+	if !ok {
+		return message{}, fmt.Errorf("%s: unknown \"from\" %q (expected human, gpt, system, tool, function_call or observation)", where, *rt.From)
+	}
+	if *rt.From == "function_call" {
+		calls, err := shareGPTToolCalls(where, rt.Value)
+		return message{Role: role, Content: jsonString(""), ToolCalls: calls}, err
+	}
+	content, err := readContent(where, rt.Value)
+	return message{Role: role, Content: content, Name: nonNull(rt.Name)}, err
+}
+
+// shareGPTToolCalls turns a function_call turn's value, a JSON string (or
+// object, or list of them) of {"name","arguments"}, into OpenAI tool_calls.
+func shareGPTToolCalls(where string, value json.RawMessage) (json.RawMessage, error) {
+	raw := []byte(value)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		raw = []byte(s)
+	}
+	type call struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	var calls []call
+	if err := json.Unmarshal(raw, &calls); err != nil {
+		var one call
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, fmt.Errorf(`%s: a function_call value must be {"name","arguments"} as JSON`, where)
+		}
+		calls = []call{one}
+	}
+	type function struct {
+		Name      json.RawMessage `json:"name"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+	}
+	type toolCall struct {
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	out := make([]toolCall, len(calls))
+	for i, c := range calls {
+		if len(c.Name) == 0 || c.Name[0] != '"' {
+			return nil, fmt.Errorf(`%s: a function_call has no "name"`, where)
+		}
+		out[i] = toolCall{Type: "function", Function: function{Name: c.Name, Arguments: c.Arguments}}
+	}
+	return marshal(out)
+}
+
+// readContent normalizes a message's content: a string or null is kept as
+// it is; a list of parts becomes the string of its text parts joined with
+// "\n" (as vLLM joins them), since templates and token counts need text.
+func readContent(where string, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] == '"' || bytes.Equal(raw, nullJSON) {
+		return raw, nil
+	}
+	if raw[0] != '[' {
+		return nil, fmt.Errorf("%s: content is %s, not a string or a list of parts", where, jsonKind(raw))
+	}
+	var parts []struct {
+		Type *string `json:"type"`
+		Text *string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("%s: content is not a list of {type, text} parts: %v", where, err)
+	}
+	texts := make([]string, len(parts))
+	for i, part := range parts {
+		switch {
+		case part.Type == nil:
+			return nil, fmt.Errorf("%s.content[%d] has no \"type\"", where, i)
+		case *part.Type != "text":
+			return nil, fmt.Errorf("%s.content[%d]: parts of type %q cannot be tokenized (only \"text\")", where, i, *part.Type)
+		case part.Text == nil:
+			return nil, fmt.Errorf("%s.content[%d]: a text part without \"text\"", where, i)
+		}
+		texts[i] = *part.Text
+	}
+	return jsonString(strings.Join(texts, "\n")), nil
+}
+
+// readConversations reads the "conversations" shapes: ShareGPT (from/value,
+// with an optional top-level "system") and SpecForge (role/content).
+func readConversations(f *fields, raw []byte) (*prompt, error) {
+	msgs, err := readTurns(fieldConversations, raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &prompt{shape: shapeSpecForge, messages: msgs, consumed: []string{fieldConversations}}
+	if gjson.GetBytes(raw, "0.from").Exists() {
+		p.shape = shapeShareGPT
+		p.consumed = append(p.consumed, fieldSystem)
+		if err := prependSystem(p, f.get(fieldSystem)); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// readPromptShape reads {"prompt": TEXT, "system": TEXT}.
+func readPromptShape(f *fields, raw []byte) (*prompt, error) {
+	text, err := stringField(fieldPrompt, raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &prompt{shape: shapePrompt, consumed: []string{fieldPrompt, fieldSystem},
+		messages: []message{{Role: roleUser, Content: jsonString(text)}}}
+	return p, prependSystem(p, f.get(fieldSystem))
+}
+
+// readAlpaca reads Alpaca records: the request is the instruction, followed
+// by "\n\n" and the input when the input is not empty; "output" is the
+// answer (a trailing assistant turn); LLaMA-Factory's "system" and
+// "history" ([[request, answer], ...]) come before.
+func readAlpaca(f *fields, raw []byte) (*prompt, error) {
+	instruction, err := stringField(fieldInstruction, raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &prompt{shape: shapeAlpaca, consumed: []string{fieldInstruction, fieldInput, fieldOutput, fieldSystem, fieldHistory}}
+	if h := f.get(fieldHistory); h != nil && !bytes.Equal(h, nullJSON) {
+		var pairs [][]string
+		if err := json.Unmarshal(h, &pairs); err != nil {
+			return nil, fmt.Errorf(`"history" must be a list of [request, answer] string pairs`)
+		}
+		for _, pair := range pairs {
+			if len(pair) != 2 {
+				return nil, fmt.Errorf(`"history" must be a list of [request, answer] string pairs`)
+			}
+			p.messages = append(p.messages,
+				message{Role: roleUser, Content: jsonString(pair[0])},
+				message{Role: roleAssistant, Content: jsonString(pair[1])})
+		}
+	}
+	request := instruction
+	if in := f.get(fieldInput); in != nil && !bytes.Equal(in, nullJSON) {
+		input, err := stringField(fieldInput, in)
+		if err != nil {
+			return nil, err
+		}
+		if input != "" {
+			request += "\n\n" + input
+		}
+	}
+	p.messages = append(p.messages, message{Role: roleUser, Content: jsonString(request)})
+	if out := f.get(fieldOutput); out != nil && !bytes.Equal(out, nullJSON) {
+		answer, err := stringField(fieldOutput, out)
+		if err != nil {
+			return nil, err
+		}
+		p.messages = append(p.messages, message{Role: roleAssistant, Content: jsonString(answer)})
+	}
+	return p, prependSystem(p, f.get(fieldSystem))
+}
+
+// prependSystem puts a top-level "system" string in front of the messages.
+func prependSystem(p *prompt, raw []byte) error {
+	if raw == nil || bytes.Equal(raw, nullJSON) {
+		return nil
+	}
+	text, err := stringField(fieldSystem, raw)
+	if err != nil || text == "" {
+		return err
+	}
+	p.messages = append([]message{{Role: roleSystem, Content: jsonString(text)}}, p.messages...)
+	return nil
+}
+
+// readTools normalizes "tools": an OpenAI array is kept; a string holding
+// JSON (as LLaMA-Factory stores it) is decoded; bare function schemas
+// ({"name", "parameters"}) are wrapped as {"type":"function","function":...}.
+// An empty list is the same as none.
+func readTools(raw []byte) (json.RawMessage, error) {
+	if raw == nil || bytes.Equal(raw, nullJSON) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		s, _ := stringField(fieldTools, raw)
+		if strings.TrimSpace(s) == "" {
+			return nil, nil
+		}
+		raw = []byte(s)
+	}
+	var tools []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &tools) != nil {
+		return nil, fmt.Errorf(`"tools" must be an array of tool objects (or a string holding one)`)
+	}
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	for i, t := range tools {
+		if len(t) == 0 || t[0] != '{' {
+			return nil, fmt.Errorf("tools[%d] is %s, not a tool object", i, jsonKind(t))
+		}
+		if !gjson.GetBytes(t, "type").Exists() {
+			// Built by hand to keep the schema's key order, which templates
+			// show when they print the tools as JSON.
+			tools[i] = slices.Concat([]byte(`{"type":"function","function":`), t, []byte("}"))
+		}
+	}
+	return marshal(tools)
+}
+
+// cutAtLastRequest drops what follows the last user or tool turn: the
+// answer a generator is to write again. keepLast keeps the conversation whole.
+func cutAtLastRequest(msgs []message, keepLast bool) ([]message, error) {
+	last := -1
+	for i, m := range msgs {
+		if m.Role == roleUser || m.Role == roleTool {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil, errors.New("the conversation has no user or tool turn to answer")
+	}
+	if keepLast {
+		return msgs, nil
+	}
+	return msgs[:last+1], nil
+}
+
+func hasSystem(msgs []message) bool {
+	for _, m := range msgs {
+		if m.Role == roleSystem {
+			return true
+		}
+	}
+	return false
+}
+
+var nullJSON = []byte("null")
+
+func nonNull(raw json.RawMessage) json.RawMessage {
+	if bytes.Equal(raw, nullJSON) {
+		return nil
+	}
+	return raw
+}
+
+func stringField(name string, raw []byte) (string, error) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", fmt.Errorf("%q is %s, not a string", name, jsonKind(raw))
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+func jsonKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "missing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// jsonString encodes s as a JSON string, leaving <, > and & as they are:
+// special-token strings stay readable in the output.
+func jsonString(s string) json.RawMessage {
+	b, _ := marshal(s)
+	return b
+}
+
+// marshal encodes v without HTML escaping and without the final newline.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
