@@ -9,8 +9,9 @@ import (
 // memory. Real chat templates stay far below them.
 const (
 	maxSteps      = 2_000_000 // loop iterations and macro calls per render
-	maxCallDepth  = 100       // nested macro calls
-	maxOutputLen  = 64 << 20  // bytes of rendered output
+	maxCallDepth  = 250       // nested macro calls and recursive loops
+	maxOutputLen  = 256 << 20 // bytes written, captured blocks and macro bodies included
+	maxAllocBytes = 1 << 30   // bytes of strings and lists computed by expressions
 	maxStringLen  = 16 << 20  // bytes in one computed string
 	maxListLen    = 1 << 20   // items in one computed list
 	maxRangeItems = 100_000   // jinja2's sandbox MAX_RANGE
@@ -97,6 +98,24 @@ type renderer struct {
 	steps     int
 	callDepth int
 	outLen    int
+	allocated int
+}
+
+// account charges computed strings and lists against the allocation
+// budget, so loops that keep building large values terminate.
+func (r *renderer) account(v value) error {
+	switch x := v.(type) {
+	case string:
+		r.allocated += len(x)
+	case *List:
+		r.allocated += 16 * len(x.Items)
+	default:
+		return nil
+	}
+	if r.allocated > maxAllocBytes {
+		return &RenderError{Kind: "MemoryError", Msg: "template allocated too much memory"}
+	}
+	return nil
 }
 
 func (r *renderer) spend() error {
@@ -266,11 +285,15 @@ func (r *renderer) iterate(v value) ([]value, error) {
 		for _, c := range x {
 			out = append(out, string(c))
 		}
-		return out, nil
+		return out, r.account(&List{Items: out})
 	case rangeValue:
 		n := x.len()
 		if n > maxListLen {
 			return nil, &RenderError{Kind: "RuntimeError", Msg: "range too large"}
+		}
+		r.allocated += 16 * int(n)
+		if err := r.account(""); err != nil {
+			return nil, err
 		}
 		out := make([]value, 0, n)
 		for i := int64(0); i < n; i++ {
@@ -327,6 +350,11 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 	loop := &loopState{items: items, depth: depth}
 	if s.recursive {
 		loop.recurse = func(next value) (value, error) {
+			r.callDepth++
+			defer func() { r.callDepth-- }()
+			if r.callDepth > maxCallDepth {
+				return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
+			}
 			var b strings.Builder
 			if err := r.runLoop(s, next, f, &b, depth+1); err != nil {
 				return nil, err
@@ -476,14 +504,17 @@ func (r *renderer) evalBinary(x *binaryExpr, f *frame) (value, error) {
 	if err != nil {
 		return nil, err
 	}
+	var out value
 	if x.op == "~" {
 		ls, rs := pyStr(l), pyStr(rv)
 		if len(ls)+len(rs) > maxStringLen {
 			return nil, errTooLarge()
 		}
-		return ls + rs, nil
+		out = ls + rs
+	} else if out, err = arith(x.op, l, rv); err != nil {
+		return nil, err
 	}
-	return arith(x.op, l, rv)
+	return out, r.account(out)
 }
 
 func (r *renderer) evalCompare(x *compareExpr, f *frame) (value, error) {
@@ -525,7 +556,11 @@ func (r *renderer) evalSlice(x *sliceExpr, f *frame) (value, error) {
 	if u, ok := obj.(*Undefined); ok {
 		return nil, u.fail()
 	}
-	return sliceValue(obj, bounds[0], bounds[1], bounds[2])
+	out, err := sliceValue(obj, bounds[0], bounds[1], bounds[2])
+	if err != nil {
+		return nil, err
+	}
+	return out, r.account(out)
 }
 
 // evalArgs evaluates call arguments.
@@ -586,6 +621,14 @@ func (r *renderer) evalCall(x *callExpr, f *frame, caller *Macro) (value, error)
 }
 
 func (r *renderer) call(fn value, args []value, kw *kwargs) (value, error) {
+	out, err := r.dispatchCall(fn, args, kw)
+	if err != nil {
+		return nil, err
+	}
+	return out, r.account(out)
+}
+
+func (r *renderer) dispatchCall(fn value, args []value, kw *kwargs) (value, error) {
 	switch fn := fn.(type) {
 	case *Macro:
 		return r.callMacro(fn, args, kw)

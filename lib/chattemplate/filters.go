@@ -83,7 +83,10 @@ func (r *renderer) applyFilter(fl *filterExpr, v value, f *frame) (value, error)
 	if err != nil {
 		return nil, err
 	}
-	return out, checkSize(out)
+	if err := checkSize(out); err != nil {
+		return nil, err
+	}
+	return out, r.account(out)
 }
 
 func stringFilter(fn func(string) string) filterFunc {

@@ -210,6 +210,10 @@ func truthy(v value) bool {
 }
 
 // pyStr is Python's str() as jinja2 uses it when printing.
+// maxReprDepth stops repr of values that contain themselves (a namespace
+// stored in its own attribute).
+const maxReprDepth = 200
+
 func pyStr(v value) string {
 	switch x := v.(type) {
 	case string:
@@ -228,19 +232,21 @@ func pyStr(v value) string {
 	case float64:
 		return formatFloat(x)
 	}
-	var b strings.Builder
-	writeRepr(&b, v)
-	return b.String()
+	return pyRepr(v)
 }
 
 // pyRepr is Python's repr().
 func pyRepr(v value) string {
 	var b strings.Builder
-	writeRepr(&b, v)
+	writeRepr(&b, v, 0)
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v value) {
+func writeRepr(b *strings.Builder, v value, depth int) {
+	if depth > maxReprDepth || b.Len() > maxStringLen {
+		b.WriteString("...")
+		return
+	}
 	switch x := v.(type) {
 	case string:
 		writeStringRepr(b, x)
@@ -254,7 +260,7 @@ func writeRepr(b *strings.Builder, v value) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, it)
+			writeRepr(b, it, depth+1)
 		}
 		if x.Tuple && len(x.Items) == 1 {
 			b.WriteString(",")
@@ -266,14 +272,14 @@ func writeRepr(b *strings.Builder, v value) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, k)
+			writeRepr(b, k, depth+1)
 			b.WriteString(": ")
-			writeRepr(b, x.vals[i])
+			writeRepr(b, x.vals[i], depth+1)
 		}
 		b.WriteString("}")
 	case *Namespace:
 		b.WriteString("<Namespace ")
-		writeRepr(b, x.attrs)
+		writeRepr(b, x.attrs, depth+1)
 		b.WriteString(">")
 	case *Undefined:
 		b.WriteString("Undefined")

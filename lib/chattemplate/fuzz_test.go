@@ -1,0 +1,81 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// fuzzMessages is the fixed conversation FuzzRender renders templates with.
+var fuzzMessages = json.RawMessage(`[
+ {"role": "system", "content": "sys"},
+ {"role": "user", "content": "Hi <b>\"there\"</b>"},
+ {"role": "assistant", "content": null, "reasoning_content": "hmm", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"a": [1, 2.5, null, true]}}}]},
+ {"role": "tool", "tool_call_id": "c1", "content": "{\"ok\": 1}"},
+ {"role": "assistant", "content": "done"}
+]`)
+
+var fuzzTools = json.RawMessage(`[{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number"}}}, "required": ["a"]}}}]`)
+
+// FuzzRender parses arbitrary template text and renders it: whatever the
+// input, Parse and Render must return (an error is fine) without panicking
+// or running away.
+func FuzzRender(f *testing.F) {
+	entries, _ := filepath.Glob(filepath.Join("testdata", "conformance", "*.jinja"))
+	for _, path := range entries {
+		src, err := os.ReadFile(path)
+		if err == nil {
+			f.Add(string(src))
+		}
+	}
+	for _, seed := range []string{
+		"{{ messages|tojson(indent=2) }}",
+		"{% for m in messages[::-1] if m.content %}{{ loop.index }}{{ m.role|upper }}{% endfor %}",
+		"{% set ns = namespace(x=[]) %}{% set ns.x = ns.x + [1] %}{{ ns.x }}",
+		"{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(10) }}",
+		"{%- raw -%} {{ x }} {%- endraw %}",
+		"{{ 'a' * 1000 }}{{ range(10)|list }}",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		tmpl, err := Parse("fuzz", src)
+		if err != nil {
+			return
+		}
+		start := time.Now()
+		_, _ = tmpl.Render(Options{
+			Messages:            fuzzMessages,
+			Tools:               fuzzTools,
+			AddGenerationPrompt: true,
+			BOSToken:            "<s>",
+			EOSToken:            "</s>",
+			Now:                 fixedNow,
+		})
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("render took %v", d)
+		}
+	})
+}
+
+// FuzzRenderMessages feeds arbitrary message JSON to real templates: bad
+// input must produce an error, never a panic.
+func FuzzRenderMessages(f *testing.F) {
+	var templates []*Template
+	for _, name := range []string{"qwen3", "gptoss", "llama3_2", "kimi_k2_thinking"} {
+		templates = append(templates, loadTemplate(f, name))
+	}
+	cf, _ := loadConformance(f)
+	for _, c := range cf.Cases {
+		f.Add([]byte(c.Messages), []byte(c.Tools))
+	}
+	f.Add([]byte(`[{"role": "assistant", "content": ["x", {"type": "text"}]}]`), []byte(`[{"function": 1}]`))
+	f.Add([]byte(`[]`), []byte(`null`))
+	f.Fuzz(func(t *testing.T, messages, tools []byte) {
+		for _, tmpl := range templates {
+			_, _ = tmpl.Render(Options{Messages: messages, Tools: tools, AddGenerationPrompt: true, Now: fixedNow})
+		}
+	})
+}
