@@ -155,7 +155,7 @@ func (l *lineSplitter) next() ([]byte, error) {
 				return nil, l.err
 			}
 			if n := l.end - l.start; n > 0 && !l.skipping {
-				l.start = l.end
+				l.start, l.scanned = l.end, 0
 				return nil, &tornError{n: n}
 			}
 			return nil, io.EOF

@@ -1,0 +1,43 @@
+package jsonl
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/tests/bench/benchdata"
+)
+
+// benchLines are generate-shaped records, about 25 KB each.
+var benchLines = bytes.Split(bytes.TrimSuffix(benchdata.Records(200, 1), []byte("\n")), []byte("\n"))
+
+func BenchmarkScanObject(b *testing.B) {
+	size := 0
+	for _, l := range benchLines {
+		size += len(l) + 1
+	}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		for _, l := range benchLines {
+			if err := ScanObject(l, func(Member) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+func BenchmarkReader(b *testing.B) {
+	data := bytes.Join(benchLines, []byte("\n"))
+	data = append(data, '\n')
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		r, err := Open(bytes.NewReader(data), nil, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r.Next() {
+		}
+		if err := r.Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
