@@ -103,7 +103,8 @@ func (m metric) human(r row) string {
 	v := m.value(r)
 	switch m.kind {
 	case kindMean:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		tenths := int64(math.Round(v * 10))
+		return thousands(tenths/10) + "." + strconv.FormatInt(tenths%10, 10)
 	case kindShare:
 		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
 	case kindPercent:
