@@ -300,7 +300,7 @@ type toolCallDelta struct {
 	id        string
 	typ       string
 	name      string
-	arguments strings.Builder
+	arguments []byte // fragments concatenated
 }
 
 // addToolCallDelta merges one tool_calls delta: the call is found by its
@@ -329,7 +329,7 @@ func addToolCallDelta(calls []toolCallDelta, d gjson.Result) []toolCallDelta {
 	if s := d.Get("function.name").String(); s != "" {
 		c.name += s
 	}
-	c.arguments.WriteString(d.Get("function.arguments").String())
+	c.arguments = append(c.arguments, d.Get("function.arguments").String()...)
 	return calls
 }
 
@@ -356,7 +356,7 @@ func toolCallsJSON(calls []toolCallDelta) json.RawMessage {
 		if typ == "" {
 			typ = "function"
 		}
-		out[i] = call{ID: c.id, Type: typ, Function: function{Name: c.name, Arguments: c.arguments.String()}, index: c.index}
+		out[i] = call{ID: c.id, Type: typ, Function: function{Name: c.name, Arguments: string(c.arguments)}, index: c.index}
 	}
 	slices.SortStableFunc(out, func(a, b call) int { return int(a.index - b.index) })
 	b, _ := json.Marshal(out)

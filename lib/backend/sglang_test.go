@@ -1,0 +1,292 @@
+package backend
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestSGLangRequestBody(t *testing.T) {
+	req := &Request{
+		ID: "rec-7", Attempt: 3, InputIDs: []int{101, 102, 103},
+		Params: Params{
+			MaxTokens:    2048,
+			Temperature:  ptr(0.7),
+			TopP:         ptr(0.95),
+			TopK:         ptr(40),
+			MinP:         ptr(0.05),
+			Stop:         []string{"</answer>"},
+			StopTokenIDs: []int{151645},
+			Seed:         ptr(int64(42)),
+		},
+	}
+	rid := RID("rec-7", 3)
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			s := newStub(t, answerJSON(200, `{"text":"","output_ids":[],"meta_info":{"finish_reason":{"type":"length","length":0}}}`))
+			b := NewSGLang(Options{Stream: stream})
+			if _, err := b.Do(ctxTimeout(t), s.URL, req); err != nil {
+				t.Fatal(err)
+			}
+			streamField := ""
+			if stream {
+				streamField = `,"stream":true`
+			}
+			assertJSONEqual(t, s.lastBody(t), `{"input_ids":[101,102,103],"rid":"`+rid+`","sampling_params":{
+				"max_new_tokens":2048,"temperature":0.7,"top_p":0.95,"top_k":40,"min_p":0.05,
+				"stop":["</answer>"],"stop_token_ids":[151645],"sampling_seed":42,
+				"skip_special_tokens":false,"no_stop_trim":true}`+streamField+`}`)
+			if s.paths[0] != "/generate" {
+				t.Fatalf("posted to %s", s.paths[0])
+			}
+		})
+	}
+}
+
+func TestSGLangMinimalBodyAndExtra(t *testing.T) {
+	s := newStub(t, answerJSON(200, `{"text":"","output_ids":[],"meta_info":{"finish_reason":{"type":"length","length":0}}}`))
+	req := sglangReq()
+	req.Params.Extra = json.RawMessage(`{"sampling_params":{"repetition_penalty":1.1,"no_stop_trim":false},"return_logprob":true}`)
+	if _, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL+"/", req); err != nil {
+		t.Fatal(err)
+	}
+	assertJSONEqual(t, s.lastBody(t), `{"input_ids":[1,2,3],"rid":"`+RID("rec-1", 1)+`","return_logprob":true,
+		"sampling_params":{"max_new_tokens":16,"skip_special_tokens":false,"no_stop_trim":false,"repetition_penalty":1.1}}`)
+}
+
+func TestSGLangRefusesWhatItCannotSend(t *testing.T) {
+	b := NewSGLang(Options{})
+	for name, req := range map[string]*Request{
+		"no ids":        {ID: "a", Attempt: 1, Params: Params{MaxTokens: 5}},
+		"no max tokens": {ID: "a", Attempt: 1, InputIDs: []int{1}},
+		"bad extra":     {ID: "a", Attempt: 1, InputIDs: []int{1}, Params: Params{MaxTokens: 5, Extra: json.RawMessage(`[1]`)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := b.Do(ctxTimeout(t), "http://127.0.0.1:1", req)
+			asError(t, err, KindRequest, false)
+		})
+	}
+}
+
+func TestRIDsDifferPerAttempt(t *testing.T) {
+	a, b := RID("x", 1), RID("x", 2)
+	if a == b || !strings.HasPrefix(a, "x#1.") || !strings.HasPrefix(b, "x#2.") {
+		t.Fatalf("rids %q %q", a, b)
+	}
+}
+
+func TestSGLangFinishReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		finish     string
+		want       string // normalized finish reason, or "" for an error
+		kind       string
+		retryable  bool
+		wantStatus int
+	}{
+		{name: "stop on EOS id", finish: `{"type":"stop","matched":151645}`, want: "stop"},
+		{name: "stop on string", finish: `{"type":"stop","matched":"</answer>"}`, want: "stop"},
+		{name: "length", finish: `{"type":"length","length":16}`, want: "length"},
+		{name: "plain string", finish: `"length"`, want: "length"},
+		{name: "abort without status", finish: `{"type":"abort","message":"server shutting down"}`, kind: KindAbort, retryable: true},
+		{name: "abort 503", finish: `{"type":"abort","message":"out of memory","status_code":503}`, kind: KindAbort, retryable: true, wantStatus: 503},
+		{name: "abort 400", finish: `{"type":"abort","message":"input too long","status_code":400}`, kind: KindAbort, retryable: false, wantStatus: 400},
+		{name: "null", finish: `null`, kind: KindProtocol, retryable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStub(t, answerJSON(200, `{"text":" hi</s>","output_ids":[7,8,2],"meta_info":{"id":"x","finish_reason":`+tc.finish+`,
+				"prompt_tokens":3,"completion_tokens":3,"cached_tokens":1,"num_retractions":2}}`))
+			res, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, sglangReq())
+			if tc.kind != "" {
+				e := asError(t, err, tc.kind, tc.retryable)
+				if e.Status != tc.wantStatus {
+					t.Fatalf("status %d, want %d", e.Status, tc.wantStatus)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.FinishReason != tc.want || string(res.NativeFinishReason) != tc.finish {
+				t.Fatalf("finish %q native %s", res.FinishReason, res.NativeFinishReason)
+			}
+			if !slices.Equal(res.OutputIDs, []int{7, 8, 2}) || res.Text != " hi</s>" {
+				t.Fatalf("output %v %q", res.OutputIDs, res.Text)
+			}
+			if res.PromptTokens != 3 || res.CompletionTokens != 3 || res.CachedTokens != 1 || res.Retractions != 2 {
+				t.Fatalf("accounting %+v", res)
+			}
+			assertJSONEqual(t, res.Usage, `{"prompt_tokens":3,"completion_tokens":3,"cached_tokens":1,"retractions":2}`)
+		})
+	}
+}
+
+func TestSGLangAccountingFallbacks(t *testing.T) {
+	// An older server: total_retractions, no token counts.
+	s := newStub(t, answerJSON(200, `{"text":"ab","output_ids":[5,6],"meta_info":{"finish_reason":{"type":"stop","matched":2},"total_retractions":4}}`))
+	res, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, sglangReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens != 3 || res.CompletionTokens != 2 || res.Retractions != 4 {
+		t.Fatalf("accounting %+v", res)
+	}
+}
+
+func TestSGLangDuplicateRIDIsRetryable(t *testing.T) {
+	s := newStub(t, answerJSON(400, `{"error":{"message":"Duplicate request ID detected: rid=x is already in flight."}}`))
+	_, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, sglangReq())
+	asError(t, err, KindHTTP, true)
+}
+
+func TestSGLangStreamModes(t *testing.T) {
+	final := `"meta_info":{"finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":%d}`
+	mid := `"meta_info":{"finish_reason":null,"prompt_tokens":3,"completion_tokens":%d}`
+	chunk := func(text string, ids string, n int, meta string) string {
+		return `{"text":"` + text + `","output_ids":[` + ids + `],` + fmt.Sprintf(meta, n) + `}`
+	}
+	noCount := func(text, ids string, last bool) string {
+		fr := "null"
+		if last {
+			fr = `{"type":"stop","matched":2}`
+		}
+		return `{"text":"` + text + `","output_ids":[` + ids + `],"meta_info":{"finish_reason":` + fr + `}}`
+	}
+	cumulative := sseOf(chunk(" a", "5", 1, mid), chunk(" a b", "5,6", 2, mid), chunk(" a b</s>", "5,6,2", 3, final), "[DONE]")
+	incremental := sseOf(chunk(" a", "5", 1, mid), chunk(" b", "6", 2, mid), chunk("</s>", "2", 3, final), "[DONE]")
+	for _, tc := range []struct {
+		name   string
+		mode   StreamMode
+		stream string
+	}{
+		{"cumulative detected", StreamAuto, cumulative},
+		{"incremental detected", StreamAuto, incremental},
+		{"cumulative forced", StreamCumulative, cumulative},
+		{"incremental forced", StreamIncremental, incremental},
+		{"incremental with empty final chunk", StreamAuto, sseOf(chunk(" a", "5", 1, mid), chunk(" b</s>", "6,2", 3, mid), chunk("", "", 3, final), "[DONE]")},
+		{"cumulative with repeating ids", StreamAuto, sseOf(chunk(" a", "5", 1, mid), chunk(" a a", "5,5", 2, mid), chunk(" a a</s>", "5,5,2", 3, final), "[DONE]")},
+		{"incremental without counts", StreamAuto, sseOf(noCount(" a", "5", false), noCount(" b", "6", false), noCount("</s>", "2", true), "[DONE]")},
+		{"cumulative without counts", StreamAuto, sseOf(noCount(" a", "5", false), noCount(" a b", "5,6", false), noCount(" a b</s>", "5,6,2", true), "[DONE]")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStub(t, answerSSE(tc.stream))
+			res, err := NewSGLang(Options{Stream: true, SGLangStreamMode: tc.mode}).Do(ctxTimeout(t), s.URL, sglangReq())
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantIDs, wantText := []int{5, 6, 2}, " a b</s>"
+			if strings.Contains(tc.name, "repeating") {
+				wantIDs, wantText = []int{5, 5, 2}, " a a</s>"
+			}
+			if !slices.Equal(res.OutputIDs, wantIDs) || res.Text != wantText || res.FinishReason != "stop" {
+				t.Fatalf("got %v %q %q", res.OutputIDs, res.Text, res.FinishReason)
+			}
+			if res.FirstToken <= 0 || res.FirstToken > res.Latency {
+				t.Fatalf("first token %v, latency %v", res.FirstToken, res.Latency)
+			}
+		})
+	}
+}
+
+func TestSGLangStreamFailures(t *testing.T) {
+	ok := `{"text":" a","output_ids":[5],"meta_info":{"finish_reason":null,"completion_tokens":1}}`
+	for _, tc := range []struct {
+		name      string
+		stream    string
+		kind      string
+		retryable bool
+	}{
+		{"error chunk", sseOf(ok, `{"error":{"message":"CUDA error: an illegal memory access"}}`, "[DONE]"), KindStream, true},
+		{"no [DONE]", sseOf(ok), KindConnect, true},
+		{"no finish reason", sseOf(ok, "[DONE]"), KindStream, true},
+		{"cut inside an event", "data: " + ok[:20], KindConnect, true},
+		{"garbage event", sseOf("<<not json>>"), KindProtocol, true},
+		{"abort chunk", sseOf(ok, `{"text":" a","output_ids":[5],"meta_info":{"finish_reason":{"type":"abort","message":"retracted too often","status_code":500}}}`, "[DONE]"), KindAbort, true},
+		{"bad ids", sseOf(`{"text":"","output_ids":["x"],"meta_info":{}}`), KindProtocol, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStub(t, answerSSE(tc.stream))
+			_, err := NewSGLang(Options{Stream: true}).Do(ctxTimeout(t), s.URL, sglangReq())
+			asError(t, err, tc.kind, tc.retryable)
+		})
+	}
+}
+
+func TestSGLangStreamRequestAnsweredWithJSON(t *testing.T) {
+	s := newStub(t, answerJSON(200, `{"text":" a","output_ids":[5,2],"meta_info":{"finish_reason":{"type":"stop","matched":2}}}`))
+	res, err := NewSGLang(Options{Stream: true}).Do(ctxTimeout(t), s.URL, sglangReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.OutputIDs, []int{5, 2}) || res.FirstToken != 0 {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestSGLangLongAnswer(t *testing.T) {
+	// 16k ids in one answer, and cumulative stream chunks longer than the
+	// SSE read buffer.
+	ids := make([]string, 16384)
+	for i := range ids {
+		ids[i] = fmt.Sprint(1000 + i)
+	}
+	list := strings.Join(ids, ",")
+	body := `{"text":"` + strings.Repeat("x", 70000) + `","output_ids":[` + list + `],"meta_info":{"finish_reason":{"type":"length","length":16384},"completion_tokens":16384}}`
+	for _, stream := range []bool{false, true} {
+		handler := answerJSON(200, body)
+		if stream {
+			handler = answerSSE(sseOf(body, "[DONE]"))
+		}
+		s := newStub(t, handler)
+		res, err := NewSGLang(Options{Stream: stream}).Do(ctxTimeout(t), s.URL, sglangReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.OutputIDs) != 16384 || res.OutputIDs[16383] != 1000+16383 || len(res.Text) != 70000 {
+			t.Fatalf("stream=%v: %d ids, %d bytes of text", stream, len(res.OutputIDs), len(res.Text))
+		}
+	}
+}
+
+func TestSGLangServerInfo(t *testing.T) {
+	current := `{"model_path":"m","context_length":32768,"max_running_requests":null,"max_total_num_tokens":159277,
+		"incremental_streaming_output":true,"version":"0.5.5",
+		"internal_states":[{"memory_usage":{"kvcache":1.2,"token_capacity":80000},"max_running_requests":512},
+		                   {"memory_usage":{"kvcache":1.2,"token_capacity":79277},"max_running_requests":512}]}`
+	t.Run("server_info", func(t *testing.T) {
+		s := newStubPaths(t, map[string]http.HandlerFunc{"/server_info": answerJSON(200, current)})
+		info, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 512, ContextLength: 32768, TokenCapacity: 159277, IncrementalStreaming: true, Version: "0.5.5"}
+		info.Raw = nil
+		if !reflect.DeepEqual(*info, want) {
+			t.Fatalf("got %+v, want %+v", *info, want)
+		}
+	})
+	t.Run("older get_server_info", func(t *testing.T) {
+		old := `{"context_length":null,"max_req_input_len":8191,"max_running_requests":256,"max_total_num_tokens":50000,
+			"internal_states":{"token_capacity":50000}}`
+		s := newStubPaths(t, map[string]http.HandlerFunc{"/get_server_info": answerJSON(200, old)})
+		info, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ContextLength != 8192 || info.MaxRunningRequests != 256 || info.MaxTotalTokens != 50000 || info.TokenCapacity != 50000 || len(info.Raw) == 0 {
+			t.Fatalf("got %+v", info)
+		}
+		if !slices.Equal(s.paths, []string{"/server_info", "/get_server_info"}) {
+			t.Fatalf("asked %v", s.paths)
+		}
+	})
+	t.Run("down", func(t *testing.T) {
+		s := newStub(t, answerJSON(503, `{"object":"error","message":"starting","code":503}`))
+		_, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
+		asError(t, err, KindHTTP, true)
+	})
+}
