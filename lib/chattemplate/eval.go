@@ -8,14 +8,20 @@ import (
 // Limits that keep hostile or buggy templates from hanging or exhausting
 // memory. Real chat templates stay far below them.
 const (
-	maxSteps      = 2_000_000 // loop iterations and macro calls per render
-	maxCallDepth  = 250       // nested macro calls and recursive loops
-	maxOutputLen  = 256 << 20 // bytes written, captured blocks and macro bodies included
-	maxAllocBytes = 1 << 30   // bytes of strings and lists computed by expressions
 	maxStringLen  = 16 << 20  // bytes in one computed string
 	maxListLen    = 1 << 20   // items in one computed list
 	maxRangeItems = 100_000   // jinja2's sandbox MAX_RANGE
 )
+
+// limits bound the work of one Render call.
+type limits struct {
+	steps     int // loop iterations and macro calls
+	callDepth int // nested macro calls and recursive loops
+	output    int // bytes written, captured blocks and macro bodies included
+	alloc     int // bytes of strings and lists computed by expressions
+}
+
+var defaultLimits = limits{steps: 2_000_000, callDepth: 250, output: 256 << 20, alloc: 1 << 30}
 
 // RenderError is a failure while rendering, named like the Python exception
 // transformers would raise (TypeError, UndefinedError, SecurityError, ...).
@@ -95,6 +101,7 @@ func (f *frame) set(name string, v value) {
 type renderer struct {
 	tmpl      *Template
 	opts      *Options
+	limits    limits
 	steps     int
 	callDepth int
 	outLen    int
@@ -112,7 +119,7 @@ func (r *renderer) account(v value) error {
 	default:
 		return nil
 	}
-	if r.allocated > maxAllocBytes {
+	if r.allocated > r.limits.alloc {
 		return &RenderError{Kind: "MemoryError", Msg: "template allocated too much memory"}
 	}
 	return nil
@@ -120,7 +127,7 @@ func (r *renderer) account(v value) error {
 
 func (r *renderer) spend() error {
 	r.steps++
-	if r.steps > maxSteps {
+	if r.steps > r.limits.steps {
 		return &RenderError{Kind: "RuntimeError", Msg: "template exceeded the step limit"}
 	}
 	return nil
@@ -147,7 +154,7 @@ func (r *renderer) execBody(body []stmt, f *frame, w *strings.Builder) error {
 
 func (r *renderer) write(w *strings.Builder, s string) error {
 	r.outLen += len(s)
-	if r.outLen > maxOutputLen {
+	if r.outLen > r.limits.output {
 		return &RenderError{Kind: "RuntimeError", Msg: "rendered output too large"}
 	}
 	w.WriteString(s)
@@ -273,8 +280,24 @@ func (r *renderer) assign(tg assignTarget, v value, f *frame) error {
 	return nil
 }
 
-// iterate lists the items Python's iter() would produce.
+// iterate lists the items Python's iter() would produce, charging new
+// lists (characters of a string, a range) to the allocation budget.
 func (r *renderer) iterate(v value) ([]value, error) {
+	items, err := iterValues(v)
+	if err != nil {
+		return nil, err
+	}
+	switch v.(type) {
+	case string, rangeValue:
+		if err := r.account(&List{Items: items}); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// iterValues lists the items Python's iter() would produce.
+func iterValues(v value) ([]value, error) {
 	switch x := v.(type) {
 	case *List:
 		return x.Items, nil
@@ -285,15 +308,11 @@ func (r *renderer) iterate(v value) ([]value, error) {
 		for _, c := range x {
 			out = append(out, string(c))
 		}
-		return out, r.account(&List{Items: out})
+		return out, nil
 	case rangeValue:
 		n := x.len()
 		if n > maxListLen {
 			return nil, &RenderError{Kind: "RuntimeError", Msg: "range too large"}
-		}
-		r.allocated += 16 * int(n)
-		if err := r.account(""); err != nil {
-			return nil, err
 		}
 		out := make([]value, 0, n)
 		for i := int64(0); i < n; i++ {
@@ -305,8 +324,6 @@ func (r *renderer) iterate(v value) ([]value, error) {
 			return nil, x.fail()
 		}
 		return nil, nil
-	case *Namespace:
-		return nil, typeError("'Namespace' object is not iterable")
 	}
 	return nil, typeError("'%s' object is not iterable", typeName(v))
 }
@@ -352,7 +369,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		loop.recurse = func(next value) (value, error) {
 			r.callDepth++
 			defer func() { r.callDepth-- }()
-			if r.callDepth > maxCallDepth {
+			if r.callDepth > r.limits.callDepth {
 				return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 			}
 			var b strings.Builder
@@ -666,7 +683,7 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 	}
 	r.callDepth++
 	defer func() { r.callDepth-- }()
-	if r.callDepth > maxCallDepth {
+	if r.callDepth > r.limits.callDepth {
 		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum macro recursion depth exceeded"}
 	}
 	def := m.def

@@ -19,6 +19,10 @@ var fuzzMessages = json.RawMessage(`[
 
 var fuzzTools = json.RawMessage(`[{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number"}}}, "required": ["a"]}}}]`)
 
+// fuzzLimits keep each fuzz execution short; the default limits allow
+// renders that take seconds.
+var fuzzLimits = limits{steps: 20_000, callDepth: 50, output: 4 << 20, alloc: 16 << 20}
+
 // FuzzRender parses arbitrary template text and renders it: whatever the
 // input, Parse and Render must return (an error is fine) without panicking
 // or running away.
@@ -45,6 +49,7 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return
 		}
+		tmpl.limits = fuzzLimits
 		start := time.Now()
 		_, _ = tmpl.Render(Options{
 			Messages:            fuzzMessages,

@@ -320,7 +320,7 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		if len(args) != 1 {
 			return nil, typeError("join() takes exactly one argument (%d given)", len(args))
 		}
-		items, err := (&renderer{}).iterate(args[0])
+		items, err := iterValues(args[0])
 		if err != nil {
 			return nil, err
 		}

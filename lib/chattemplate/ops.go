@@ -519,9 +519,16 @@ func getItem(obj, key value) (value, error) {
 			}
 			return undefinedItem(obj, key), nil
 		}
-	case *Namespace, *loopState:
-		if s, ok := key.(string); ok {
-			return getAttr(obj, s)
+	case rangeValue:
+		if i, ok := indexKey(key); ok {
+			n := x.len()
+			if i < 0 {
+				i += n
+			}
+			if i >= 0 && i < n {
+				return x.start + i*x.step, nil
+			}
+			return undefinedItem(obj, key), nil
 		}
 	}
 	if s, ok := key.(string); ok {
@@ -644,7 +651,7 @@ func sliceValue(obj, start, stop, step value) (value, error) {
 		sliceRange(a, b, st, func(i int64) { sb.WriteRune(runes[i]) })
 		return sb.String(), nil
 	case rangeValue:
-		items, _ := (&renderer{}).iterate(x)
+		items, _ := iterValues(x)
 		return sliceValue(&List{Items: items}, start, stop, step)
 	}
 	// jinja2 compiles slices to plain Python subscripts, so the TypeError

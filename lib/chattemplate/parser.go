@@ -1032,5 +1032,5 @@ func Parse(name, src string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{name: name, body: body}, nil
+	return &Template{name: name, body: body, limits: defaultLimits}, nil
 }

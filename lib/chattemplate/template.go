@@ -14,8 +14,9 @@ import (
 // Template is a parsed chat template. It is immutable and safe for
 // concurrent Render calls.
 type Template struct {
-	name string
-	body []stmt
+	name   string
+	body   []stmt
+	limits limits
 }
 
 // Options are the arguments apply_chat_template passes to the template.
@@ -70,7 +71,7 @@ func (t *Template) Render(o Options) (string, error) {
 		}
 		root.set(name, v)
 	}
-	r := &renderer{tmpl: t, opts: &o}
+	r := &renderer{tmpl: t, opts: &o, limits: t.limits}
 	var b strings.Builder
 	if err := r.execBody(t.body, root, &b); err != nil {
 		if err == errBreak || err == errContinue {

@@ -1,0 +1,166 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Small tables per engine feature. Expected values are what Python jinja2
+// renders in transformers' environment.
+
+// tableVars are the variables every table case sees.
+var tableVars = map[string]json.RawMessage{
+	"n":     json.RawMessage(`null`),
+	"t":     json.RawMessage(`true`),
+	"i":     json.RawMessage(`7`),
+	"x":     json.RawMessage(`2.5`),
+	"s":     json.RawMessage(`"  Hello, World  "`),
+	"u8":    json.RawMessage(`"Ünï 中文 🙂"`),
+	"lst":   json.RawMessage(`[3, 1, 2]`),
+	"d":     json.RawMessage(`{"b": 2, "a": 1}`),
+	"tools": json.RawMessage(`[{"name": "get", "parameters": {"z": 1, "a": {"y": null, "b": true}}}]`),
+}
+
+type tableCase struct{ src, want string }
+
+func runTable(t *testing.T, cases []tableCase) {
+	t.Helper()
+	for _, c := range cases {
+		tmpl, err := Parse("table", c.src)
+		if err != nil {
+			t.Errorf("%q: parse: %v", c.src, err)
+			continue
+		}
+		got, err := tmpl.Render(Options{Messages: json.RawMessage(`[{"role": "user", "content": "hi"}]`), Extra: tableVars, Now: fixedNow})
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.src, got, c.want)
+		}
+	}
+}
+
+func TestWhitespaceControl(t *testing.T) {
+	runTable(t, []tableCase{
+		{"a  {%- if t %} b {% endif -%}  c", "a b c"},
+		{"line1\n    {% if t %}\n    yes\n    {% endif %}\nend", "line1\n    yes\nend"},
+		{"x\n  {{ i }}\n  {# c #}\n  y", "x\n  7\n  y"},
+		{"{% if t %}\nA\n{% endif %}\n\nB\n\n", "A\n\nB\n"},
+		{"a\n{%+ if t %}b{% endif %}", "a\nb"},
+		{"x {% if t +%}\nkeep{% endif %}", "x \nkeep"},
+		{"a  {{- i -}}  b", "a7b"},
+		{"a {{ i }}   {% if t %}x{% endif %}", "a 7   x"},
+		{"{% raw %}{{ not }}{% endraw %}\nafter", "{{ not }}after"},
+		{"text\r\nmore\r\n", "text\nmore"},
+		{"{% set v %}\n  block {{ i }}\n{% endset %}[{{ v }}]", "[  block 7\n]"},
+	})
+}
+
+func TestToJSON(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ tools|tojson }}", `[{"name": "get", "parameters": {"z": 1, "a": {"y": null, "b": true}}}]`},
+		{"{{ tools|tojson(separators=(',', ':')) }}", `[{"name":"get","parameters":{"z":1,"a":{"y":null,"b":true}}}]`},
+		{"{{ d|tojson(indent=2) }}", "{\n  \"b\": 2,\n  \"a\": 1\n}"},
+		{"{{ d|tojson(sort_keys=true) }}", `{"a": 1, "b": 2}`},
+		{"{{ [[], {}]|tojson(indent=1) }}", "[\n [],\n {}\n]"},
+		{"{{ u8|tojson }}|{{ u8|tojson(ensure_ascii=true) }}", `"Ünï 中文 🙂"|"\u00dcn\u00ef \u4e2d\u6587 \ud83d\ude42"`},
+		{`{{ [1, 2.0, 1e-7, none, 'q"\n'] |tojson }}`, `[1, 2.0, 1e-07, null, "q\"\n"]`},
+		{"{{ (1, 2)|tojson }} {{ {1: 'a', none: 'b'}|tojson }}", `[1, 2] {"1": "a", "null": "b"}`},
+	})
+}
+
+func TestSlicing(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ lst[::-1] }} {{ lst[1:] }} {{ lst[:-1] }} {{ lst[-1] }}", "[2, 1, 3] [1, 2] [3, 1] 2"},
+		{"{{ lst[::2] }} {{ lst[5:] }} {{ lst[-10:2] }} {{ lst[2:0:-1] }}", "[3, 2] [] [3, 1] [2, 1]"},
+		{"{{ s[2:7] }}|{{ s[-3:] }}|{{ u8[1:3] }}|{{ u8[::-1] }}", "Hello|d  |nï|🙂 文中 ïnÜ"},
+		{"{{ (1, 2, 3)[1:] }} {{ lst.1 }} {{ 'abc'.0 }}", "(2, 3) 1 a"},
+	})
+}
+
+func TestLoopVariables(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% for x in lst %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
+			"1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;"},
+		{"{% for x in lst %}{{ loop.previtem|default('-') }}{{ loop.nextitem|default('-') }}{{ loop.cycle('a', 'b') }} {% endfor %}", "-1a 32b 1-a "},
+		{"{% for x in lst if x > 1 %}{{ x }}{{ loop.length }}{% else %}none{% endfor %}", "3222"},
+		{"{% for k, v in d.items() %}{{ k }}={{ v }}{% endfor %}", "b=2a=1"},
+		{"{% for x in lst %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 2 %}{% break %}{% endif %}{{ x }}{% endfor %}", "3"},
+		{"{% set v = 1 %}{% for i in lst %}{{ v }}{% set v = v + 10 %}{{ v }}{% endfor %}{{ v }}", "1111111111"},
+	})
+}
+
+func TestNamespaceAndMacros(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% set ns = namespace(a=1, b='x') %}{% set ns.a = ns.a + 1 %}{% for v in lst %}{% set ns.b = ns.b ~ v %}{% endfor %}{{ ns.a }} {{ ns.b }}", "2 x312"},
+		{"{% macro g(name, greeting='Hello') %}{{ greeting }}, {{ name }}{% endmacro %}{{ g('A') }}|{{ g('B', greeting='Hi') }}", "Hello, A|Hi, B"},
+		{"{% macro m(a) %}{{ a }}{{ b }}{% endmacro %}{% set b = 'late' %}{{ m('x') }}", "xlate"},
+		{"{% set a, b = 1, 2 %}{{ a }}{{ b }}", "12"},
+		{"{% set v | upper %}abc{% endset %}{{ v }}", "ABC"},
+	})
+}
+
+func TestUndefinedSemantics(t *testing.T) {
+	runTable(t, []tableCase{
+		{"[{{ nope }}] {{ nope is defined }} {{ nope|default('d') }} {{ nope|length }}", "[] False d 0"},
+		{"{% if nope %}y{% else %}n{% endif %}{% for v in nope %}x{% else %}-{% endfor %}", "n-"},
+		{"{{ messages[0].missing }}|{{ messages[0].missing is defined }}|{{ n.attr is defined }}", "|False|False"},
+		{"{{ nope ~ 'x' }}|{{ nope == nope }}|{{ lst.append is defined }}", "x|True|False"},
+	})
+	for src, want := range map[string]string{
+		"{{ nope.attr }}":               "'nope' is undefined",
+		"{{ messages[0].missing.x }}":   "'dict object' has no attribute 'missing'",
+		"{{ nope + 1 }}":                "'nope' is undefined",
+		"{{ lst.append(1) }}":           "access to attribute 'append' of 'list' object is unsafe.",
+		"{{ n|length }}":                "object of type 'NoneType' has no len()",
+		"{{ 'a' in n }}":                "argument of type 'NoneType' is not iterable",
+		"{{ raise_exception('boom') }}": "boom",
+	} {
+		tmpl, err := Parse("undef", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tmpl.Render(Options{Messages: json.RawMessage(`[{"role": "user"}]`), Extra: tableVars})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", src, err, want)
+		}
+	}
+}
+
+func TestRaiseExceptionMessageIsExact(t *testing.T) {
+	tmpl, err := Parse("raise", "{{ raise_exception('Only user and assistant roles are supported!') }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmpl.Render(Options{})
+	var te *TemplateError
+	if !errors.As(err, &te) || err.Error() != "Only user and assistant roles are supported!" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPythonRendering(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ n }} {{ none }} {{ true }} {{ False }} {{ n|trim }} {{ n ~ '' }}", "None None True False None None"},
+		{"{{ 1.0 }} {{ 1e-5 }} {{ 1e16 }} {{ 123456789.125 }} {{ 0.1 + 0.2 }} {{ 7 / 2 }} {{ -7 // 2 }} {{ -7 % 3 }}", "1.0 1e-05 1e+16 123456789.125 0.30000000000000004 3.5 -4 2"},
+		{"{{ [1, 'a', none, true, 2.0] }} {{ (1,) }} {{ {'a': 1, 'b': [none]} }}", "[1, 'a', None, True, 2.0] (1,) {'a': 1, 'b': [None]}"},
+		{`{{ ["it's", 'say "hi"', 'x\ny'] }}`, `["it's", 'say "hi"', 'x\ny']`},
+		{"{{ x }} {{ i * x }} {{ 1 + true }} {{ 2 ** 10 }} {{ 2 ** -1 }}", "2.5 17.5 2 1024 0.5"},
+	})
+}
+
+func TestStringMethods(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ 'xxhixx'.strip('x') }}|{{ '\\n\\nhi\\n'.strip('\\n') }}", "Hello, World|Hello, World  |  Hello, World|hi|hi"},
+		{"{{ 'a,b,,c'.split(',') }} {{ '  a  b c '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'a b c'.rsplit(' ', 1) }}", "['a', 'b', '', 'c'] ['a', 'b', 'c'] ['a', 'b c'] ['a b', 'c']"},
+		{"{{ s.startswith('  He') }} {{ s.endswith(('x', '  ')) }} {{ s.replace('l', 'L', 1) }}", "True True   HeLlo, World  "},
+		{"{{ 'hello world 3rd'.title() }} {{ 'hello wORLD-foo (bar'|title }} {{ 'hELLO'.capitalize() }}", "Hello World 3Rd Hello World-Foo (Bar Hello"},
+		{"{{ s.find('o') }} {{ s.rfind('o') }} {{ u8.find('中') }} {{ s.count('l') }} {{ '-'.join('abc') }}", "6 10 4 3 a-b-c"},
+		{"{{ '{} and {}'.format('a', 1) }} {{ '{name}!'.format(name='n') }} {{ '{:.2f}'.format(3.14159) }}", "a and 1 n! 3.14"},
+		{"{{ d.get('a') }} {{ d.get('zz', 'def') }} {{ d.keys()|list }} {{ d.values()|list }}", "1 def ['b', 'a'] [2, 1]"},
+	})
+}
