@@ -61,9 +61,13 @@ func parse(c *cli.Context) (*config, error) {
 	return cfg, nil
 }
 
-// stopReason says why the pass ended, for the summary.
-type stopReason struct {
-	text string
+// unit names what the budget counts, for the summary: "total tokens", or
+// the --path when it overrides --count.
+func (cfg *config) unit() string {
+	if cfg.path != "" {
+		return "tokens at " + cfg.path
+	}
+	return cfg.mode.String() + " tokens"
 }
 
 func run(c *cli.Context) (err error) {
@@ -106,8 +110,8 @@ func run(c *cli.Context) (err error) {
 	}
 	if spent >= cfg.budget && cfg.budget > 0 || cfg.budget == 0 {
 		if !cfg.quiet {
-			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s tokens spent; passing nothing",
-				group(spent), group(cfg.budget), cfg.mode)
+			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
+				group(spent), group(cfg.budget), cfg.unit())
 		}
 		return nil
 	}
@@ -144,7 +148,12 @@ func run(c *cli.Context) (err error) {
 		passed++
 		tokens += t
 		spent += t
-		if spent > cfg.budget || (spent == cfg.budget && cfg.inclusive) {
+		if spent >= cfg.budget {
+			// Spent exactly: stop now rather than read one more record that
+			// cannot fit, so that the producer stops one record sooner.
+			if spent == cfg.budget {
+				reason = "budget spent exactly"
+			}
 			break
 		}
 	}
@@ -153,8 +162,8 @@ func run(c *cli.Context) (err error) {
 	}
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
-		cliutil.Notef(stderr, name, "passed %s records, %s %s tokens; %s of %s left; %s",
-			group(passed), group(tokens), cfg.mode, group(left), group(cfg.budget), reason)
+		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
+			records(passed), group(tokens), cfg.unit(), group(left), group(cfg.budget), reason)
 	}
 	return nil
 }
@@ -164,6 +173,14 @@ func idNote(info record.Info) string {
 		return fmt.Sprintf(" (id %q)", info.ID)
 	}
 	return ""
+}
+
+// records is "1 record", "2 records", "1,000 records".
+func records(n int64) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return group(n) + " records"
 }
 
 // group writes n with thousands separators: budgets are read by people.
