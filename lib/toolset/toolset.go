@@ -9,6 +9,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
+	"github.com/synthpipe/synthpipe/lib/generate"
 	"github.com/synthpipe/synthpipe/lib/llmsim"
 	"github.com/synthpipe/synthpipe/lib/tokenizeprompts"
 	"github.com/synthpipe/synthpipe/lib/tokstat"
@@ -29,5 +30,6 @@ func All() []Tool {
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
 		{"tokstat", tokstat.NewApp, tokstat.Main},
 		{"llm-sim", llmsim.NewApp, llmsim.Main},
+		{"generate", generate.NewApp, generate.Main},
 	}
 }

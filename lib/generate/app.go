@@ -1,0 +1,184 @@
+// Package generate is the generate tool: it sends request records to one or
+// more inference servers (SGLang's native API or OpenAI-compatible chat
+// completions), keeps the servers busy without flooding them, retries what is
+// worth retrying, and writes each result record as it completes, with exact
+// token accounting and budgets.
+package generate
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// Flag names.
+const (
+	flagBackend            = "backend"
+	flagURL                = "url"
+	flagModel              = "model"
+	flagMaxTokens          = "max-tokens"
+	flagTemperature        = "temperature"
+	flagTopP               = "top-p"
+	flagTopK               = "top-k"
+	flagMinP               = "min-p"
+	flagStop               = "stop"
+	flagStopTokenID        = "stop-token-id"
+	flagSeed               = "seed"
+	flagReasoningEffort    = "reasoning-effort"
+	flagReasoningMaxTokens = "reasoning-max-tokens"
+	flagExtra              = "extra"
+	flagErrors             = "errors"
+	flagRetries            = "retries"
+	flagTimeout            = "timeout"
+	flagStream             = "stream"
+	flagAPIKeyFile         = "api-key-file"
+	flagReferer            = "referer"
+	flagTitle              = "title"
+	flagConcurrency        = "concurrency"
+	flagOrdered            = "ordered"
+	flagReorderWindow      = "reorder-window"
+	flagTokenBudget        = "token-budget"
+	flagAlready            = "already"
+	flagCount              = "count"
+	flagDrain              = "drain"
+	flagCostBudget         = "cost-budget"
+	flagMaxPrice           = "max-price"
+	flagProgressInterval   = "progress-interval"
+	flagTotal              = "total"
+	flagDrainTimeout       = "drain-timeout"
+)
+
+// defaultMaxTokens applies without --max-tokens. SGLang's own default (128)
+// truncates answers silently, so generate always sends a limit and names it
+// in its start-up line.
+const defaultMaxTokens = 4096
+
+// Environment variables holding API keys, in the order they are tried.
+var apiKeyEnv = []string{"OPENROUTER_API_KEY", "OPENAI_API_KEY"}
+
+// NewApp returns a fresh generate command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "generate",
+		Usage:     "send request records to inference servers and write the answers as records",
+		ArgsUsage: "[FILE...]",
+		Description: `generate reads request records (files, or stdin when none or "-"; gzip and
+zstd are read transparently) and sends them to the servers named by --url:
+SGLang's native /generate with the record's input_ids (--backend sglang), or
+OpenAI-compatible chat completions with its messages and tools (--backend
+openai: OpenRouter, vLLM, SGLang's /v1). Each answer is written to stdout as
+soon as it completes (--ordered: in input order) as the request record with
+the response fields added: output_ids, text, reasoning, tool_calls,
+finish_reason (normalized; the server's own value in native_finish_reason),
+completion_tokens, prompt_tokens (when the request had none), usage and gen
+(backend, model, endpoint, attempts, latency_ms, params). The input line is
+kept byte for byte; a stale "error" member of a record re-fed from an errors
+file is dropped. Truncated (finish_reason length), empty and aborted answers
+stay in the output and are counted.
+
+Concurrency. --concurrency auto (the default) sizes the requests in flight per
+server. Against SGLang it reads /server_info (KV cache tokens, running
+request limit) and keeps as many requests in flight as the KV cache holds
+given the mean prompt length and the expected answer length (learned as
+answers arrive, starting from --max-tokens/2), plus 10% so that the server
+never idles between requests; it logs each choice on stderr. Against
+OpenAI-style servers it starts at 16 and adapts: one more after a window of
+successes, half on HTTP 429, and no new requests to that server until its
+Retry-After has passed. With several --url, each request goes to the server
+with the fewest tokens outstanding; a server that fails to connect is
+sidelined and retried later with backoff.
+
+Failures. What the server marks retryable (connection errors, timeouts, 5xx,
+429) is retried up to --retries times with exponential backoff and jitter,
+Retry-After honoured, on any server. Other failures (HTTP 400, a prompt over
+the context length) and exhausted retries become error records in --errors
+FILE: the request's own fields plus error {kind, status, message, attempts,
+retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries
+exactly those. HTTP 401, 402 and 403 (bad key, no credits, moderation) stop
+the whole run at once with exit 77. Nothing is dropped silently: the
+summary line counts ok, errors, cut (by a budget), cancelled in flight and
+not started, which add up to the records read.
+
+Budgets. --token-budget N never writes past N tokens (counted like
+budget-cut, --count, plus the tokens of --already FILE...): every request in
+flight reserves its prompt plus --max-tokens, and no request starts whose
+reservation does not fit, so the budget is refused before it is spent. When
+the next request does not fit, dispatching stops; requests in flight are
+cancelled (--drain: finished, each still checked against the budget; a
+result that would pass it is dropped and counted as cut) and generate exits
+0. --cost-budget USD does the same with money: usage.cost of the answers
+plus, for each request in flight, its worst case at --max-price (USD per
+million tokens), or the price the server's /models endpoint lists.
+
+Progress and stopping. Progress goes to stderr: a line redrawn in place on a
+terminal, else a plain line every --progress-interval, with the ETA computed
+from tokens, counting the answers still in flight so that the short answers
+finishing first do not make it optimistic. When stdout closes (budget-cut or
+head downstream) requests in flight are cancelled and generate exits 0. On
+SIGINT or SIGTERM it stops reading, lets requests in flight finish for up to
+--drain-timeout, writes them, and exits 130 or 143; a second signal stops at
+once.
+
+API keys come from $OPENROUTER_API_KEY or $OPENAI_API_KEY, or --api-key-file:
+never from the command line, where ps and shell history would show them.`,
+		Flags: flags(),
+		Environment: []cliutil.EnvVar{
+			{Name: "OPENROUTER_API_KEY", Meaning: "API key sent as a Bearer token (first choice)"},
+			{Name: "OPENAI_API_KEY", Meaning: "API key, when OPENROUTER_API_KEY is not set"},
+			{Name: cliutil.EnvName(flagBackend), Meaning: "default for --backend"},
+			{Name: cliutil.EnvName(flagURL), Meaning: "default for --url (one server)"},
+			{Name: cliutil.EnvName(flagModel), Meaning: "default for --model"},
+			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
+			{Name: cliutil.EnvName(flagErrors), Meaning: "default for --errors"},
+			{Name: cliutil.EnvName(flagTokenBudget), Meaning: "default for --token-budget"},
+			{Name: "NO_COLOR, TERM", Meaning: "NO_COLOR set or TERM=dumb: progress as plain lines, never redrawn"},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: exitcode.TempFail, Meaning: "no server could be reached (or all kept failing) after the retries: try again later"},
+			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403)"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "the pipeline: tokenize, skip what is done, generate, stop at 10M tokens",
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --backend sglang --url http://gpu1:30000 --max-tokens 8192 --errors err.jsonl | budget-cut --tokens 10M >> out.jsonl"},
+			{Comment: "two SGLang servers, then retry exactly the failures",
+				Command: "generate --url http://gpu1:30000 --url http://gpu2:30000 --errors err.jsonl < req.jsonl > out.jsonl; generate --url http://gpu1:30000 --errors err2.jsonl < err.jsonl >> out.jsonl"},
+			{Comment: "OpenRouter with a spending cap, one dataset per job with GNU parallel",
+				Command: "parallel 'generate --backend openai --url https://openrouter.ai/api/v1 --model deepseek/deepseek-r1 --cost-budget 20 --errors {.}.err.jsonl < {} > {.}.out.jsonl' ::: data/*.jsonl"},
+			{Comment: "a cron line that resumes every hour",
+				Command: "0 * * * * cd /data && flock -n .lock sh -c 'dedupe-resume --done out.jsonl req.jsonl | generate -q --url http://gpu1:30000 --errors err.jsonl | budget-cut --tokens 10M --already out.jsonl >> out.jsonl'"},
+		},
+		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs generate and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if refuseKeyFlag(args, stderr) {
+		return exitcode.Usage
+	}
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}
+
+// refuseKeyFlag stops "--api-key KEY" with a hint, before the flag parser
+// would echo it in a generic error: a key typed on the command line is
+// already in the shell history, so the message must teach the safe way.
+func refuseKeyFlag(args []string, stderr io.Writer) bool {
+	for _, a := range args[1:] {
+		if a == "--" {
+			return false
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "api-key" || name == "key") {
+			fmt.Fprintln(stderr, "generate: there is no --api-key flag: a key on the command line shows in ps and shell history;"+
+				" set OPENROUTER_API_KEY or OPENAI_API_KEY in the environment, or use --api-key-file FILE")
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,140 @@
+package generate
+
+import (
+	"sync"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// ledger is one budget: what completed answers spent plus what the requests
+// in flight may still spend. A request starts only when its worst case fits,
+// so the budget is refused before it is spent, never after.
+type ledger struct {
+	limit    float64 // 0: no budget
+	spent    float64
+	reserved float64
+}
+
+func (l *ledger) fits(worst float64) bool {
+	return l.limit == 0 || l.spent+l.reserved+worst <= l.limit
+}
+
+// reservation is what one request holds against the budgets.
+type reservation struct {
+	tokens float64
+	usd    float64
+}
+
+// budget holds the token and cost ledgers of a run.
+type budget struct {
+	mu        sync.Mutex
+	tokens    ledger
+	cost      ledger
+	mode      record.CountMode
+	maxTokens int
+	// usdPerToken is the worst-case price; 0 when there is no cost budget.
+	usdPerToken float64
+}
+
+func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
+	return &budget{
+		tokens:      ledger{limit: float64(cfg.tokenBudget), spent: float64(alreadySpent)},
+		cost:        ledger{limit: cfg.costBudget},
+		mode:        cfg.countMode,
+		maxTokens:   cfg.params.MaxTokens,
+		usdPerToken: usdPerToken,
+	}
+}
+
+// worstCase is the most a request may add to each ledger.
+func (b *budget) worstCase(promptTokens int) reservation {
+	var r reservation
+	switch b.mode {
+	case record.CountPrompt:
+		r.tokens = float64(promptTokens)
+	case record.CountCompletion:
+		r.tokens = float64(b.maxTokens)
+	default:
+		r.tokens = float64(promptTokens + b.maxTokens)
+	}
+	r.usd = float64(promptTokens+b.maxTokens) * b.usdPerToken
+	return r
+}
+
+// reserve books the worst case of a request about to start; false means it
+// does not fit and nothing was booked.
+func (b *budget) reserve(promptTokens int) (reservation, bool) {
+	r := b.worstCase(promptTokens)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.tokens.fits(r.tokens) || !b.cost.fits(r.usd) {
+		return reservation{}, false
+	}
+	b.tokens.reserved += r.tokens
+	b.cost.reserved += r.usd
+	return r, true
+}
+
+// cancel returns a reservation unused: the request failed or was cancelled.
+func (b *budget) cancel(r reservation) {
+	b.mu.Lock()
+	b.tokens.reserved -= r.tokens
+	b.cost.reserved -= r.usd
+	b.mu.Unlock()
+}
+
+// commit replaces a reservation with what the answer cost. It reports false,
+// spending nothing, when the answer would take a budget past its limit
+// (the server returned more than it was asked for): it must be dropped.
+func (b *budget) commit(r reservation, tokens int64, res *backend.Result) bool {
+	usd := b.costOf(res)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tokens.reserved -= r.tokens
+	b.cost.reserved -= r.usd
+	t := float64(tokens)
+	if b.tokens.limit > 0 && b.tokens.spent+t > b.tokens.limit || b.cost.limit > 0 && b.cost.spent+usd > b.cost.limit {
+		return false
+	}
+	b.tokens.spent += t
+	b.cost.spent += usd
+	return true
+}
+
+// costOf is the answer's usage.cost, else its tokens at the worst-case price.
+func (b *budget) costOf(res *backend.Result) float64 {
+	if res.Cost != nil {
+		return *res.Cost
+	}
+	return float64(res.PromptTokens+res.CompletionTokens) * b.usdPerToken
+}
+
+// tokenCount is a record's tokens under the --count mode.
+func tokenCount[T int64 | float64](mode record.CountMode, prompt, completion T) T {
+	switch mode {
+	case record.CountPrompt:
+		return prompt
+	case record.CountCompletion:
+		return completion
+	}
+	return prompt + completion
+}
+
+// tokensLeft is what remains of the token budget (-1: no token budget), for the
+// ETA.
+func (b *budget) tokensLeft() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens.limit == 0 {
+		return -1
+	}
+	return b.tokens.limit - b.tokens.spent
+}
+
+// spentUSD is the money spent so far, for the summary.
+func (b *budget) spentUSD() float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cost.spent
+}

@@ -1,0 +1,252 @@
+package generate
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// Backend names.
+const (
+	backendSGLang = "sglang"
+	backendOpenAI = "openai"
+)
+
+// config is generate's flags, checked.
+type config struct {
+	backend   string
+	urls      []string
+	model     string
+	apiKey    string
+	referer   string
+	title     string
+	params    backend.Params
+	stream    bool
+	timeout   time.Duration
+	retries   int
+	errors    string
+	inputs    []string
+	input     jsonl.Options
+	idPath    string
+	quiet     bool
+	ordered   bool
+	window    int
+	fixedConc int // 0: auto
+
+	tokenBudget int64 // 0: none
+	already     []string
+	countMode   record.CountMode
+	drain       bool
+	costBudget  float64 // USD, 0: none
+	maxPrice    float64 // USD per million tokens, 0: unknown
+
+	progressEvery time.Duration
+	total         int64
+	drainTimeout  time.Duration
+
+	// backoff is the first retry delay; it doubles per attempt. Tests
+	// shorten it.
+	backoff time.Duration
+}
+
+// Retry backoff bounds.
+const (
+	defaultBackoff = 500 * time.Millisecond
+	maxBackoff     = 30 * time.Second
+)
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		backend:       c.String(flagBackend),
+		urls:          c.StringSlice(flagURL),
+		model:         c.String(flagModel),
+		referer:       c.String(flagReferer),
+		title:         c.String(flagTitle),
+		stream:        c.Bool(flagStream),
+		timeout:       c.Duration(flagTimeout),
+		retries:       c.Int(flagRetries),
+		errors:        c.String(flagErrors),
+		inputs:        c.Args().Slice(),
+		idPath:        c.String(cliutil.FlagIDPath),
+		quiet:         c.Bool(cliutil.FlagQuiet),
+		ordered:       c.Bool(flagOrdered),
+		window:        c.Int(flagReorderWindow),
+		already:       c.StringSlice(flagAlready),
+		drain:         c.Bool(flagDrain),
+		costBudget:    c.Float64(flagCostBudget),
+		maxPrice:      c.Float64(flagMaxPrice),
+		progressEvery: c.Duration(flagProgressInterval),
+		total:         c.Int64(flagTotal),
+		drainTimeout:  c.Duration(flagDrainTimeout),
+		backoff:       defaultBackoff,
+	}
+	if cfg.backend != backendSGLang && cfg.backend != backendOpenAI {
+		return nil, cliutil.Usagef("--%s %q: want sglang or openai", flagBackend, cfg.backend)
+	}
+	if len(cfg.urls) == 0 {
+		return nil, cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
+	}
+	for i, u := range cfg.urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, cliutil.Usagef("--%s %q: want an http or https URL such as http://gpu1:30000", flagURL, u)
+		}
+		cfg.urls[i] = strings.TrimRight(u, "/")
+	}
+	if cfg.backend == backendOpenAI && cfg.model == "" {
+		return nil, cliutil.Usagef("--backend openai needs --%s", flagModel)
+	}
+	var err error
+	if cfg.params, err = sampling(c); err != nil {
+		return nil, err
+	}
+	if cfg.retries < 0 || cfg.timeout < 0 || cfg.drainTimeout < 0 || cfg.window < 1 {
+		return nil, cliutil.Usagef("--%s, --%s, --%s must not be negative and --%s must be positive",
+			flagRetries, flagTimeout, flagDrainTimeout, flagReorderWindow)
+	}
+	if s := c.String(flagConcurrency); s != "auto" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, cliutil.Usagef("--%s %q: want a positive number or auto", flagConcurrency, s)
+		}
+		cfg.fixedConc = n
+	}
+	if s := c.String(flagTokenBudget); s != "" {
+		if cfg.tokenBudget, err = cliutil.ParseCount(s); err != nil {
+			return nil, cliutil.Usagef("--%s: %v", flagTokenBudget, err)
+		}
+		if cfg.tokenBudget == 0 {
+			return nil, cliutil.Usagef("--%s 0: nothing could be written", flagTokenBudget)
+		}
+	}
+	if cfg.countMode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
+		return nil, cliutil.Usagef("%v", err)
+	}
+	if len(cfg.already) > 0 && cfg.tokenBudget == 0 {
+		return nil, cliutil.Usagef("--%s counts against --%s, which is not set", flagAlready, flagTokenBudget)
+	}
+	if cfg.costBudget < 0 || cfg.maxPrice < 0 {
+		return nil, cliutil.Usagef("--%s and --%s must not be negative", flagCostBudget, flagMaxPrice)
+	}
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	if cfg.errors != "" {
+		for _, in := range cfg.inputs {
+			if in == cfg.errors {
+				return nil, cliutil.Usagef("--%s %s is also an input: write the new errors to another file", flagErrors, in)
+			}
+		}
+	}
+	if cfg.apiKey, err = readAPIKey(c.String(flagAPIKeyFile)); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// sampling reads the sampling flags; unset ones stay nil so that the
+// server's defaults apply.
+func sampling(c *cli.Context) (backend.Params, error) {
+	p := backend.Params{
+		MaxTokens:          c.Int(flagMaxTokens),
+		Stop:               c.StringSlice(flagStop),
+		StopTokenIDs:       c.IntSlice(flagStopTokenID),
+		ReasoningEffort:    c.String(flagReasoningEffort),
+		ReasoningMaxTokens: c.Int(flagReasoningMaxTokens),
+	}
+	if p.MaxTokens < 1 {
+		return p, cliutil.Usagef("--%s must be at least 1", flagMaxTokens)
+	}
+	if c.IsSet(flagTemperature) {
+		v := c.Float64(flagTemperature)
+		p.Temperature = &v
+	}
+	if c.IsSet(flagTopP) {
+		v := c.Float64(flagTopP)
+		p.TopP = &v
+	}
+	if c.IsSet(flagTopK) {
+		v := c.Int(flagTopK)
+		p.TopK = &v
+	}
+	if c.IsSet(flagMinP) {
+		v := c.Float64(flagMinP)
+		p.MinP = &v
+	}
+	if c.IsSet(flagSeed) {
+		v := c.Int64(flagSeed)
+		p.Seed = &v
+	}
+	if s := c.String(flagExtra); s != "" {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &obj); err != nil {
+			return p, cliutil.Usagef("--%s: not a JSON object: %v", flagExtra, err)
+		}
+		p.Extra = json.RawMessage(s)
+	}
+	switch p.ReasoningEffort {
+	case "", "low", "medium", "high", "minimal", "none":
+	default:
+		return p, cliutil.Usagef("--%s %q: want low, medium or high", flagReasoningEffort, p.ReasoningEffort)
+	}
+	return p, nil
+}
+
+// readAPIKey takes the key from a file, else from the environment.
+func readAPIKey(path string) (string, error) {
+	if path == "" {
+		for _, name := range apiKeyEnv {
+			if k := strings.TrimSpace(os.Getenv(name)); k != "" {
+				return k, nil
+			}
+		}
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", exitcode.NoInputf("--%s: %v", flagAPIKeyFile, err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		return "", exitcode.DataErrorf("--%s %s is empty", flagAPIKeyFile, path)
+	}
+	return key, nil
+}
+
+// paramsJSON renders the sampling parameters for each record's gen.params,
+// once: every record of a run shares them.
+func paramsJSON(p backend.Params) json.RawMessage {
+	m := map[string]any{"max_tokens": p.MaxTokens}
+	put := func(k string, v any, set bool) {
+		if set {
+			m[k] = v
+		}
+	}
+	put("temperature", p.Temperature, p.Temperature != nil)
+	put("top_p", p.TopP, p.TopP != nil)
+	put("top_k", p.TopK, p.TopK != nil)
+	put("min_p", p.MinP, p.MinP != nil)
+	put("seed", p.Seed, p.Seed != nil)
+	put("stop", p.Stop, len(p.Stop) > 0)
+	put("stop_token_ids", p.StopTokenIDs, len(p.StopTokenIDs) > 0)
+	put("reasoning_effort", p.ReasoningEffort, p.ReasoningEffort != "")
+	put("reasoning_max_tokens", p.ReasoningMaxTokens, p.ReasoningMaxTokens > 0)
+	put("extra", p.Extra, len(p.Extra) > 0)
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("generate: sampling parameters: %v", err)) // only plain values: cannot fail
+	}
+	return b
+}

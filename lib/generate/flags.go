@@ -1,0 +1,66 @@
+package generate
+
+import (
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
+
+// flags lists generate's options, grouped as the man page shows them.
+func flags() []cli.Flag {
+	return []cli.Flag{
+		// Where and what.
+		&cli.StringFlag{Name: flagBackend, Value: "sglang", EnvVars: envs(flagBackend),
+			Usage: "server API (`KIND`): sglang (native /generate with input_ids) or openai (chat completions with messages)"},
+		&cli.StringSliceFlag{Name: flagURL, EnvVars: envs(flagURL),
+			Usage: "server base `URL` (repeatable: requests are spread over all), e.g. http://gpu1:30000 or https://openrouter.ai/api/v1"},
+		&cli.StringFlag{Name: flagModel, EnvVars: envs(flagModel), Usage: "model `NAME` for openai backends"},
+		&cli.StringFlag{Name: flagAPIKeyFile, Usage: "read the API key from `FILE` (else $OPENROUTER_API_KEY or $OPENAI_API_KEY)"},
+		&cli.StringFlag{Name: flagReferer, Usage: "OpenRouter HTTP-Referer attribution `URL`"},
+		&cli.StringFlag{Name: flagTitle, Usage: "OpenRouter X-Title attribution `NAME`"},
+		// Sampling.
+		&cli.IntFlag{Name: flagMaxTokens, Value: defaultMaxTokens, EnvVars: envs(flagMaxTokens),
+			Usage: "most tokens per answer, `N` (always sent: SGLang's own default of 128 truncates silently)"},
+		&cli.Float64Flag{Name: flagTemperature, Usage: "sampling temperature `T` (default: the server's)"},
+		&cli.Float64Flag{Name: flagTopP, Usage: "nucleus sampling `P`"},
+		&cli.IntFlag{Name: flagTopK, Usage: "top-k sampling `K`"},
+		&cli.Float64Flag{Name: flagMinP, Usage: "min-p sampling `P`"},
+		&cli.StringSliceFlag{Name: flagStop, Usage: "stop `STRING` (repeatable)"},
+		&cli.IntSliceFlag{Name: flagStopTokenID, Usage: "stop token `ID` (repeatable)"},
+		&cli.Int64Flag{Name: flagSeed, Usage: "sampling `SEED`"},
+		&cli.StringFlag{Name: flagReasoningEffort, Usage: "reasoning effort `LEVEL` for openai backends: low, medium, high"},
+		&cli.IntFlag{Name: flagReasoningMaxTokens, Usage: "reasoning token limit `N` for openai backends"},
+		&cli.StringFlag{Name: flagExtra, Usage: "`JSON` object merged into every request body"},
+		// Failures.
+		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors),
+			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},
+		&cli.IntFlag{Name: flagRetries, Value: 5, Usage: "retry a retryable failure up to `N` times (attempts = N+1)"},
+		&cli.DurationFlag{Name: flagTimeout, Value: 30 * time.Minute, Usage: "give up on one attempt after `DURATION` (then retry)"},
+		&cli.BoolFlag{Name: flagStream, Usage: "stream answers (detects dead connections and slow first tokens sooner)"},
+		// Scheduling.
+		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
+			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)"},
+		&cli.BoolFlag{Name: flagOrdered, Usage: "write results in input order (default: as they complete)"},
+		&cli.IntFlag{Name: flagReorderWindow, Value: 4096, Usage: "with --ordered: hold at most `N` records waiting for an earlier one"},
+		// Budgets.
+		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
+			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens"},
+		&cli.StringSliceFlag{Name: flagAlready, Usage: "the tokens of this earlier output `FILE` count against --token-budget (repeatable)"},
+		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
+		&cli.BoolFlag{Name: flagDrain, Usage: "at a budget stop, finish the requests in flight instead of cancelling them"},
+		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case)"},
+		&cli.Float64Flag{Name: flagMaxPrice, Usage: "worst-case price in `USD` per million tokens, for --cost-budget (default: from the server's /models)"},
+		// Progress and stopping.
+		&cli.DurationFlag{Name: flagProgressInterval, Value: 30 * time.Second, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)"},
+		&cli.Int64Flag{Name: flagTotal, Usage: "`N` records expected, for the ETA (default: counted when the input is a regular file)"},
+		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight (0: cancel at once)"},
+		cliutil.IDPathFlag(),
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	}
+}

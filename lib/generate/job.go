@@ -1,0 +1,180 @@
+package generate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// job is one request record on its way through the run. It is kept small:
+// ten thousand of them may be in flight.
+type job struct {
+	seq             int64  // input order, for --ordered
+	line            []byte // the record as read, without a stale "error" member
+	req             backend.Request
+	promptTokens    int  // the record's, else len(input_ids), else an estimate
+	hasPromptTokens bool // the record states its prompt size; the server's is not added
+	collides        bool // the record already has response members: replace, do not append
+	reserve         reservation
+	server          *server // the server of the current attempt
+	kvTokens        int     // what this request is expected to hold on its server
+}
+
+// responseKeys are the members generate adds; a record that already has one
+// (an output re-fed by mistake, a previous run's fields) gets them replaced.
+var responseKeys = map[string]bool{
+	record.FieldOutputIDs: true, "text": true, "reasoning": true, "reasoning_details": true,
+	"tool_calls": true, record.FieldFinishReason: true, "native_finish_reason": true,
+	record.FieldCompletionTokens: true, record.FieldUsage: true, "gen": true,
+}
+
+// errNoInputIDs and errNoMessages explain a record the backend cannot send.
+var (
+	errNoInputIDs = errors.New(`no "input_ids": --backend sglang sends token ids (run tokenize-prompts first, or use --backend openai with messages)`)
+	errNoMessages = errors.New(`no "messages": --backend openai sends the conversation (an array of {role, content})`)
+)
+
+// parser turns input lines into jobs.
+type parser struct {
+	backend string
+	idPath  string
+	idTop   []byte // idPath when it is a top-level key
+	params  backend.Params
+}
+
+func newParser(cfg *config) *parser {
+	p := &parser{backend: cfg.backend, idPath: cfg.idPath, params: cfg.params}
+	if gjson.Valid(`{"`+cfg.idPath+`":1}`) && bytes.IndexAny([]byte(cfg.idPath), `.*?|#@\!=<>%[]{}()`) < 0 {
+		p.idTop = []byte(cfg.idPath)
+	}
+	return p
+}
+
+// parse validates line as one JSON object and builds its job; line is
+// copied, since the reader reuses its buffer, and the request's messages
+// point into the copy.
+func (p *parser) parse(line []byte) (*job, error) {
+	line = bytes.Clone(line)
+	var (
+		idRaw, inputIDs, messages, tools, promptTok []byte
+		hasError, collides                          bool
+	)
+	err := jsonl.ScanObject(line, func(m jsonl.Member) {
+		switch string(m.Key) {
+		case record.FieldInputIDs:
+			inputIDs = m.Value
+		case "messages":
+			messages = m.Value
+		case "tools":
+			tools = m.Value
+		case record.FieldPromptTokens:
+			promptTok = m.Value
+		case record.FieldError:
+			hasError = true
+		default:
+			if responseKeys[string(m.Key)] {
+				collides = true
+			}
+		}
+		if p.idTop != nil && bytes.Equal(m.Key, p.idTop) {
+			idRaw = m.Value
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.idTop == nil {
+		if r := gjson.GetBytes(line, p.idPath); r.Exists() {
+			idRaw = []byte(r.Raw)
+		}
+	}
+	j := &job{collides: collides}
+	if len(idRaw) == 0 || idRaw[0] != '"' {
+		return nil, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.idPath)
+	}
+	j.req.ID = gjson.ParseBytes(idRaw).String()
+	if j.req.ID == "" {
+		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.idPath)
+	}
+	if len(promptTok) > 0 && !bytes.Equal(promptTok, []byte("null")) {
+		n, err := strconv.Atoi(string(promptTok))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, promptTok)
+		}
+		j.promptTokens, j.hasPromptTokens = n, true
+	}
+	switch p.backend {
+	case backendSGLang:
+		if len(inputIDs) == 0 || inputIDs[0] != '[' {
+			return nil, errNoInputIDs
+		}
+		ids, ok := parseIDs(inputIDs)
+		if !ok {
+			return nil, fmt.Errorf("%q must be an array of non-negative integer token ids", record.FieldInputIDs)
+		}
+		j.req.InputIDs = ids
+		if !j.hasPromptTokens {
+			j.promptTokens = len(ids)
+		}
+	default:
+		if len(messages) == 0 || messages[0] != '[' {
+			return nil, errNoMessages
+		}
+		j.req.Messages = messages
+		if len(tools) > 0 && tools[0] == '[' {
+			j.req.Tools = tools
+		}
+		if !j.hasPromptTokens {
+			switch n, ok := jsonl.IntArrayLen(inputIDs); {
+			case ok && len(inputIDs) > 0:
+				j.promptTokens = n
+			default:
+				// About three bytes of JSON a token: rather high than low,
+				// since this only sizes reservations.
+				j.promptTokens = (len(messages) + len(tools)) / 3
+			}
+		}
+	}
+	j.req.Params = p.params
+	j.line = line
+	if hasError {
+		// A record re-fed from an errors file: its old error must not
+		// travel on with the answer or with a new error.
+		if trimmed, err := sjson.DeleteBytes(j.line, record.FieldError); err == nil {
+			j.line = trimmed
+		}
+	}
+	return j, nil
+}
+
+// parseIDs reads a JSON array of non-negative integers.
+func parseIDs(raw []byte) ([]int, bool) {
+	n, ok := jsonl.IntArrayLen(raw)
+	if !ok {
+		return nil, false
+	}
+	ids := make([]int, 0, n)
+	v := 0
+	in := false
+	for _, c := range raw[1:] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v*10 + int(c-'0')
+			in = true
+		case c == ',' || c == ']':
+			if in {
+				ids = append(ids, v)
+			}
+			v, in = 0, false
+		}
+	}
+	return ids, len(ids) == n
+}

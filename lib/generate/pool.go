@@ -1,0 +1,175 @@
+package generate
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// server is one --url with its load and health.
+type server struct {
+	url         string
+	limiter     limiter
+	inFlight    int
+	outstanding int64     // tokens the requests in flight are expected to hold
+	pausedUntil time.Time // Retry-After: no new requests before then
+	// The circuit breaker: after breakAfter connection failures in a row
+	// the server is sidelined until openUntil, then one probe request
+	// decides whether it is back.
+	failures  int
+	openUntil time.Time
+	probing   bool
+}
+
+// Circuit breaker settings.
+const (
+	breakAfter     = 3
+	firstSideline  = time.Second
+	longestSidline = 30 * time.Second
+)
+
+func (s *server) sidelined(now time.Time) bool {
+	return s.failures >= breakAfter && (now.Before(s.openUntil) || s.probing)
+}
+
+func (s *server) available(now time.Time) bool {
+	return !now.Before(s.pausedUntil) && !s.sidelined(now) && s.inFlight < s.limiter.limit()
+}
+
+// pool spreads requests over the servers: to the available one with the
+// fewest tokens outstanding, so that a server busy with long answers gets
+// fewer new ones.
+type pool struct {
+	mu      sync.Mutex
+	servers []*server
+	changed chan struct{} // closed and replaced whenever a slot may have freed
+}
+
+func newPool(servers []*server) *pool {
+	return &pool{servers: servers, changed: make(chan struct{})}
+}
+
+func (p *pool) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// acquire waits for a server with a free slot and charges it tokens.
+func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
+	for {
+		p.mu.Lock()
+		now := time.Now()
+		var best *server
+		for _, s := range p.servers {
+			if s.available(now) && (best == nil || s.outstanding < best.outstanding) {
+				best = s
+			}
+		}
+		if best != nil {
+			best.inFlight++
+			best.outstanding += int64(tokens)
+			if best.failures >= breakAfter {
+				best.probing = true
+			}
+			p.mu.Unlock()
+			return best, nil
+		}
+		wake := p.nextChangeLocked(now)
+		changed := p.changed
+		p.mu.Unlock()
+		t := time.NewTimer(wake)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, context.Cause(ctx)
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// nextChangeLocked is how long until a pause or a sideline ends.
+func (p *pool) nextChangeLocked(now time.Time) time.Duration {
+	wait := time.Minute
+	for _, s := range p.servers {
+		for _, until := range []time.Time{s.pausedUntil, s.openUntil} {
+			if d := until.Sub(now); d > 0 && d < wait {
+				wait = d
+			}
+		}
+	}
+	return wait + time.Millisecond
+}
+
+// outcomeKind is what an attempt tells the pool about its server.
+type outcomeKind uint8
+
+const (
+	attemptOK          outcomeKind = iota
+	attemptFailed                  // the server answered, with an error
+	attemptUnreachable             // could not connect, or the connection broke
+	attemptRateLimited
+	attemptCancelled // we gave up: says nothing about the server
+)
+
+// release returns the slot of an attempt and learns from how it went.
+func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.inFlight--
+	s.outstanding -= int64(tokens)
+	switch kind {
+	case attemptOK:
+		s.failures, s.probing = 0, false
+		s.limiter.onSuccess()
+	case attemptFailed:
+		s.failures, s.probing = 0, false
+	case attemptRateLimited:
+		s.failures, s.probing = 0, false
+		s.limiter.onRateLimit()
+		if retryAfter > 0 {
+			s.pausedUntil = later(s.pausedUntil, time.Now().Add(retryAfter))
+		}
+	case attemptUnreachable:
+		s.failures++
+		s.probing = false
+		if s.failures >= breakAfter {
+			d := firstSideline << min(s.failures-breakAfter, 5)
+			s.openUntil = time.Now().Add(min(d, longestSidline))
+		}
+	case attemptCancelled:
+		s.probing = false
+	}
+	p.notifyLocked()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// allDown reports whether every server is sidelined by its breaker.
+func (p *pool) allDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.servers {
+		if s.failures < breakAfter {
+			return false
+		}
+	}
+	return true
+}
+
+// limits sums the servers' limits, for the progress line.
+func (p *pool) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.servers {
+		n += s.inFlight
+	}
+	return n
+}

@@ -1,0 +1,193 @@
+package generate
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/tidwall/sjson"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// member is one JSON member to add to a record.
+type member struct {
+	key string
+	raw []byte
+}
+
+// addMembers returns line with members added. The input's bytes are kept as
+// they are and the members appended before its closing brace; only a record
+// that already has one of the keys goes through sjson to replace it.
+func addMembers(line []byte, members []member, replace bool) []byte {
+	if replace {
+		out := line
+		for _, m := range members {
+			if next, err := sjson.SetRawBytes(out, m.key, m.raw); err == nil {
+				out = next
+			}
+		}
+		return out
+	}
+	end := bytes.LastIndexByte(line, '}')
+	head := bytes.TrimRight(line[:end], " \t\r\n")
+	size := len(head) + 1
+	for _, m := range members {
+		size += len(m.key) + len(m.raw) + 4
+	}
+	out := make([]byte, 0, size)
+	out = append(out, head...)
+	empty := head[len(head)-1] == '{'
+	for _, m := range members {
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		out = append(out, '"')
+		out = append(out, m.key...)
+		out = append(out, '"', ':')
+		out = append(out, m.raw...)
+	}
+	return append(out, '}')
+}
+
+// resultMembers are the response fields of a successful answer.
+func (s *scheduler) resultMembers(j *job, res *backend.Result, attempts int) []member {
+	ms := make([]member, 0, 12)
+	add := func(k string, raw []byte) { ms = append(ms, member{k, raw}) }
+	if res.OutputIDs != nil {
+		add(record.FieldOutputIDs, appendInts(nil, res.OutputIDs))
+	}
+	add("text", appendString(nil, res.Text))
+	if res.Reasoning != "" {
+		add("reasoning", appendString(nil, res.Reasoning))
+	}
+	if len(res.ReasoningDetails) > 0 {
+		add("reasoning_details", res.ReasoningDetails)
+	}
+	if len(res.ToolCalls) > 0 && !bytes.Equal(res.ToolCalls, []byte("null")) {
+		add("tool_calls", res.ToolCalls)
+	}
+	add(record.FieldFinishReason, appendString(nil, res.FinishReason))
+	if len(res.NativeFinishReason) > 0 {
+		add("native_finish_reason", res.NativeFinishReason)
+	}
+	add(record.FieldCompletionTokens, strconv.AppendInt(nil, int64(res.CompletionTokens), 10))
+	if !j.hasPromptTokens {
+		add(record.FieldPromptTokens, strconv.AppendInt(nil, int64(promptTokensOf(j, res)), 10))
+	}
+	if len(res.Usage) > 0 {
+		add(record.FieldUsage, res.Usage)
+	}
+	add("gen", s.genMember(j, res, attempts))
+	return ms
+}
+
+// promptTokensOf is the record's prompt size, else the server's.
+func promptTokensOf(j *job, res *backend.Result) int {
+	if j.hasPromptTokens || res == nil || res.PromptTokens == 0 {
+		return j.promptTokens
+	}
+	return res.PromptTokens
+}
+
+// genMember is the provenance of an answer.
+func (s *scheduler) genMember(j *job, res *backend.Result, attempts int) []byte {
+	b := make([]byte, 0, 160+len(s.paramsJSON))
+	b = append(b, `{"backend":`...)
+	b = appendString(b, s.backendName)
+	model := res.Model
+	if model == "" {
+		model = s.cfg.model
+	}
+	if model != "" {
+		b = append(b, `,"model":`...)
+		b = appendString(b, model)
+	}
+	b = append(b, `,"endpoint":`...)
+	b = appendString(b, j.server.url)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(attempts), 10)
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, res.Latency.Milliseconds(), 10)
+	if res.FirstToken > 0 {
+		b = append(b, `,"first_token_ms":`...)
+		b = strconv.AppendInt(b, res.FirstToken.Milliseconds(), 10)
+	}
+	b = append(b, `,"params":`...)
+	b = append(b, s.paramsJSON...)
+	return append(b, '}')
+}
+
+// errorMember is the error of a record that did not succeed.
+func errorMember(e *backend.Error, attempts int) []byte {
+	b := make([]byte, 0, 96+len(e.Message))
+	b = append(b, `{"kind":`...)
+	b = appendString(b, e.Kind)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(e.Status), 10)
+	b = append(b, `,"message":`...)
+	b = appendString(b, e.Message)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(attempts), 10)
+	b = append(b, `,"retryable":`...)
+	b = strconv.AppendBool(b, e.Retryable)
+	return append(b, '}')
+}
+
+func appendInts(b []byte, ids []int) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']')
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does, so that every line stays valid JSON.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"

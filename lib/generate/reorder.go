@@ -1,0 +1,84 @@
+package generate
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// reorder holds results that completed before an earlier record, so that
+// --ordered output follows the input. The dispatcher starts no record more
+// than window ahead of the oldest one not yet written, which bounds what is
+// held.
+type reorder struct {
+	mu      sync.Mutex
+	next    int64 // the oldest sequence number not yet written
+	window  int64
+	held    map[int64][]byte // nil value: that record has no output
+	changed chan struct{}
+}
+
+func newReorder(window int) *reorder {
+	return &reorder{window: int64(window), held: map[int64][]byte{}, changed: make(chan struct{})}
+}
+
+// put takes the result of seq (nil: none) and returns the lines now ready.
+func (r *reorder) put(seq int64, line []byte) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held[seq] = line
+	var ready [][]byte
+	for {
+		l, ok := r.held[r.next]
+		if !ok {
+			break
+		}
+		delete(r.held, r.next)
+		r.next++
+		if l != nil {
+			ready = append(ready, l)
+		}
+	}
+	if len(ready) > 0 || seq == r.next-1 {
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+	return ready
+}
+
+// waitRoom waits until seq is within the window; false when ctx ends first.
+func (r *reorder) waitRoom(ctx context.Context, seq int64) bool {
+	for {
+		r.mu.Lock()
+		ok := seq < r.next+r.window
+		changed := r.changed
+		r.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// rest returns what is still held, in order, when the run ends.
+func (r *reorder) rest() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var seqs []int64
+	for seq, l := range r.held {
+		if l != nil {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	out := make([][]byte, len(seqs))
+	for i, seq := range seqs {
+		out[i] = r.held[seq]
+	}
+	r.held = map[int64][]byte{}
+	return out
+}

@@ -1,0 +1,47 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+)
+
+// backoffDelay is how long to wait before attempt+1: exponential from base
+// with full jitter in its upper half (so that requests failing together do
+// not retry together), at least the server's Retry-After.
+func backoffDelay(attempt int, base, retryAfter time.Duration) time.Duration {
+	d := min(base<<min(attempt-1, 16), maxBackoff)
+	d = d/2 + rand.N(d/2+1)
+	return max(d, retryAfter)
+}
+
+// classify turns what Do returned into a *backend.Error. Errors the backend
+// did not classify are taken as connection failures when our own attempt
+// timed out or the run was cancelled, and as protocol failures otherwise.
+func classify(err error, attemptCtx context.Context) *backend.Error {
+	var be *backend.Error
+	if errors.As(err, &be) {
+		return be
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(attemptCtx.Err(), context.DeadlineExceeded) {
+		return &backend.Error{Kind: backend.KindTimeout, Message: "no answer within --timeout", Retryable: true}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &backend.Error{Kind: backend.KindConnect, Message: "cancelled", Retryable: false}
+	}
+	return &backend.Error{Kind: backend.KindConnect, Message: err.Error(), Retryable: true}
+}
+
+// poolOutcome says what a failed attempt tells the pool about its server.
+func poolOutcome(e *backend.Error) outcomeKind {
+	switch {
+	case e.Kind == backend.KindConnect:
+		return attemptUnreachable
+	case e.Kind == backend.KindRate || e.Status == 429:
+		return attemptRateLimited
+	}
+	return attemptFailed
+}

@@ -1,0 +1,178 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// serverInfoTimeout bounds the capacity query at start-up.
+const serverInfoTimeout = 10 * time.Second
+
+func run(c *cli.Context) (err error) {
+	cfg, err := parse(c)
+	if err != nil {
+		return err
+	}
+	stderr := c.App.ErrWriter
+	note := func(format string, args ...any) {
+		if !cfg.quiet {
+			cliutil.Notef(stderr, c.App.Name, format, args...)
+		}
+	}
+	// The first signal drains the requests in flight: Main must wait for it.
+	cliutil.SetSignalGrace(c.Context, cfg.drainTimeout+3*time.Second)
+
+	spent := int64(0)
+	if len(cfg.already) > 0 {
+		scan := record.NewScanner(cfg.idPath, false, "")
+		if spent, _, err = record.SumTokens(c.App.Reader, cfg.already, cfg.input, scan, cfg.countMode); err != nil {
+			return err
+		}
+		if spent >= cfg.tokenBudget {
+			note("already at or over budget: %s of %s %s tokens spent; sending nothing", group(spent), group(cfg.tokenBudget), cfg.countMode)
+			return nil
+		}
+	}
+	be := newBackend(cfg)
+	usdPerToken, err := worstPrice(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	total := cfg.total
+	if total == 0 {
+		total = countRecords(c.App.Reader, cfg.inputs)
+	}
+
+	out := jsonl.NewWriter(c.App.Writer)
+	var errsFile *jsonl.OutputFile
+	var errs *jsonl.Writer
+	if cfg.errors != "" {
+		if errsFile, err = jsonl.CreateOutput(cfg.errors, false, cliutil.Warner(c)); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := errsFile.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		errs = errsFile.Writer
+	}
+	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
+	servers := newServers(c.Context, cfg, be, note)
+	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note)
+
+	opt := cfg.input
+	opt.Context = s.dispatchCtx
+	in, err := jsonl.Open(c.App.Reader, cfg.inputs, opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
+	prog := newProgress(stderr, cfg.progressEvery, total)
+	if cfg.quiet {
+		prog.every = 0
+	}
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		prog.loop(s, stopProgress)
+	}()
+	err = s.run(c.Context, in)
+	close(stopProgress)
+	<-progressDone
+
+	if !cfg.quiet {
+		s.mu.Lock()
+		t, reason := s.tally, s.stopReason
+		s.mu.Unlock()
+		t.read = s.read.Load()
+		cliutil.Notef(stderr, c.App.Name, "%s", t.summary(time.Since(s.start), cfg.errors, s.budget.spentUSD(), reason))
+	}
+	if ferr := out.Flush(); err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
+		err = ferr
+	}
+	return err
+}
+
+// startLine says what the run will do, naming the limits a user should know
+// about before the first token is paid for.
+func startLine(cfg *config, maxTokensSet bool) string {
+	src := "the default; set --max-tokens"
+	if maxTokensSet {
+		src = "--max-tokens"
+	}
+	s := fmt.Sprintf("%s backend, %d server(s), max_tokens %d (%s), retries %d, timeout %v",
+		cfg.backend, len(cfg.urls), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
+	if cfg.tokenBudget > 0 {
+		s += fmt.Sprintf(", token budget %s %s", group(cfg.tokenBudget), cfg.countMode)
+	}
+	if cfg.costBudget > 0 {
+		s += fmt.Sprintf(", cost budget $%.2f", cfg.costBudget)
+	}
+	return s
+}
+
+// newBackend builds the backend of --backend.
+func newBackend(cfg *config) backend.Backend {
+	opts := backend.Options{
+		Stream:  cfg.stream,
+		APIKey:  cfg.apiKey,
+		Referer: cfg.referer,
+		Title:   cfg.title,
+		Model:   cfg.model,
+	}
+	if cfg.backend == backendOpenAI {
+		return backend.NewOpenAI(opts)
+	}
+	return backend.NewSGLang(opts)
+}
+
+// newServers sets up each --url with its concurrency limiter: fixed, sized
+// from the server's KV cache, or AIMD when the server does not say.
+func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(string, ...any)) []*server {
+	servers := make([]*server, len(cfg.urls))
+	for i, u := range cfg.urls {
+		srv := &server{url: u}
+		servers[i] = srv
+		if cfg.fixedConc > 0 {
+			srv.limiter = fixedLimit(cfg.fixedConc)
+			continue
+		}
+		info, err := serverInfo(ctx, be, u)
+		switch {
+		case err != nil:
+			note("%s: no capacity information (%v): adaptive concurrency from %d", u, err, aimdStart)
+			srv.limiter = newAIMD()
+			var be *backend.Error
+			if errors.As(err, &be) && be.Kind == backend.KindConnect {
+				// Unreachable now: sideline it, the breaker will probe.
+				srv.failures = breakAfter
+				srv.openUntil = time.Now().Add(firstSideline)
+			}
+		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
+			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", u, aimdStart)
+			srv.limiter = newAIMD()
+		default:
+			// Sized from the first record's prompt once it is read.
+			srv.limiter = newKVSizer(info)
+		}
+	}
+	return servers
+}
+
+func serverInfo(ctx context.Context, be backend.Backend, url string) (*backend.ServerInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, serverInfoTimeout)
+	defer cancel()
+	return be.ServerInfo(ctx, url)
+}

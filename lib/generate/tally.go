@@ -1,0 +1,63 @@
+package generate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// tally counts what became of the records, for the progress line and the
+// closing summary. Its counters are updated by the collector goroutine
+// only and read under the scheduler's lock.
+type tally struct {
+	read      int64 // records handed to the dispatcher
+	ok        int64
+	errors    int64
+	cut       int64 // dropped by a budget
+	cancelled int64 // in flight when the run stopped
+	// Soft failures among ok.
+	truncated, empty, aborted int64
+	promptTokens              int64
+	completionTokens          int64
+}
+
+// finished is every record that has an outcome.
+func (t *tally) finished() int64 { return t.ok + t.errors + t.cut + t.cancelled }
+
+// summary is the closing line: its counts add up to the records read.
+func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, reason string) string {
+	notStarted := t.read - t.finished()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s records read: %s ok", group(t.read), group(t.ok))
+	if t.truncated+t.empty+t.aborted > 0 {
+		fmt.Fprintf(&b, " (%s truncated, %s empty, %s aborted)", group(t.truncated), group(t.empty), group(t.aborted))
+	}
+	fmt.Fprintf(&b, ", %s errors", group(t.errors))
+	if t.errors > 0 && errorsFile != "" {
+		fmt.Fprintf(&b, " (in %s)", errorsFile)
+	}
+	fmt.Fprintf(&b, ", %s cut by budget, %s cancelled in flight, %s not started", group(t.cut), group(t.cancelled), group(notStarted))
+	secs := max(elapsed.Seconds(), 1e-3)
+	fmt.Fprintf(&b, "; %s prompt + %s completion tokens in %s (%.1f req/s, %s tok/s out)",
+		group(t.promptTokens), group(t.completionTokens), elapsed.Round(100*time.Millisecond),
+		float64(t.ok)/secs, group(int64(float64(t.completionTokens)/secs)))
+	if usd > 0 {
+		fmt.Fprintf(&b, ", $%.4f", usd)
+	}
+	if reason != "" {
+		b.WriteString("; " + reason)
+	}
+	return b.String()
+}
+
+// group writes n with thousands separators.
+func group(n int64) string {
+	if n < 0 {
+		return "-" + group(-n)
+	}
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
