@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"strings"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
 const (
@@ -90,11 +92,11 @@ func writeHistogram(w io.Writer, sorted []uint32, plain bool) error {
 	for _, b := range buckets {
 		most = max(most, b.n)
 		labelWidth = max(labelWidth, len(b.label))
-		countWidth = max(countWidth, len(thousands(int64(b.n))))
+		countWidth = max(countWidth, len(cliutil.Thousands(int64(b.n))))
 	}
 	for _, b := range buckets {
 		share := 100 * float64(b.n) / float64(len(sorted))
-		line := fmt.Sprintf("  %*s  %*s  %5.1f%%  %s", labelWidth, b.label, countWidth, thousands(int64(b.n)), share,
+		line := fmt.Sprintf("  %*s  %*s  %5.1f%%  %s", labelWidth, b.label, countWidth, cliutil.Thousands(int64(b.n)), share,
 			bar(float64(b.n)/float64(most)*barWidth, plain))
 		bw.WriteString(strings.TrimRight(line, " ") + "\n")
 	}

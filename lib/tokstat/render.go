@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
 // row is one group's figures, computed once for every output format.
@@ -104,31 +106,13 @@ func (m metric) human(r row) string {
 	switch m.kind {
 	case kindMean:
 		tenths := int64(math.Round(v * 10))
-		return thousands(tenths/10) + "." + strconv.FormatInt(tenths%10, 10)
+		return cliutil.Thousands(tenths/10) + "." + strconv.FormatInt(tenths%10, 10)
 	case kindShare:
 		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
 	case kindPercent:
 		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 	}
-	return thousands(int64(v))
-}
-
-// thousands writes n with a comma every three digits.
-func thousands(n int64) string {
-	digits := strconv.FormatInt(n, 10)
-	sign := ""
-	if n < 0 {
-		sign, digits = "-", digits[1:]
-	}
-	var b strings.Builder
-	b.WriteString(sign)
-	for i, d := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return b.String()
+	return cliutil.Thousands(int64(v))
 }
 
 // groupHeading names the first column after what the groups are.

@@ -61,14 +61,6 @@ func TestAdd(t *testing.T) {
 	}
 }
 
-func TestThousands(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 100000: "100,000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestBucketEdges(t *testing.T) {
 	for _, tc := range []struct{ lo, hi uint32 }{{1, 1}, {1, 100000}, {2000, 4000}, {5, 6}, {1 << 30, 1<<31 + 5}} {
 		edges := bucketEdges(tc.lo, tc.hi)
