@@ -5,6 +5,7 @@
 package benchdata
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 )
@@ -63,4 +64,24 @@ func appendIDs(b []byte, rng *rand.Rand, n int) []byte {
 		b = strconv.AppendInt(b, int64(rng.IntN(vocab)), 10)
 	}
 	return append(b, ']')
+}
+
+// IDLen is the length of the ids AppendIDRecord writes, about that of a
+// hash-derived id.
+const IDLen = 30
+
+// AppendIDRecord appends a record holding only the i-th of a sequence of
+// distinct IDLen-character ids: what a done file costs dedupe-resume, without
+// the bulk of the answers.
+func AppendIDRecord(b []byte, i int) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, `{"id":"`...)
+	x := uint64(i)*0x9e3779b97f4a7c15 + 1
+	for k := 0; k < IDLen-10; k++ { // 20 scrambled hex digits
+		x ^= x >> 29
+		x *= 0xbf58476d1ce4e5b9
+		b = append(b, hex[x>>60])
+	}
+	b = append(b, fmt.Sprintf("%010d", i)...) // 10 digits of i keep ids distinct
+	return append(b, "\"}\n"...)
 }

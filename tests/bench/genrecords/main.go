@@ -22,7 +22,15 @@ func main() {
 	size := flag.String("size", "200MB", "stop after this many bytes (200MB, 1GB, 500M, 64Mi)")
 	out := flag.String("o", "-", "output file (- for stdout)")
 	seed := flag.Uint64("seed", 1, "random seed")
+	ids := flag.Int("ids", 0, "write this many id-only records (a done file for dedupe-resume) instead")
 	flag.Parse()
+	if *ids > 0 {
+		if err := writeIDs(*out, *ids); err != nil {
+			fmt.Fprintf(os.Stderr, "genrecords: %v\n", err)
+			os.Exit(74)
+		}
+		return
+	}
 	limit, err := cliutil.ParseCount(strings.TrimSuffix(strings.TrimSuffix(*size, "B"), "b"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "genrecords: -size: %v\n", err)
@@ -34,15 +42,20 @@ func main() {
 	}
 }
 
-func write(path string, limit int64, seed uint64) error {
-	f := os.Stdout
-	if path != "-" {
-		var err error
-		if f, err = os.Create(path); err != nil {
-			return err
-		}
-		defer f.Close()
+// create opens path for writing ("-": stdout).
+func create(path string) (*os.File, error) {
+	if path == "-" {
+		return os.Stdout, nil
 	}
+	return os.Create(path)
+}
+
+func write(path string, limit int64, seed uint64) error {
+	f, err := create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
 	rng := benchdata.NewRand(seed)
 	var line []byte
@@ -53,6 +66,23 @@ func write(path string, limit int64, seed uint64) error {
 			return err
 		}
 		written += int64(len(line))
+	}
+	return w.Flush()
+}
+
+func writeIDs(path string, n int) error {
+	f, err := create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	var line []byte
+	for i := 0; i < n; i++ {
+		line = benchdata.AppendIDRecord(line[:0], i)
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
 	}
 	return w.Flush()
 }
