@@ -20,6 +20,7 @@ type bpeModel struct {
 	// wholePieceFirst looks a whole piece up before merging: HF's
 	// ignore_merges, and what tiktoken always does.
 	wholePieceFirst bool
+	cache           *pieceCache
 }
 
 const noRank = ^uint32(0)
@@ -34,17 +35,18 @@ func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
 	return uint32(v >> 32), uint32(v)
 }
 
-// longPiece is the symbol count above which the heap-based merge replaces
+// longPiece is the symbol count above which the tree-based merge replaces
 // the simple scan, whose cost grows with the square of the piece length.
 const longPiece = 128
 
 // bpeScratch is per-call working memory, pooled so that concurrent encodes
 // do not share state and short pieces allocate nothing.
 type bpeScratch struct {
-	ids   []uint32
-	ranks []uint32
-	heap  mergeHeap
-	syms  []heapSymbol
+	ids     []uint32
+	ranks   []uint32
+	syms    []linkedSymbol
+	tree    minTree
+	results []uint32
 }
 
 var bpeScratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
@@ -62,6 +64,14 @@ func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
 			return append(dst, id)
 		}
 	}
+	cacheable := len(piece) <= maxCachedPiece
+	if cacheable {
+		var hit bool
+		if dst, hit = m.cache.appendCached(dst, piece); hit {
+			return dst
+		}
+	}
+	start := len(dst)
 	ids := sc.ids[:0]
 	for i := 0; i < len(piece); i++ {
 		if id := m.byteID[piece[i]]; id >= 0 {
@@ -69,11 +79,14 @@ func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
 		}
 	}
 	if len(ids) > longPiece {
-		dst = m.mergeWithHeap(dst, ids, sc)
+		dst = m.mergeWithTree(dst, ids, sc)
 	} else {
 		dst = m.mergeByScan(dst, ids, sc)
 	}
 	sc.ids = ids
+	if cacheable {
+		m.cache.store(piece, dst[start:])
+	}
 	return dst
 }
 
@@ -114,126 +127,97 @@ func (m *bpeModel) mergeByScan(dst []int, ids []uint32, sc *bpeScratch) []int {
 	return dst
 }
 
-// heapSymbol is one symbol of a long piece in a doubly linked list.
-type heapSymbol struct {
+// linkedSymbol is one symbol of a long piece in a doubly linked list.
+type linkedSymbol struct {
 	id         uint32
 	prev, next int32
-	gone       bool
 }
 
-// mergeCandidate is a pair waiting in the heap: the symbol at pos and its
-// successor, expected to merge with rank into result.
-type mergeCandidate struct {
-	order  uint64 // rank<<32 | pos: one comparison orders by rank, then position
-	result uint32
-}
+// minTree is a tournament tree over the positions of a long piece: leaf i
+// holds rank<<32 | i for the pair starting at symbol i (or noPair), and
+// every inner node the minimum of its children, so the root is the pair to
+// merge next, lowest rank first and leftmost on ties. A merge updates three
+// leaves; nothing goes stale, unlike a heap of candidates.
+type minTree []uint64
 
-func newCandidate(rank, result uint32, pos int32) mergeCandidate {
-	return mergeCandidate{order: uint64(rank)<<32 | uint64(uint32(pos)), result: result}
-}
+const noPair = ^uint64(0)
 
-func (c mergeCandidate) rank() uint32 { return uint32(c.order >> 32) }
-func (c mergeCandidate) pos() int32   { return int32(uint32(c.order)) }
+func (t minTree) leaves() int { return len(t) / 2 }
 
-// mergeHeap is a binary min-heap of candidates ordered by rank, then
-// position; written out to avoid boxing every candidate in an interface.
-type mergeHeap []mergeCandidate
-
-func (h mergeHeap) less(i, j int) bool { return h[i].order < h[j].order }
-
-func (h mergeHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
+func (t minTree) set(pos int, key uint64) {
+	i := t.leaves() + pos
+	t[i] = key
+	for i > 1 {
+		i /= 2
+		l, r := t[2*i], t[2*i+1]
+		if r < l {
+			l = r
 		}
-		small := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			small = r
+		if t[i] == l {
+			return // the minimum above does not change
 		}
-		if !h.less(small, i) {
-			return
-		}
-		h[i], h[small] = h[small], h[i]
-		i = small
+		t[i] = l
 	}
 }
 
-func (h mergeHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *mergeHeap) push(c mergeCandidate) {
-	*h = append(*h, c)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !q.less(i, parent) {
-			break
-		}
-		q[i], q[parent] = q[parent], q[i]
-		i = parent
-	}
-}
-
-func (h *mergeHeap) pop() mergeCandidate {
-	q := *h
-	top := q[0]
-	last := len(q) - 1
-	q[0] = q[last]
-	q = q[:last]
-	q.down(0)
-	*h = q
-	return top
-}
-
-// mergeWithHeap gives the same result as mergeByScan (lowest rank first,
-// leftmost on ties) in O(n log n), the way HF's word.rs does it: candidates
-// that went stale because a neighbour merged first are skipped when popped.
-func (m *bpeModel) mergeWithHeap(dst []int, ids []uint32, sc *bpeScratch) []int {
+// mergeWithTree gives the same result as mergeByScan in O(n log n).
+func (m *bpeModel) mergeWithTree(dst []int, ids []uint32, sc *bpeScratch) []int {
+	n := len(ids)
 	syms := sc.syms[:0]
 	for i, id := range ids {
-		syms = append(syms, heapSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+		syms = append(syms, linkedSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
 	}
-	syms[len(syms)-1].next = -1
-	h := sc.heap[:0]
-	for i := 0; i+1 < len(syms); i++ {
-		if r, res := m.merge(syms[i].id, syms[i+1].id); r != noRank {
-			h = append(h, newCandidate(r, res, int32(i)))
-		}
+	syms[n-1].next = -1
+	size := 1
+	for size < n {
+		size *= 2
 	}
-	h.init()
-	for len(h) > 0 {
-		c := h.pop()
-		pos := c.pos()
-		left := &syms[pos]
-		if left.gone || left.next < 0 {
-			continue
-		}
-		rightPos := left.next
-		if r, res := m.merge(left.id, syms[rightPos].id); r != c.rank() || res != c.result {
-			continue
-		}
-		left.id = c.result
-		syms[rightPos].gone = true
-		left.next = syms[rightPos].next
-		if left.next >= 0 {
-			syms[left.next].prev = pos
-			if r, res := m.merge(left.id, syms[left.next].id); r != noRank {
-				h.push(newCandidate(r, res, pos))
+	tree := sc.tree[:0]
+	for i := 0; i < 2*size; i++ {
+		tree = append(tree, noPair)
+	}
+	results := sc.results[:0]
+	for i := 0; i < n; i++ {
+		results = append(results, 0)
+		if i+1 < n {
+			if r, res := m.merge(ids[i], ids[i+1]); r != noRank {
+				tree[size+i] = uint64(r)<<32 | uint64(i)
+				results[i] = res
 			}
 		}
-		if left.prev >= 0 {
-			if r, res := m.merge(syms[left.prev].id, left.id); r != noRank {
-				h.push(newCandidate(r, res, left.prev))
-			}
+	}
+	for i := size - 1; i >= 1; i-- {
+		tree[i] = min(tree[2*i], tree[2*i+1])
+	}
+	pairKeyAt := func(pos int32) uint64 {
+		next := syms[pos].next
+		if next < 0 {
+			return noPair
+		}
+		r, res := m.merge(syms[pos].id, syms[next].id)
+		if r == noRank {
+			return noPair
+		}
+		results[pos] = res
+		return uint64(r)<<32 | uint64(pos)
+	}
+	for tree[1] != noPair {
+		pos := int32(uint32(tree[1]))
+		right := syms[pos].next
+		syms[pos].id = results[pos]
+		syms[pos].next = syms[right].next
+		if next := syms[pos].next; next >= 0 {
+			syms[next].prev = pos
+		}
+		tree.set(int(right), noPair)
+		tree.set(int(pos), pairKeyAt(pos))
+		if prev := syms[pos].prev; prev >= 0 {
+			tree.set(int(prev), pairKeyAt(prev))
 		}
 	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		dst = append(dst, int(syms[i].id))
 	}
-	sc.heap, sc.syms = h, syms
+	sc.syms, sc.tree, sc.results = syms, tree, results
 	return dst
 }

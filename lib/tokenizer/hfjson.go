@@ -273,6 +273,7 @@ func newBPEModel(size int) *bpeModel {
 		pieceID:    make(map[string]int, size),
 		tokenBytes: make([]string, size),
 		tokenOK:    make([]bool, size),
+		cache:      newPieceCache(),
 	}
 }
 

@@ -1,5 +1,7 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // DeepSeek-V3 pre-tokenizes with a Sequence of three Isolated Splits:
 // \p{N}{1,3}, then runs of CJK ideographs and kana, then deepseekWordMatcher.
 
@@ -8,11 +10,45 @@ type numberMatcher struct{ max int }
 
 func (m numberMatcher) matchAt(s string, i int) int { return numberEnd(s, i, m.max) }
 
+func (m numberMatcher) nextMatch(s string, i int) (int, int) {
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c-'0' < 10 {
+				return i, numberEnd(s, i, m.max)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isNumber(classOf(r)) {
+			return i, numberEnd(s, i, m.max)
+		}
+		i += n
+	}
+	return -1, -1
+}
+
 // cjkKanaMatcher is [\x{4e00}-\x{9fa5}\x{3040}-\x{309f}\x{30a0}-\x{30ff}]+.
 type cjkKanaMatcher struct{}
 
 func isCJKKana(r rune) bool {
 	return (r >= 0x4e00 && r <= 0x9fa5) || (r >= 0x3040 && r <= 0x30ff)
+}
+
+func (m cjkKanaMatcher) nextMatch(s string, i int) (int, int) {
+	for i < len(s) {
+		if s[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if isCJKKana(r) {
+			return i, m.matchAt(s, i)
+		}
+		i += n
+	}
+	return -1, -1
 }
 
 func (cjkKanaMatcher) matchAt(s string, i int) int {

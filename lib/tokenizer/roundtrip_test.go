@@ -70,7 +70,7 @@ func FuzzEncodeDecode(f *testing.F) {
 	})
 }
 
-// FuzzLongPieceMerge checks that the heap merge used for long pieces gives
+// FuzzLongPieceMerge checks that the tree merge used for long pieces gives
 // the same ids as the simple scan used for short ones.
 func FuzzLongPieceMerge(f *testing.F) {
 	for _, s := range []string{"aaaaaaaa", "hellohellohello", "    \t\t  ", "abcabcabcabd", "ééééé", "1234567890"} {
@@ -91,9 +91,9 @@ func FuzzLongPieceMerge(f *testing.F) {
 				ids = append(ids, uint32(m.byteID[piece[j]]))
 			}
 			scan := m.mergeByScan(nil, append([]uint32(nil), ids...), new(bpeScratch))
-			viaHeap := m.mergeWithHeap(nil, append([]uint32(nil), ids...), new(bpeScratch))
-			if !equalIDs(scan, viaHeap) {
-				t.Fatalf("%s: %q: scan %v, heap %v", fuzzFamilies[i], piece, scan, viaHeap)
+			viaTree := m.mergeWithTree(nil, append([]uint32(nil), ids...), new(bpeScratch))
+			if !equalIDs(scan, viaTree) {
+				t.Fatalf("%s: %q: scan %v, tree %v", fuzzFamilies[i], piece, scan, viaTree)
 			}
 		}
 	})

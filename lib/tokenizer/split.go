@@ -8,6 +8,13 @@ type matcher interface {
 	matchAt(s string, i int) int
 }
 
+// finder is implemented by matchers that can only match at a few places
+// and find the next one faster than trying matchAt at every rune.
+type finder interface {
+	// nextMatch returns the first match at or after i, or start -1.
+	nextMatch(s string, i int) (start, end int)
+}
+
 // splitIsolated cuts s the way HF's Split pre-tokenizer with behaviour
 // Isolated does: every match is a piece, and so is every non-empty stretch
 // between matches. Each piece goes to the next stage, the last stage emits.
@@ -20,6 +27,24 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 		return
 	}
 	m, rest := stages[0], stages[1:]
+	if f, ok := m.(finder); ok {
+		gapStart := 0
+		for {
+			start, end := f.nextMatch(s, gapStart)
+			if start < 0 {
+				break
+			}
+			if gapStart < start {
+				splitIsolated(s[gapStart:start], rest, emit)
+			}
+			splitIsolated(s[start:end], rest, emit)
+			gapStart = end
+		}
+		if gapStart < len(s) {
+			splitIsolated(s[gapStart:], rest, emit)
+		}
+		return
+	}
 	gapStart := 0
 	for i := 0; i < len(s); {
 		end := m.matchAt(s, i)
