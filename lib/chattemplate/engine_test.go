@@ -164,3 +164,18 @@ func TestStringMethods(t *testing.T) {
 		{"{{ d.get('a') }} {{ d.get('zz', 'def') }} {{ d.keys()|list }} {{ d.values()|list }}", "1 def ['b', 'a'] [2, 1]"},
 	})
 }
+
+func TestJSONNumbers(t *testing.T) {
+	tmpl, err := Parse("numbers", "{{ messages[0].n }} {{ messages[0].n is integer }} {{ messages[0]|tojson }} {{ messages[0].f }} {{ messages[0].e }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(Options{Messages: json.RawMessage(`[{"n": 123456789012345678901234, "f": 1.0, "e": 1E5, "z": -0}]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `123456789012345678901234 True {"n": 123456789012345678901234, "f": 1.0, "e": 100000.0, "z": 0} 1.0 100000.0`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

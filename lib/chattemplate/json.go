@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"encoding/json"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,12 +153,15 @@ func (d *jsonDecoder) number() (value, error) {
 		}
 	}
 	text := string(d.data[start:d.pos])
+	f, err := strconv.ParseFloat(text, 64)
 	if !isFloat {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 			return n, nil
 		}
+		if _, ok := new(big.Int).SetString(text, 10); ok {
+			return bigInt{text: text, f: f}, nil
+		}
 	}
-	f, err := strconv.ParseFloat(text, 64)
 	if err != nil && !strings.Contains(err.Error(), "range") {
 		return nil, d.errorf("bad number")
 	}
@@ -240,6 +244,8 @@ func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
 		b.WriteString(jsonFloat(x))
+	case bigInt:
+		b.WriteString(x.text)
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
 	case *List:

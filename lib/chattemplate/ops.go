@@ -25,6 +25,8 @@ func toNumber(v value) (i int64, f float64, isFloat, ok bool) {
 		return x, float64(x), false, true
 	case float64:
 		return 0, x, true, true
+	case bigInt:
+		return 0, x.f, true, true
 	}
 	return 0, 0, false, false
 }

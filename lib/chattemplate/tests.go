@@ -26,8 +26,14 @@ func init() {
 		"boolean":   typeTest(func(v value) bool { _, ok := v.(bool); return ok }),
 		"true":      typeTest(func(v value) bool { b, ok := v.(bool); return ok && b }),
 		"false":     typeTest(func(v value) bool { b, ok := v.(bool); return ok && !b }),
-		"integer":   typeTest(func(v value) bool { _, ok := v.(int64); return ok }),
-		"float":     typeTest(func(v value) bool { _, ok := v.(float64); return ok }),
+		"integer": typeTest(func(v value) bool {
+			switch v.(type) {
+			case int64, bigInt:
+				return true
+			}
+			return false
+		}),
+		"float": typeTest(func(v value) bool { _, ok := v.(float64); return ok }),
 		"number": typeTest(func(v value) bool {
 			_, _, _, ok := toNumber(v)
 			return ok

@@ -99,6 +99,14 @@ func isHashable(v value) bool {
 	return false
 }
 
+// bigInt is a JSON integer beyond int64. It prints and serialises with its
+// exact digits, as Python's arbitrary-precision int would; arithmetic and
+// comparisons use its float value.
+type bigInt struct {
+	text string
+	f    float64
+}
+
 // Namespace is the mutable attribute bag made by namespace().
 type Namespace struct {
 	attrs *Dict
@@ -157,7 +165,7 @@ func typeName(v value) string {
 		return "NoneType"
 	case bool:
 		return "bool"
-	case int64:
+	case int64, bigInt:
 		return "int"
 	case float64:
 		return "float"
@@ -195,6 +203,8 @@ func truthy(v value) bool {
 		return x != 0
 	case float64:
 		return x != 0
+	case bigInt:
+		return true
 	case string:
 		return x != ""
 	case *List:
@@ -231,6 +241,8 @@ func pyStr(v value) string {
 		return strconv.FormatInt(x, 10)
 	case float64:
 		return formatFloat(x)
+	case bigInt:
+		return x.text
 	}
 	return pyRepr(v)
 }
@@ -238,12 +250,14 @@ func pyStr(v value) string {
 // pyRepr is Python's repr().
 func pyRepr(v value) string {
 	var b strings.Builder
-	writeRepr(&b, v, 0)
+	writeRepr(&b, v, nil)
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v value, depth int) {
-	if depth > maxReprDepth || b.Len() > maxStringLen {
+// writeRepr appends repr(v). open lists the dicts being printed: a dict
+// reached again through itself prints as {...}, as Python does.
+func writeRepr(b *strings.Builder, v value, open []*Dict) {
+	if len(open) > maxReprDepth || b.Len() > maxStringLen {
 		b.WriteString("...")
 		return
 	}
@@ -251,35 +265,42 @@ func writeRepr(b *strings.Builder, v value, depth int) {
 	case string:
 		writeStringRepr(b, x)
 	case *List:
-		open, close := "[", "]"
+		opening, closing := "[", "]"
 		if x.Tuple {
-			open, close = "(", ")"
+			opening, closing = "(", ")"
 		}
-		b.WriteString(open)
+		b.WriteString(opening)
 		for i, it := range x.Items {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, it, depth+1)
+			writeRepr(b, it, open)
 		}
 		if x.Tuple && len(x.Items) == 1 {
 			b.WriteString(",")
 		}
-		b.WriteString(close)
+		b.WriteString(closing)
 	case *Dict:
+		for _, d := range open {
+			if d == x {
+				b.WriteString("{...}")
+				return
+			}
+		}
+		open = append(open, x)
 		b.WriteString("{")
 		for i, k := range x.keys {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, k, depth+1)
+			writeRepr(b, k, open)
 			b.WriteString(": ")
-			writeRepr(b, x.vals[i], depth+1)
+			writeRepr(b, x.vals[i], open)
 		}
 		b.WriteString("}")
 	case *Namespace:
 		b.WriteString("<Namespace ")
-		writeRepr(b, x.attrs, depth+1)
+		writeRepr(b, x.attrs, open)
 		b.WriteString(">")
 	case *Undefined:
 		b.WriteString("Undefined")
