@@ -44,8 +44,9 @@ prompt_tokens, followed by every other field of the source record (a
 whatever -j.
 
 The shape is found per record, the first present winning: --messages-path;
-"messages" (OpenAI: role, content, tool_calls, tool_call_id, name,
-reasoning_content); "conversations" with from/value (ShareGPT: human, gpt,
+"messages" (OpenAI: role and content; tool_calls, tool_call_id, name,
+reasoning_content and any other member of a turn are kept as they are, for
+the template); "conversations" with from/value (ShareGPT: human, gpt,
 system, tool, function_call, observation; a top-level "system" too) or with
 role/content (SpecForge); "prompt" with an optional "system"; "instruction"
 with optional "input", "output", "system" and "history" (Alpaca: the request

@@ -149,6 +149,10 @@ func templateClock(date string) (func() time.Time, error) {
 	return func() time.Time { return day }, nil
 }
 
+// loadTokenizerPath loads a tokenizer folder or file. Tests that run the
+// tool many times share one load per folder through it.
+var loadTokenizerPath = tokenizer.Load
+
 // loadTokenizer loads --tokenizer: a folder, a file, or a bundled one.
 func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if path == "" {
@@ -157,7 +161,7 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if name, ok := strings.CutPrefix(path, builtinPrefix); ok {
 		return loadBuiltinTokenizer(name)
 	}
-	tok, err := tokenizer.Load(path)
+	tok, err := loadTokenizerPath(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, exitcode.NoInputf("--%s %s: %v", flagTokenizer, path, err)
 	}

@@ -48,16 +48,31 @@ const (
 )
 
 // message is one turn in the OpenAI form that tokenize-prompts writes and
-// hands to the chat template. The optional members are kept as the source
-// gave them (raw JSON), because templates tell a missing content from null
-// from "" and a string of arguments from an object.
+// hands to the chat template: role and content, then every other member of
+// the source turn (tool_calls, tool_call_id, name, reasoning_content, and
+// what a template may read, such as gpt-oss's thinking) as the source wrote
+// it. Raw JSON is kept because templates tell a missing content from null
+// from "", and a string of arguments from an object.
 type message struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content,omitempty"`
-	ReasoningContent json.RawMessage `json:"reasoning_content,omitempty"`
-	ToolCalls        json.RawMessage `json:"tool_calls,omitempty"`
-	ToolCallID       json.RawMessage `json:"tool_call_id,omitempty"`
-	Name             json.RawMessage `json:"name,omitempty"`
+	Role    string
+	Content json.RawMessage // a JSON string or null; nil when absent
+	Others  []jsonl.Member  // in source order
+}
+
+// MarshalJSON writes role, content, then the other members.
+func (m message) MarshalJSON() ([]byte, error) {
+	b := append([]byte(`{"role":`), jsonString(m.Role)...)
+	if m.Content != nil {
+		b = append(b, `,"content":`...)
+		b = append(b, m.Content...)
+	}
+	for _, o := range m.Others {
+		b = append(b, ',', '"')
+		b = append(b, o.Key...)
+		b = append(b, '"', ':')
+		b = append(b, o.Value...)
+	}
+	return append(b, '}'), nil
 }
 
 // prompt is what a source record asks the model for, whatever its shape:
@@ -184,18 +199,14 @@ func detect(f *fields, messagesPath string) (*prompt, error) {
 	return nil, errNoShape
 }
 
-// rawTurn is a message as a source may spell it: OpenAI/SpecForge role and
-// content, or ShareGPT from and value.
-type rawTurn struct {
-	Role             *string         `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	From             *string         `json:"from"`
-	Value            json.RawMessage `json:"value"`
-	ReasoningContent json.RawMessage `json:"reasoning_content"`
-	ToolCalls        json.RawMessage `json:"tool_calls"`
-	ToolCallID       json.RawMessage `json:"tool_call_id"`
-	Name             json.RawMessage `json:"name"`
-}
+// Members of a turn in its two spellings: OpenAI and SpecForge role and
+// content, ShareGPT from and value.
+const (
+	memberRole    = "role"
+	memberContent = "content"
+	memberFrom    = "from"
+	memberValue   = "value"
+)
 
 // readTurns reads an array of turns in either spelling, each turn on its own
 // (a list may mix them, as converted datasets sometimes do).
@@ -209,26 +220,7 @@ func readTurns(field string, raw []byte) ([]message, error) {
 	}
 	msgs := make([]message, 0, len(turns))
 	for i, t := range turns {
-		where := fmt.Sprintf("%s[%d]", field, i)
-		if len(t) == 0 || t[0] != '{' {
-			return nil, fmt.Errorf("%s is %s, not a message object", where, jsonKind(t))
-		}
-		var rt rawTurn
-		if err := json.Unmarshal(t, &rt); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		var (
-			m   message
-			err error
-		)
-		switch {
-		case rt.Role != nil:
-			m, err = openAITurn(where, rt)
-		case rt.From != nil:
-			m, err = shareGPTTurn(where, rt)
-		default:
-			err = fmt.Errorf(`%s has neither "role" nor "from"`, where)
-		}
+		m, err := readTurn(fmt.Sprintf("%s[%d]", field, i), t)
 		if err != nil {
 			return nil, err
 		}
@@ -237,21 +229,49 @@ func readTurns(field string, raw []byte) ([]message, error) {
 	return msgs, nil
 }
 
-func openAITurn(where string, rt rawTurn) (message, error) {
-	m := message{
-		Role:             *rt.Role,
-		ReasoningContent: nonNull(rt.ReasoningContent),
-		ToolCalls:        nonNull(rt.ToolCalls),
-		ToolCallID:       nonNull(rt.ToolCallID),
-		Name:             nonNull(rt.Name),
+func readTurn(where string, raw []byte) (message, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return message{}, fmt.Errorf("%s is %s, not a message object", where, jsonKind(raw))
 	}
-	switch m.Role {
+	var role, content, from, value []byte
+	var others []jsonl.Member
+	err := jsonl.ScanObject(raw, func(m jsonl.Member) {
+		switch string(m.Key) {
+		case memberRole:
+			role = m.Value
+		case memberContent:
+			content = m.Value
+		case memberFrom:
+			from = m.Value
+		case memberValue:
+			value = m.Value
+		default:
+			others = append(others, m)
+		}
+	})
+	switch {
+	case err != nil:
+		return message{}, fmt.Errorf("%s: %v", where, err)
+	case role != nil:
+		return openAITurn(where, role, content, others)
+	case from != nil:
+		return shareGPTTurn(where, from, value, others)
+	}
+	return message{}, fmt.Errorf(`%s has neither "role" nor "from"`, where)
+}
+
+func openAITurn(where string, role, content []byte, others []jsonl.Member) (message, error) {
+	name, err := stringField(where+"."+memberRole, role)
+	if err != nil {
+		return message{}, err
+	}
+	switch name {
 	case roleSystem, roleDeveloper, roleUser, roleAssistant, roleTool:
 	default:
-		return m, fmt.Errorf("%s: unknown role %q (expected system, developer, user, assistant or tool)", where, m.Role)
+		return message{}, fmt.Errorf("%s: unknown role %q (expected system, developer, user, assistant or tool)", where, name)
 	}
-	var err error
-	m.Content, err = readContent(where, rt.Content)
+	m := message{Role: name, Others: others}
+	m.Content, err = readContent(where, content)
 	return m, err
 }
 
@@ -270,17 +290,22 @@ var shareGPTRoles = map[string]string{
 	"function_call": roleAssistant,
 }
 
-func shareGPTTurn(where string, rt rawTurn) (message, error) {
-	role, ok := shareGPTRoles[*rt.From]
+func shareGPTTurn(where string, from, value []byte, others []jsonl.Member) (message, error) {
+	name, err := stringField(where+"."+memberFrom, from)
+	if err != nil {
+		return message{}, err
+	}
+	role, ok := shareGPTRoles[name]
 	if !ok {
-		return message{}, fmt.Errorf("%s: unknown \"from\" %q (expected human, gpt, system, tool, function_call or observation)", where, *rt.From)
+		return message{}, fmt.Errorf("%s: unknown \"from\" %q (expected human, gpt, system, tool, function_call or observation)", where, name)
 	}
-	if *rt.From == "function_call" {
-		calls, err := shareGPTToolCalls(where, rt.Value)
-		return message{Role: role, Content: jsonString(""), ToolCalls: calls}, err
+	if name == "function_call" {
+		calls, err := shareGPTToolCalls(where, value)
+		others = append([]jsonl.Member{{Key: []byte("tool_calls"), Value: calls}}, others...)
+		return message{Role: role, Content: jsonString(""), Others: others}, err
 	}
-	content, err := readContent(where, rt.Value)
-	return message{Role: role, Content: content, Name: nonNull(rt.Name)}, err
+	content, err := readContent(where, value)
+	return message{Role: role, Content: content, Others: others}, err
 }
 
 // shareGPTToolCalls turns a function_call turn's value, a JSON string (or
@@ -506,13 +531,6 @@ func hasSystem(msgs []message) bool {
 }
 
 var nullJSON = []byte("null")
-
-func nonNull(raw json.RawMessage) json.RawMessage {
-	if bytes.Equal(raw, nullJSON) {
-		return nil
-	}
-	return raw
-}
 
 func stringField(name string, raw []byte) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
