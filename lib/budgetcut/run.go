@@ -111,7 +111,7 @@ func run(c *cli.Context) (err error) {
 	if spent >= cfg.budget && cfg.budget > 0 || cfg.budget == 0 {
 		if !cfg.quiet {
 			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
-				group(spent), group(cfg.budget), cfg.unit())
+				cliutil.Thousands(spent), cliutil.Thousands(cfg.budget), cfg.unit())
 		}
 		return nil
 	}
@@ -136,7 +136,7 @@ func run(c *cli.Context) (err error) {
 		}
 		t := info.Tokens(cfg.mode)
 		if spent+t > cfg.budget {
-			reason = fmt.Sprintf("budget reached: the next record%s has %s tokens, %s were left", idNote(info), group(t), group(cfg.budget-spent))
+			reason = fmt.Sprintf("budget reached: the next record%s has %s tokens, %s were left", idNote(info), cliutil.Thousands(t), cliutil.Thousands(cfg.budget-spent))
 			if !cfg.inclusive {
 				break
 			}
@@ -163,7 +163,7 @@ func run(c *cli.Context) (err error) {
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
 		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
-			records(passed), group(tokens), cfg.unit(), group(left), group(cfg.budget), reason)
+			records(passed), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
 	}
 	return nil
 }
@@ -180,17 +180,5 @@ func records(n int64) string {
 	if n == 1 {
 		return "1 record"
 	}
-	return group(n) + " records"
-}
-
-// group writes n with thousands separators: budgets are read by people.
-func group(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + group(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
+	return cliutil.Thousands(n) + " records"
 }

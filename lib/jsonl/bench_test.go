@@ -41,3 +41,19 @@ func BenchmarkReader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIntArrayLen measures the token-id fast path alone.
+func BenchmarkIntArrayLen(b *testing.B) {
+	var arr []byte // the output_ids of a generate-shaped record
+	ScanObject(benchLines[0], func(m Member) {
+		if string(m.Key) == "output_ids" {
+			arr = m.Value
+		}
+	})
+	b.SetBytes(int64(len(arr)))
+	for b.Loop() {
+		if _, ok := IntArrayLen(arr); !ok {
+			b.Fatal("not an int array")
+		}
+	}
+}

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -346,4 +347,17 @@ func TestReaderBeforeRead(t *testing.T) {
 func TestReaderLineCapLimit(t *testing.T) {
 	_, err := Open(nil, nil, Options{MaxLine: MaxLineLimit + 1})
 	wantCode(t, err, exitcode.Usage, "above the limit")
+}
+
+func TestReaderContextCause(t *testing.T) {
+	stop := errors.New("stopped by SIGTERM")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(stop)
+	res := readAll(t, strings.NewReader("{}\n"), nil, Options{Context: ctx})
+	if res.err != stop {
+		t.Fatalf("err = %v, want the context's cause", res.err)
+	}
+	if len(res.lines) != 0 {
+		t.Errorf("read %q after the context was done", res.lines)
+	}
 }

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -155,8 +156,11 @@ func isJSONObject(b []byte) bool {
 	if !json.Valid(b) || !utf8.Valid(b) {
 		return false
 	}
+	// UseNumber: a number beyond float64 (1e700) is still valid JSON.
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
 		return false
 	}
 	_, ok := v.(map[string]any)
@@ -167,7 +171,7 @@ func FuzzScanObject(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"a":1}`, `{"ids":[1,2,3,0,10]}`, `{"a":[1,,2]}`, `{"a":"\u00e9\n"}`, "{\"a\":\"\xff\"}",
 		`[1]`, `{"a":01}`, `{"a":[1.5,-0,1e9]}`, `{"a":{"b":[{"c":null}]}} `, `{"a":[18446744073709551616]}`,
-		`{"ids":[123456,234567,345678,456789,0,1]}`, `{"t":"abcdefghijklmnopq\"rs\\tuvwxyz"}`,
+		`{"ids":[123456,234567,345678,456789,0,1]}`, `{"t":"abcdefghijklmnopq\"rs\\tuvwxyz"}`, `{"":1e700}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -191,8 +191,12 @@ type refInfo struct {
 // with encoding/json, by the rules of synthpipe-records(7). ok is false
 // where Scan must refuse the line.
 func referenceScan(line []byte) (ref refInfo, ok bool) {
+	// UseNumber: a number beyond float64 (1e700) is valid JSON, carried
+	// through untouched by the tools.
 	var v any
-	if !utf8.Valid(line) || json.Unmarshal(line, &v) != nil {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	if !utf8.Valid(line) || !json.Valid(line) || d.Decode(&v) != nil {
 		return ref, false
 	}
 	if _, isObj := v.(map[string]any); !isObj {
