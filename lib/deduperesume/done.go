@@ -13,7 +13,9 @@ import (
 // loadDone reads the ids of every done file into a set. A file that does not
 // exist yet is reported to missing and counts as empty; any other failure to
 // read one is an error. Records carrying an error are skipped with
-// --retry-errors: they are work still to do.
+// --retry-errors: they are work still to do. With --shard, only the ids of
+// this shard are kept, so that N machines reading one shared done file each
+// hold a 1/N of it.
 func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*idset.Set, jsonl.Stats, error) {
 	set := idset.New(0)
 	var existing []string
@@ -40,8 +42,8 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 			}
 			continue
 		}
-		if info.HasError && cfg.retryErrors {
-			continue
+		if info.HasError && cfg.retryErrors || !cfg.shard.keeps(info.ID) {
+			continue // still to do, or another shard's: no need to hold it
 		}
 		set.AddString(info.ID)
 	}

@@ -101,13 +101,15 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	var s *Set
 	for b.Loop() {
-		s := New(0)
+		s = New(0)
 		for _, id := range ids {
 			s.Add(id)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/id")
+	b.ReportMetric(float64(s.Bytes())/float64(len(ids)), "B/id")
 }
 
 // BenchmarkContains measures lookups, half of them misses.
