@@ -1,7 +1,3 @@
-// Package tokenizer is a byte-exact Go port of the byte-level BPE encoders
-// of Hugging Face tokenizers (tokenizer.json) and of tiktoken rank files,
-// including Moonshot's Kimi variant. Encoding gives the same ids as the
-// reference implementations; see Load for what a model folder may hold.
 package tokenizer
 
 import (
