@@ -1,6 +1,7 @@
 package idset
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -128,4 +129,31 @@ func BenchmarkContains(b *testing.B) {
 		s.Contains(ids[i&(len(ids)-1)])
 		i++
 	}
+}
+
+// FuzzSet checks the set against a map, with a hash so poor that most ids
+// share a slot and a tag: answers must stay exact.
+func FuzzSet(f *testing.F) {
+	f.Add([]byte("a\x00b\x00a\x00\x00ab\x00b"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := newWithHash(0, func(b []byte) uint64 {
+			if len(b) == 0 {
+				return 0
+			}
+			return uint64(b[0]&3) << 62 // 4 tags, all in slot 0
+		})
+		want := map[string]bool{}
+		for _, id := range bytes.Split(data, []byte{0}) {
+			if s.Contains(id) != want[string(id)] {
+				t.Fatalf("Contains(%q) = %v before Add", id, !want[string(id)])
+			}
+			if s.Add(id) == want[string(id)] {
+				t.Fatalf("Add(%q) disagrees with the map", id)
+			}
+			want[string(id)] = true
+		}
+		if s.Len() != len(want) {
+			t.Fatalf("Len = %d, want %d", s.Len(), len(want))
+		}
+	})
 }
