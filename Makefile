@@ -36,6 +36,9 @@ fmt-check:
 man:
 	$(GO) run ./scripts/genman man
 
+stress:
+	SYNTHPIPE_STRESS=1 $(GO) test ./tests/ -run Reliability -timeout 60m
+
 bench: build
 	bash scripts/bench.sh
 

@@ -1,0 +1,251 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The crash-and-resume test runs the documented pipeline
+//
+//	tokenize-prompts | dedupe-resume --done out.jsonl | generate ... | budget-cut -o out.jsonl --append
+//
+// as four processes, SIGKILLs one stage at a random moment, runs the same
+// command again, and so on; a last run goes undisturbed. Whatever was
+// killed when, the output must then hold every record exactly once (or
+// exactly the budget's share), every answer must belong to its own prompt,
+// and the errors file must agree with the output.
+
+// crashStages are the pipeline's stages in order; kill k hits stage k mod 4.
+var crashStages = []string{"tokenize-prompts", "dedupe-resume", "generate", "budget-cut"}
+
+// crashRunTime is about how long one undisturbed run takes against the
+// paced simulator, so that kills land while records are still flowing.
+const crashRunTime = 1500 * time.Millisecond
+
+// crashMaxTokens caps answers; with crashRunTime it sets the simulator's
+// pace (one answer token per decode step).
+const crashMaxTokens = 96
+
+// crashBatch is the simulated server's decode batch: small enough that
+// generate holds only part of the input at a time, so that killing an
+// upstream stage cuts its input short.
+const crashBatch = 48
+
+func TestReliabilityCrashResume(t *testing.T) {
+	requireTools(t, crashStages...)
+	for _, tc := range []struct {
+		name string
+		// budgetShare is the token budget as a share of what all records
+		// take; 0: no budget, every record must end in the output.
+		budgetShare float64
+	}{
+		{"no_budget", 0},
+		{"budget_binds", 0.7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cycles := scale(2, 4)
+			for cycle := range cycles {
+				t.Run(fmt.Sprintf("cycle%d", cycle), func(t *testing.T) {
+					crashAndResume(t, uint64(cycle)*7919+uint64(len(tc.name)), scale(5, 5), tc.budgetShare)
+				})
+			}
+		})
+	}
+}
+
+// crashAndResume runs one dataset from scratch to completion through kills
+// kills, then one clean run, and checks the result.
+func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
+	dir := t.TempDir()
+	promptsPath, rs := bundledPrompts(t, dir)
+	maxPrompt := 0
+	for _, r := range rs.byID {
+		maxPrompt = max(maxPrompt, len(r.InputIDs))
+	}
+	srv := startSim(t, pacedSimConfig(crashRunTime, len(rs.byID), crashBatch, maxPrompt, crashMaxTokens))
+	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: crashMaxTokens}
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+
+	var budget int64
+	cutArgs := []string{"-o", outPath, "--append"}
+	if budgetShare > 0 {
+		// An answer has at most crashMaxTokens tokens (EOS included), so
+		// the budget is a share of the most all records could take.
+		var most int64
+		for _, r := range rs.byID {
+			most += int64(len(r.InputIDs) + crashMaxTokens)
+		}
+		budget = int64(budgetShare * float64(most) / 2)
+		cutArgs = append(cutArgs, "--tokens", strconv.FormatInt(budget, 10))
+	} else {
+		cutArgs = append(cutArgs, "--tokens", "1G")
+	}
+	stages := []stageSpec{
+		stage("tokenize-prompts", append(tokenizeArgs(), promptsPath)...),
+		stage("dedupe-resume", "--done", outPath),
+		stage("generate", "--backend", "sglang", "--url", srv.url, "--max-tokens", strconv.Itoa(crashMaxTokens),
+			"--errors", errPath, "--timeout", "30s"),
+		stage("budget-cut", cutArgs...),
+	}
+
+	// expected is about how many records the dataset ends with: all of
+	// them, or as many as the budget buys at the mean record size.
+	expected := len(rs.byID)
+	if budget > 0 {
+		expected = int(budget / meanRecordTokens(rs, crashMaxTokens))
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xC4A5))
+	landed := 0
+	for k := range kills {
+		target := k % len(crashStages)
+		doneBefore := countLines(outPath)
+		start := time.Now()
+		p := startPipeline(t, dir, fmt.Sprintf("run%02d", k), pipelineIO{}, stages...)
+		victim := p.stages[target]
+		// tokenize-prompts has done its work once generate has read the
+		// prompts, so it dies early, maybe before writing anything. The
+		// others die after a random share (up to half) of the work left
+		// has reached the output: while answers are arriving, which is when
+		// a kill can lose, tear or duplicate something.
+		var moment string
+		if target == 0 {
+			delay := time.Duration(10+rng.IntN(900)) * time.Millisecond
+			moment = fmt.Sprintf("%v after start", delay)
+			sleepUnless(delay, victim.done)
+		} else {
+			n := 1 + rng.IntN(max((expected-doneBefore)/2, 1))
+			moment = fmt.Sprintf("after %d more records", n)
+			waitForLines(outPath, doneBefore+n, victim.done, 30*time.Second)
+		}
+		if !victim.running() || victim.cmd.Process.Signal(syscall.SIGKILL) != nil {
+			t.Logf("run %d: %s had already exited when its kill was due (%s)", k, victim.name, moment)
+		} else {
+			landed++
+		}
+		if err := p.wait(30 * time.Second); err != nil {
+			t.Fatalf("run %d, %s killed %s: the others did not stop: %v\n%s", k, victim.name, moment, err, p.describe())
+		}
+		for _, s := range p.stages {
+			if s != victim && s.exitCode() != 0 {
+				t.Errorf("run %d, %s killed %s: %s exited %d, want 0 (a dead neighbour is EOF or a closed pipe)\n%s",
+					k, victim.name, moment, s.name, s.exitCode(), p.describe())
+			}
+		}
+		// Between runs the output may end in a torn line (budget-cut killed
+		// mid-write); everything before it must already be sound.
+		o := checkOutcome(t, rs, ans, outPath, errPath, true)
+		t.Logf("run %d: %s killed %s; the run took %v; %d records done", k, victim.name, moment,
+			time.Since(start).Round(10*time.Millisecond), len(o.okIDs))
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+
+	p := startPipeline(t, dir, "final", pipelineIO{}, stages...)
+	if err := p.wait(60 * time.Second); err != nil {
+		t.Fatalf("final run: %v\n%s", err, p.describe())
+	}
+	for _, s := range p.stages {
+		if s.exitCode() != 0 {
+			t.Errorf("final run: %s exited %d, want 0\n%s", s.name, s.exitCode(), p.describe())
+		}
+	}
+	o := checkOutcome(t, rs, ans, outPath, errPath, false)
+	checkCrashErrors(t, o)
+	if budget == 0 {
+		if len(o.okIDs) != len(rs.byID) {
+			t.Errorf("after the clean run %d of %d records are in the output", len(o.okIDs), len(rs.byID))
+		}
+	} else {
+		checkBudgetShare(t, rs, o, budget, crashMaxTokens)
+	}
+	if _, err := os.Stat(outPath + ".torn"); err == nil {
+		t.Logf("a torn line was cut off out.jsonl on resume (kept in out.jsonl.torn)")
+	}
+	t.Logf("%d kills landed of %d; %d records in the output, %d error lines; server: %d requests, %d aborted",
+		landed, kills, len(o.okIDs), len(o.errors), srv.Stats().Requests, srv.Stats().Aborted)
+}
+
+// checkCrashErrors: without injected faults, nothing a kill does is a
+// record's failure. A request cancelled because a neighbour died is not an
+// error either (it is simply not done, and the next run does it), so the
+// errors file may only hold records that were later completed.
+func checkCrashErrors(t *testing.T, o outcome) {
+	t.Helper()
+	for _, id := range sortedKeys(o.errIDs) {
+		e := o.errIDs[id]
+		if !o.okIDs[id] {
+			t.Errorf("id %s is in the errors file (%s: %s) and was never completed", id, e.Error.Kind, e.Error.Message)
+		}
+	}
+}
+
+// checkBudgetShare demands that a binding budget was filled but never
+// passed: the output's tokens are at most the budget, and what is left is
+// less than one more record could take.
+func checkBudgetShare(t *testing.T, rs requestSet, o outcome, budget int64, maxTokens int) {
+	t.Helper()
+	var spent int64
+	for _, r := range o.results {
+		spent += r.tokens()
+	}
+	var largest int64
+	for _, r := range rs.byID {
+		if !o.okIDs[r.ID] {
+			largest = max(largest, int64(len(r.InputIDs)+maxTokens))
+		}
+	}
+	switch {
+	case spent > budget:
+		t.Errorf("the output holds %d tokens, over the budget of %d", spent, budget)
+	case largest > 0 && budget-spent >= largest:
+		t.Errorf("the output holds %d tokens of a %d budget, and records that would fit are not done", spent, budget)
+	}
+	t.Logf("budget %d: %d tokens in %d records", budget, spent, len(o.results))
+}
+
+// countLines counts the complete lines of a file, 0 when it does not exist.
+func countLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// waitForLines waits until the file at path holds n complete lines, the
+// process behind done exits, or limit passes.
+func waitForLines(path string, n int, done <-chan struct{}, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for countLines(path) < n && time.Now().Before(deadline) {
+		if !sleepUnless(5*time.Millisecond, done) {
+			return
+		}
+	}
+}
+
+// sleepUnless sleeps d unless done closes first; it reports whether it
+// slept the whole time.
+func sleepUnless(d time.Duration, done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// meanRecordTokens is what a record takes on average: its prompt plus an
+// answer of half the longest (the simulator's lengths are uniform).
+func meanRecordTokens(rs requestSet, maxTokens int) int64 {
+	var prompts int64
+	for _, r := range rs.byID {
+		prompts += int64(len(r.InputIDs))
+	}
+	return prompts/int64(len(rs.byID)) + int64(maxTokens/2+1)
+}

@@ -1,0 +1,184 @@
+package tests
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+// The fault storm test runs generate against simulators that inject one
+// kind of fault into a share of the requests, for each kind, at 10% and 30%,
+// with both backends, streaming and not. Every record must end either in
+// the output, with the answer to its own prompt, or in the errors file with
+// its reason; at 10% with the default retries almost all must succeed; the
+// run must end in bounded time and in bounded memory.
+
+// stormFaults are the kinds injected, each alone.
+var stormFaults = []sim.FaultKind{
+	sim.FaultHTTP500, sim.FaultRateLimit, sim.FaultReset, sim.FaultHang,
+	sim.FaultSlowFirstToken, sim.FaultMidStreamError, sim.FaultGarbage, sim.FaultHTML,
+}
+
+// Storm settings. The attempt timeout is what ends a hang, so it is short;
+// a slow first token stays well inside it and must not be taken for a hang.
+const (
+	stormMaxTokens      = 64
+	stormTimeout        = 2 * time.Second
+	stormSlowFirst      = 300 * time.Millisecond
+	stormParallelRuns   = 16               // generate processes at once: they mostly sleep in backoff
+	stormRSSCapKiB      = 256 << 10        // generate must stay far below this whatever the faults
+	stormRunLimit       = 3 * time.Minute  // one combination, quick size
+	stormStressRunTime  = 20 * time.Minute // one combination, stress size
+	stormMinSuccessAt10 = 0.999
+)
+
+// stormCase is one combination and, once run, what happened.
+type stormCase struct {
+	fault   sim.FaultKind
+	rate    float64
+	backend string
+	stream  bool
+
+	dir     string
+	rs      requestSet
+	srv     *simServer
+	run     watchedRun
+	outPath string
+	errPath string
+}
+
+func (c *stormCase) name() string {
+	mode := "whole"
+	if c.stream {
+		mode = "stream"
+	}
+	return fmt.Sprintf("%s_%d%%_%s_%s", c.fault, int(c.rate*100), c.backend, mode)
+}
+
+func TestReliabilityFaultStorm(t *testing.T) {
+	requireTools(t, "generate")
+	records := scale(150, 2000)
+	limit := stormRunLimit
+	if stressRun() {
+		limit = stormStressRunTime
+	}
+	deadline := testDeadline(t, limit)
+
+	var cases []*stormCase
+	for _, fault := range stormFaults {
+		for _, rate := range []float64{0.1, 0.3} {
+			for _, backend := range []string{"sglang", "openai"} {
+				for _, stream := range []bool{false, true} {
+					cases = append(cases, &stormCase{fault: fault, rate: rate, backend: backend, stream: stream})
+				}
+			}
+		}
+	}
+
+	// Start every combination's server first (a testing.T is needed for
+	// that), then run the generate processes many at a time: most of their
+	// time is spent waiting out backoffs and Retry-After, not computing.
+	for i, c := range cases {
+		c.dir = t.TempDir()
+		c.rs = syntheticRequests(t, c.dir, records, uint64(i)+1)
+		cfg := quickSimConfig()
+		cfg.Seed = uint64(i) + 1
+		cfg.Faults.SlowFirstTokenDelay = stormSlowFirst
+		setFaultRate(&cfg.Faults, c.fault, c.rate)
+		c.srv = startSim(t, cfg)
+		c.outPath, c.errPath = filepath.Join(c.dir, "out.jsonl"), filepath.Join(c.dir, "errors.jsonl")
+	}
+	sem := make(chan struct{}, stormParallelRuns)
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			args := generateArgs(c.backend, []string{c.srv.url}, stormMaxTokens, c.errPath,
+				"--timeout", stormTimeout.String(), "--progress-interval", "0")
+			if c.stream {
+				args = append(args, "--stream")
+			}
+			c.run = runWatched(deadline, nil, c.outPath, "generate", append(args, c.rs.path)...)
+		}()
+	}
+	wg.Wait()
+
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-40s %8s %6s %6s %6s %8s %8s\n", "combination", "injected", "ok", "errors", "lost", "seconds", "peakMiB")
+	for _, c := range cases {
+		t.Run(c.name(), func(t *testing.T) {
+			o := checkStorm(t, c)
+			lost := len(c.rs.byID) - len(o.okIDs) - len(o.errIDs)
+			fmt.Fprintf(&table, "%-40s %8d %6d %6d %6d %8.1f %8.1f\n", c.name(), c.srv.Stats().Faults[c.fault],
+				len(o.okIDs), len(o.errIDs), max(lost, 0), c.run.elapsed.Seconds(), float64(c.run.peakKiB)/1024)
+		})
+	}
+	t.Logf("fault storm, %d records per combination:\n%s", records, table.String())
+}
+
+// checkStorm judges one combination after its run.
+func checkStorm(t *testing.T, c *stormCase) outcome {
+	if c.run.err != nil {
+		t.Fatalf("generate did not start: %v", c.run.err)
+	}
+	if c.run.timedOut {
+		t.Errorf("generate still ran after %v: killed\nstderr:\n%s", c.run.elapsed.Round(time.Second), tail(string(c.run.stderr), 3000))
+	}
+	ans := answerChecker{srv: c.srv.Server, backend: c.backend, maxTokens: stormMaxTokens}
+	o := checkOutcome(t, c.rs, ans, c.outPath, c.errPath, false)
+	o.checkPartition(t, c.rs)
+	for _, id := range sortedKeys(o.errIDs) {
+		e := o.errIDs[id].Error
+		if e.Attempts < 1 {
+			t.Errorf("id %s: error record says %d attempts", id, e.Attempts)
+		}
+	}
+	switch {
+	case c.run.code == 0:
+	case c.run.code == 75 && len(o.errIDs) > 0:
+		// Retries ran out for some records: "try again later" is fair.
+	default:
+		t.Errorf("generate exited %d, want 0 (or 75 with records in the errors file)\nstderr:\n%s", c.run.code, tail(string(c.run.stderr), 3000))
+	}
+	if injected := c.srv.Stats().Faults[c.fault]; injected == 0 {
+		t.Errorf("the server injected no %s fault: the combination tested nothing", c.fault)
+	}
+	if c.rate <= 0.1 {
+		if ok := float64(len(o.okIDs)) / float64(len(c.rs.byID)); ok < stormMinSuccessAt10 {
+			kinds := map[string]int{}
+			for _, e := range o.errIDs {
+				kinds[e.Error.Kind+": "+tail(e.Error.Message, 100)]++
+			}
+			t.Errorf("only %.2f%% of the records succeeded at a %.0f%% %s rate with the default retries, want at least %.1f%%; errors: %v",
+				100*ok, 100*c.rate, c.fault, 100*stormMinSuccessAt10, kinds)
+		}
+	}
+	if c.run.peakKiB > stormRSSCapKiB {
+		t.Errorf("generate's peak RSS was %d MiB, over the %d MiB cap", c.run.peakKiB>>10, stormRSSCapKiB>>10)
+	}
+	if c.run.peakKiB == 0 {
+		t.Logf("peak RSS not sampled (the run was too short)")
+	}
+	return o
+}
+
+// setFaultRate sets the probability of one fault kind.
+func setFaultRate(f *sim.FaultConfig, kind sim.FaultKind, p float64) {
+	rates := map[sim.FaultKind]*float64{
+		sim.FaultHTTP500: &f.HTTP500, sim.FaultRateLimit: &f.RateLimit, sim.FaultReset: &f.Reset,
+		sim.FaultHang: &f.Hang, sim.FaultSlowFirstToken: &f.SlowFirstToken, sim.FaultMidStreamError: &f.MidStreamError,
+		sim.FaultGarbage: &f.Garbage, sim.FaultHTML: &f.HTML, sim.FaultAbort: &f.Abort,
+	}
+	ptr, ok := rates[kind]
+	if !ok {
+		panic("no rate for fault " + kind.String())
+	}
+	*ptr = p
+}
