@@ -56,16 +56,16 @@ type config struct {
 	total         int64
 	drainTimeout  time.Duration
 
-	// backoff is the first retry delay; it doubles per attempt. Tests
-	// shorten it.
+	// backoff is the first retry delay; it doubles per attempt.
 	backoff time.Duration
 }
 
-// Retry backoff bounds.
-const (
-	defaultBackoff = 500 * time.Millisecond
-	maxBackoff     = 30 * time.Second
-)
+// firstBackoff is the first retry delay; a variable so that tests need not
+// wait for it.
+var firstBackoff = 500 * time.Millisecond
+
+// maxBackoff caps the retry delay.
+const maxBackoff = 30 * time.Second
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
@@ -90,7 +90,7 @@ func parse(c *cli.Context) (*config, error) {
 		progressEvery: c.Duration(flagProgressInterval),
 		total:         c.Int64(flagTotal),
 		drainTimeout:  c.Duration(flagDrainTimeout),
-		backoff:       defaultBackoff,
+		backoff:       firstBackoff,
 	}
 	if cfg.backend != backendSGLang && cfg.backend != backendOpenAI {
 		return nil, cliutil.Usagef("--%s %q: want sglang or openai", flagBackend, cfg.backend)

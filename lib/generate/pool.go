@@ -2,6 +2,7 @@ package generate
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -43,10 +44,35 @@ type pool struct {
 	mu      sync.Mutex
 	servers []*server
 	changed chan struct{} // closed and replaced whenever a slot may have freed
+	// downSince is when the last server was sidelined (zero while one is
+	// up); after giveUp of that, no request waits for them any more.
+	downSince time.Time
+	giveUp    time.Duration
 }
 
-func newPool(servers []*server) *pool {
-	return &pool{servers: servers, changed: make(chan struct{})}
+// errNoServer says every server has been unreachable for longer than the
+// retries would have waited: try again later.
+var errNoServer = errors.New("no server is reachable")
+
+// newPool spreads over servers; giveUp is how long requests wait while all
+// of them are unreachable.
+func newPool(servers []*server, giveUp time.Duration) *pool {
+	p := &pool{servers: servers, changed: make(chan struct{}), giveUp: giveUp}
+	p.updateDownLocked()
+	return p
+}
+
+// updateDownLocked notes when the last server went down.
+func (p *pool) updateDownLocked() {
+	for _, s := range p.servers {
+		if s.failures < breakAfter {
+			p.downSince = time.Time{}
+			return
+		}
+	}
+	if p.downSince.IsZero() {
+		p.downSince = time.Now()
+	}
 }
 
 func (p *pool) notifyLocked() {
@@ -54,11 +80,16 @@ func (p *pool) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
-// acquire waits for a server with a free slot and charges it tokens.
+// acquire waits for a server with a free slot and charges it tokens. It
+// fails with errNoServer once every server has been down for giveUp.
 func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
 	for {
 		p.mu.Lock()
 		now := time.Now()
+		if !p.downSince.IsZero() && now.Sub(p.downSince) > p.giveUp {
+			p.mu.Unlock()
+			return nil, errNoServer
+		}
 		var best *server
 		for _, s := range p.servers {
 			if s.available(now) && (best == nil || s.outstanding < best.outstanding) {
@@ -92,6 +123,9 @@ func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
 // nextChangeLocked is how long until a pause or a sideline ends.
 func (p *pool) nextChangeLocked(now time.Time) time.Duration {
 	wait := time.Minute
+	if !p.downSince.IsZero() {
+		wait = p.downSince.Add(p.giveUp).Sub(now)
+	}
 	for _, s := range p.servers {
 		for _, until := range []time.Time{s.pausedUntil, s.openUntil} {
 			if d := until.Sub(now); d > 0 && d < wait {
@@ -141,6 +175,7 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 	case attemptCancelled:
 		s.probing = false
 	}
+	p.updateDownLocked()
 	p.notifyLocked()
 }
 
@@ -149,27 +184,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// allDown reports whether every server is sidelined by its breaker.
-func (p *pool) allDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.servers {
-		if s.failures < breakAfter {
-			return false
-		}
-	}
-	return true
-}
-
-// limits sums the servers' limits, for the progress line.
-func (p *pool) inFlight() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, s := range p.servers {
-		n += s.inFlight
-	}
-	return n
 }

@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,7 @@ func newScheduler(cfg *config, be backend.Backend, servers []*server, b *budget,
 		be:          be,
 		backendName: be.Name(),
 		paramsJSON:  paramsJSON(cfg.params),
-		pool:        newPool(servers),
+		pool:        newPool(servers, giveUpAfter(cfg)),
 		budget:      b,
 		lengths:     newLengthModel(cfg.params.MaxTokens),
 		parser:      newParser(cfg),
@@ -247,6 +248,9 @@ func (s *scheduler) dispatch(records <-chan *job) {
 		srv, err := s.pool.acquire(s.dispatchCtx, j.kvTokens)
 		if err != nil {
 			s.budget.cancel(r)
+			if errors.Is(err, errNoServer) {
+				s.stop("no server reachable", exitcode.TempFailf("%s: no server is reachable", strings.Join(s.cfg.urls, ", ")), true)
+			}
 			return
 		}
 		j.server = srv
@@ -340,9 +344,15 @@ func (s *scheduler) estimate() (lengthEstimate, float64) {
 func (s *scheduler) work(j *job) {
 	defer s.wg.Done()
 	o := &outcome{job: j}
+	var last *backend.Error
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			srv, err := s.pool.acquire(s.runCtx, j.kvTokens)
+			if errors.Is(err, errNoServer) {
+				o.err = last
+				s.stop("no server reachable", exitcode.TempFailf("%s: %s after %d attempts; no server is reachable", j.server.url, last.Message, o.attempts), true)
+				break
+			}
 			if err != nil {
 				o.cancelled = true
 				break
@@ -368,11 +378,9 @@ func (s *scheduler) work(j *job) {
 			s.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
 			break
 		}
+		last = e
 		if !e.Retryable || attempt > s.cfg.retries {
 			o.err = e
-			if poolOutcome(e) == attemptUnreachable && s.pool.allDown() {
-				s.stop("no server reachable", exitcode.TempFailf("%s: %s after %d attempts; no server is reachable", j.server.url, e.Message, attempt), true)
-			}
 			break
 		}
 		if !s.sleep(backoffDelay(attempt, s.cfg.backoff, e.RetryAfter)) {
@@ -410,6 +418,17 @@ func (s *scheduler) sleep(d time.Duration) bool {
 	case <-s.runCtx.Done():
 		return false
 	}
+}
+
+// giveUpAfter is how long requests wait while every server is down: as long
+// as the retries of one request would have waited, plus one sideline for a
+// probe to go through.
+func giveUpAfter(cfg *config) time.Duration {
+	d := firstSideline
+	for a := 1; a <= cfg.retries; a++ {
+		d += min(cfg.backoff<<min(a-1, 16), maxBackoff)
+	}
+	return d
 }
 
 // fatalError is the run's error for a refusal that no retry can fix.

@@ -1,0 +1,280 @@
+package generate
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+func TestTokenBudgetNeverPassed(t *testing.T) {
+	for _, drain := range []bool{false, true} {
+		name := map[bool]string{false: "cancel", true: "drain"}[drain]
+		t.Run(name, func(t *testing.T) {
+			_, url := startSim(t, func(c *sim.Config) {
+				c.Lengths = sim.LengthDist{Kind: sim.LengthUniform, Min: 5, Max: 60}
+				c.StepTime = 200 * time.Microsecond
+			})
+			dir := t.TempDir()
+			already := dir + "/already.jsonl"
+			os.WriteFile(already, []byte(`{"id":"old","prompt_tokens":400,"completion_tokens":600}`+"\n"), 0o644)
+			args := []string{"--url", url, "--max-tokens", "50", "--token-budget", "5000", "--already", already, "--concurrency", "16"}
+			if drain {
+				args = append(args, "--drain")
+			}
+			r := runGenerate(t, sglangRequests(500, 10), args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			total := int64(1000)
+			for _, l := range r.lines(t) {
+				total += l.Get("prompt_tokens").Int() + l.Get("completion_tokens").Int()
+			}
+			if total > 5000 {
+				t.Fatalf("%d tokens written with the already spent, budget 5000", total)
+			}
+			if total < 5000-16*60-60 {
+				t.Fatalf("only %d tokens of 5000: the budget stopped far too early", total)
+			}
+			if !strings.Contains(r.stderr, "budget reached") || !strings.Contains(r.stderr, "500 records read") && !strings.Contains(r.stderr, "records read") {
+				t.Fatalf("summary: %s", r.stderr)
+			}
+			checkSummaryAddsUp(t, r.stderr)
+		})
+	}
+}
+
+func TestCostBudget(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 50} })
+	// Each answer costs about 6e-6 + 50*4e-7 = 2.6e-5 USD.
+	r := runGenerate(t, chatRequests(400), "--backend", "openai", "--url", url+"/v1", "--model", "sim/llm-sim-8b",
+		"--max-tokens", "60", "--cost-budget", "0.002")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var usd float64
+	lines := r.lines(t)
+	for _, l := range lines {
+		usd += l.Get("usage.cost").Float()
+	}
+	if usd > 0.002 || len(lines) < 40 {
+		t.Fatalf("%d answers cost $%f, budget $0.002", len(lines), usd)
+	}
+
+	// Without a price the worst case of a request is unknown: refused.
+	dead := closedPort(t)
+	r = runGenerate(t, chatRequests(1), "--backend", "openai", "--url", dead, "--model", "m", "--cost-budget", "1")
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, "--max-price") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// closedPort is the URL of a loopback port nobody listens on.
+func closedPort(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// pipeWriter fails with EPIPE after n lines, as stdout does when head exits.
+type pipeWriter struct {
+	mu    sync.Mutex
+	n     int
+	buf   bytes.Buffer
+	shut  time.Time
+	lines int
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lines >= p.n {
+		if p.shut.IsZero() {
+			p.shut = time.Now()
+		}
+		return 0, syscall.EPIPE
+	}
+	p.lines += bytes.Count(b, []byte("\n"))
+	return p.buf.Write(b)
+}
+
+func (p *pipeWriter) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buf.String()
+}
+
+func TestDownstreamCloses(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.Lengths = sim.LengthDist{Kind: sim.LengthUniform, Min: 50, Max: 2000}
+		c.StepTime = time.Millisecond
+	})
+	out := &pipeWriter{n: 5}
+	r := runGenerateTo(t, sglangRequests(2000, 10), out, "--url", url, "--max-tokens", "2000", "--concurrency", "100")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if since := time.Since(out.shut); since > 2*time.Second {
+		t.Fatalf("took %v after the pipe closed", since)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for srv.Stats().Running > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := srv.Stats(); st.Running > 0 || st.Aborted == 0 {
+		t.Fatalf("requests were not cancelled on the server: %+v", st)
+	}
+}
+
+func TestOrderedOutput(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.Lengths = sim.LengthDist{Kind: sim.LengthUniform, Min: 1, Max: 300}
+	})
+	r := runGenerate(t, sglangRequests(300, 5), "--url", url, "--max-tokens", "300", "--ordered", "--reorder-window", "64")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := r.lines(t)
+	if len(lines) != 300 {
+		t.Fatalf("%d results", len(lines))
+	}
+	for i, l := range lines {
+		if l.Get("meta.n").Int() != int64(i) {
+			t.Fatalf("line %d is record %s", i, l.Get("id"))
+		}
+	}
+}
+
+func TestSeveralURLsOneDead(t *testing.T) {
+	srv, url := startSim(t, nil)
+	dead := closedPort(t)
+	r := runGenerate(t, sglangRequests(300, 5), "--url", dead, "--url", url, "--max-tokens", "20")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := r.lines(t)
+	if len(lines) != 300 {
+		t.Fatalf("%d results: %s", len(lines), r.stderr)
+	}
+	for _, l := range lines {
+		if l.Get("gen.endpoint").String() != url {
+			t.Fatalf("answered by %s", l.Get("gen.endpoint"))
+		}
+	}
+	checkOwnOutput(t, srv, lines, 5)
+}
+
+func TestAllServersDead(t *testing.T) {
+	r := runGenerate(t, sglangRequests(5, 5), "--url", closedPort(t), "--url", closedPort(t), "--max-tokens", "20", "--retries", "3")
+	if r.code != exitcode.TempFail {
+		t.Fatalf("exit %d, want 75: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "no server is reachable") {
+		t.Fatalf("stderr: %s", r.stderr)
+	}
+	checkSummaryAddsUp(t, r.stderr)
+}
+
+// TestErrorsFileRefed: feeding the errors file back retries exactly those
+// records.
+func TestErrorsFileRefed(t *testing.T) {
+	_, flaky := startSim(t, func(c *sim.Config) { c.Faults.HTTP500 = 0.4 })
+	dir := t.TempDir()
+	input := sglangRequests(100, 6)
+	first := runGenerate(t, input, "--url", flaky, "--max-tokens", "10", "--retries", "0", "--errors", dir+"/err.jsonl")
+	if first.code != 0 {
+		t.Fatalf("exit %d: %s", first.code, first.stderr)
+	}
+	failed := readLines(t, dir+"/err.jsonl")
+	if len(failed) == 0 || len(failed)+len(first.lines(t)) != 100 {
+		t.Fatalf("%d failed + %d ok, want 100 with some failures", len(failed), len(first.lines(t)))
+	}
+	errBytes, _ := os.ReadFile(dir + "/err.jsonl")
+
+	srv, clean := startSim(t, nil)
+	second := runGenerate(t, string(errBytes), "--url", clean, "--max-tokens", "10", "--errors", dir+"/err2.jsonl")
+	if second.code != 0 {
+		t.Fatalf("exit %d: %s", second.code, second.stderr)
+	}
+	got := second.lines(t)
+	if len(got) != len(failed) {
+		t.Fatalf("%d retried, want %d", len(got), len(failed))
+	}
+	want := map[string]bool{}
+	for _, f := range failed {
+		want[f.Get("id").String()] = true
+	}
+	for _, l := range got {
+		if !want[l.Get("id").String()] || l.Get("error").Exists() {
+			t.Fatalf("bad retried record: %s", l.Raw)
+		}
+	}
+	checkOwnOutput(t, srv, got, 6)
+}
+
+// TestAutoConcurrencyFitsTheKVCache: against a small KV cache, auto
+// concurrency keeps the batch full and the server's queue short.
+func TestAutoConcurrencyFitsTheKVCache(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.MaxTotalTokens = 6000
+		c.Lengths = sim.LengthDist{Kind: sim.LengthUniform, Min: 20, Max: 180}
+		c.StepTime = 500 * time.Microsecond
+	})
+	r := runGenerate(t, sglangRequests(600, 100), "--url", url, "--max-tokens", "200")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	st := srv.Stats()
+	// The KV cache holds about 6000 / (100 + 67) = 36 requests.
+	if st.MaxQueued > 20 {
+		t.Fatalf("up to %d requests queued on the server (max running %d): auto concurrency floods it", st.MaxQueued, st.MaxRunning)
+	}
+	if st.MaxRunning < 25 {
+		t.Fatalf("at most %d requests running: the batch was never full", st.MaxRunning)
+	}
+	if !strings.Contains(r.stderr, "concurrency") {
+		t.Fatalf("no log line about the concurrency: %s", r.stderr)
+	}
+	t.Logf("max running %d, max queued %d, retractions %d", st.MaxRunning, st.MaxQueued, st.Retractions)
+}
+
+// checkSummaryAddsUp parses the summary and checks its counts add up to the
+// records read.
+func checkSummaryAddsUp(t testing.TB, stderr string) {
+	t.Helper()
+	i := strings.Index(stderr, "records read:")
+	if i < 0 {
+		t.Fatalf("no summary: %s", stderr)
+	}
+	line := stderr[strings.LastIndex(stderr[:i], "\n")+1:]
+	line = line[:strings.IndexByte(line, ';')]
+	var read, ok, errs, cut, cancelled, notStarted int
+	num := func(word string) int {
+		k := strings.Index(line, " "+word)
+		if k < 0 {
+			t.Fatalf("summary without %q: %s", word, line)
+		}
+		start := strings.LastIndexByte(line[:k], ' ') + 1
+		var n int
+		for _, c := range strings.ReplaceAll(line[start:k], ",", "") {
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	read, ok, errs = num("records read"), num("ok"), num("errors")
+	cut, cancelled, notStarted = num("cut by budget"), num("cancelled in flight"), num("not started")
+	if ok+errs+cut+cancelled+notStarted != read {
+		t.Fatalf("summary does not add up: %s", line)
+	}
+}
