@@ -105,6 +105,12 @@ func checkReadable(name string) error {
 	if fi.IsDir() {
 		return exitcode.NoInputf("%s is a directory, not a JSONL file", name)
 	}
+	if !fi.Mode().IsRegular() {
+		// A named pipe must not be opened twice: opening blocks until a
+		// writer comes, and closing again would cut that writer off. Such
+		// inputs show their errors when they are read.
+		return nil
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -109,6 +111,9 @@ func TestReaderSources(t *testing.T) {
 	// the names say nothing: the magic bytes decide
 	gz := writeFile(t, dir, "gz.txt", gzipped(t, rec))
 	zst := writeFile(t, dir, "zst.txt", zstded(t, rec))
+	// `cat a.gz b.gz > c.gz` makes a valid gzip file of several members
+	catGz := writeFile(t, dir, "cat.gz", append(gzipped(t, rec), gzipped(t, []byte("{\"id\":\"c\"}\n"))...))
+	catZst := writeFile(t, dir, "cat.zst", append(zstded(t, rec), zstded(t, []byte("{\"id\":\"c\"}\n"))...))
 	tests := []struct {
 		name  string
 		stdin string
@@ -123,6 +128,8 @@ func TestReaderSources(t *testing.T) {
 		{name: "file and stdin", stdin: "{\"id\":\"s\"}\n", files: []string{plain, "-"}, want: []string{`{"id":"a"}`, `{"id":"b"}`, `{"id":"s"}`}},
 		{name: "gzip", files: []string{gz}, want: []string{`{"id":"a"}`, `{"id":"b"}`}},
 		{name: "zstd", files: []string{zst}, want: []string{`{"id":"a"}`, `{"id":"b"}`}},
+		{name: "concatenated gzip", files: []string{catGz}, want: []string{`{"id":"a"}`, `{"id":"b"}`, `{"id":"c"}`}},
+		{name: "concatenated zstd", files: []string{catZst}, want: []string{`{"id":"a"}`, `{"id":"b"}`, `{"id":"c"}`}},
 		{name: "gzip on stdin", stdin: string(gzipped(t, rec)), want: []string{`{"id":"a"}`, `{"id":"b"}`}},
 		{name: "mixed", files: []string{zst, plain, gz}, want: []string{`{"id":"a"}`, `{"id":"b"}`, `{"id":"a"}`, `{"id":"b"}`, `{"id":"a"}`, `{"id":"b"}`}},
 		{name: "empty stdin", stdin: "", want: nil},
@@ -359,5 +366,36 @@ func TestReaderContextCause(t *testing.T) {
 	}
 	if len(res.lines) != 0 {
 		t.Errorf("read %q after the context was done", res.lines)
+	}
+}
+
+// TestReaderNamedPipe reads a FIFO, as in `budget-cut fifo` with a generator
+// writing into it: it must be opened once only, when its turn comes.
+func TestReaderNamedPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString("{\"a\":1}\n{\"a\":2}\n")
+			f.Close()
+		}
+		wrote <- err
+	}()
+	done := make(chan readResult, 1)
+	go func() { done <- readAll(t, nil, []string{fifo}, Options{Validate: true}) }()
+	select {
+	case res := <-done:
+		if res.err != nil || len(res.lines) != 2 {
+			t.Fatalf("lines %q, err %v; want both records", res.lines, res.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a named pipe hung: it was opened and closed before its turn")
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("the writer failed: %v", err)
 	}
 }

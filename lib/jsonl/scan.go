@@ -331,7 +331,11 @@ func (s *scanner) intRun() (n int, ok bool) {
 			if atStart {
 				starts |= 0x80
 			}
-			if starts&(sep|byteMask(w, '0')) != 0 {
+			// Of the digits, '0' is the one whose low nibble is 0: adding
+			// 0x0f to the nibble carries into bit 4 for every other one.
+			nonzero := (w&0x0f0f0f0f0f0f0f0f + 0x0f0f0f0f0f0f0f0f) & 0x1010101010101010
+			zeros := (^nonzero & 0x1010101010101010) << 3
+			if starts&(sep|zeros) != 0 {
 				break // an empty element, or one that starts with 0 (a leading zero, or the id 0)
 			}
 			commas += bits.OnesCount64(sep)
