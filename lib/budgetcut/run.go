@@ -52,6 +52,11 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.appendTo && cfg.output == "" {
 		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
 	}
+	if cfg.output != "" {
+		if err := jsonl.CheckNotInput(cfg.output, c.Args().Slice()); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func run(c *cli.Context) (err error) {
 		}
 		spent += n
 	}
-	if spent >= cfg.budget && cfg.budget > 0 || cfg.budget == 0 {
+	if spent >= cfg.budget {
 		if !cfg.quiet {
 			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
 				cliutil.Thousands(spent), cliutil.Thousands(cfg.budget), cfg.unit())

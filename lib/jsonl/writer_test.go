@@ -291,3 +291,37 @@ func TestCreateOutputErrors(t *testing.T) {
 		wantCode(t, err, exitcode.CantCreate, "no such file or directory")
 	})
 }
+
+func TestCheckNotInput(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "in.jsonl", []byte("{}\n"))
+	other := writeFile(t, dir, "other.jsonl", []byte("{}\n"))
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Link(in, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		output string
+		inputs []string
+		bad    bool
+	}{
+		{name: "different files", output: other, inputs: []string{in, "-"}},
+		{name: "new output", output: filepath.Join(dir, "new.jsonl"), inputs: []string{in}},
+		{name: "same name", output: in, inputs: []string{other, in}, bad: true},
+		{name: "hard link", output: link, inputs: []string{in}, bad: true},
+		{name: "character device", output: "/dev/null", inputs: []string{"/dev/null"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckNotInput(tc.output, tc.inputs)
+			if !tc.bad {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantCode(t, err, exitcode.Usage, "is also the input")
+		})
+	}
+}
