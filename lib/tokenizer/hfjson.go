@@ -1,11 +1,9 @@
 package tokenizer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 )
 
 // hfTokenizerFile is the part of a Hugging Face tokenizer.json synthpipe reads.
@@ -50,7 +48,7 @@ type hfPostProcessor struct {
 
 type hfModel struct {
 	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  json.RawMessage `json:"merges"`
 	IgnoreMerges            bool            `json:"ignore_merges"`
 	ByteFallback            bool            `json:"byte_fallback"`
@@ -206,8 +204,12 @@ func (m *hfModel) build() (*bpeModel, error) {
 		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") || (m.Dropout != nil && *m.Dropout != 0) {
 		return nil, fmt.Errorf("unsupported BPE options (byte_fallback, subword prefix/suffix or dropout)")
 	}
+	vocab, err := readVocab(m.Vocab)
+	if err != nil {
+		return nil, err
+	}
 	size := 0
-	for _, id := range m.Vocab {
+	for _, id := range vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("negative id in vocab")
 		}
@@ -217,7 +219,7 @@ func (m *hfModel) build() (*bpeModel, error) {
 	}
 	b := newBPEModel(size)
 	b.wholePieceFirst = m.IgnoreMerges
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		raw, ok := fromByteLevel(tok)
 		b.tokenBytes[id], b.tokenOK[id] = raw, true
 		if ok {
@@ -225,47 +227,21 @@ func (m *hfModel) build() (*bpeModel, error) {
 		}
 	}
 	b.indexSingleBytes()
-	pairs, err := parseMerges(m.Merges)
+	pairs, err := readMerges(m.Merges)
 	if err != nil {
 		return nil, err
 	}
 	b.merges = newPairTable(len(pairs))
 	for rank, p := range pairs {
-		left, okL := m.Vocab[p[0]]
-		right, okR := m.Vocab[p[1]]
-		result, okM := m.Vocab[p[0]+p[1]]
+		left, okL := vocab[p[0]]
+		right, okR := vocab[p[1]]
+		result, okM := vocab[p[0]+p[1]]
 		if !okL || !okR || !okM {
 			return nil, fmt.Errorf("merge %d (%q %q) names a token missing from the vocab", rank, p[0], p[1])
 		}
 		b.merges.put(pairKey(uint32(left), uint32(right)), uint64(rank)<<32|uint64(result))
 	}
 	return b, nil
-}
-
-// parseMerges reads merges written as "left right" strings or as
-// ["left", "right"] pairs.
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return nil, nil
-	}
-	var pairs [][2]string
-	if err := json.Unmarshal(trimmed, &pairs); err == nil {
-		return pairs, nil
-	}
-	var lines []string
-	if err := json.Unmarshal(trimmed, &lines); err != nil {
-		return nil, fmt.Errorf("merges are neither strings nor pairs: %w", err)
-	}
-	pairs = make([][2]string, len(lines))
-	for i, l := range lines {
-		left, right, ok := strings.Cut(l, " ")
-		if !ok {
-			return nil, fmt.Errorf("merge %d %q has no space", i, l)
-		}
-		pairs[i] = [2]string{left, right}
-	}
-	return pairs, nil
 }
 
 func newBPEModel(size int) *bpeModel {

@@ -1,0 +1,185 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Hand-written readers for the two big parts of tokenizer.json, the vocab
+// object and the merges array, which hold most of its megabytes:
+// reflection-based decoding made loading several times slower. The input
+// has already been validated by encoding/json.
+
+// jsonCursor walks a validated JSON value.
+type jsonCursor struct {
+	data []byte
+	pos  int
+}
+
+func (c *jsonCursor) skipSpace() {
+	for c.pos < len(c.data) {
+		switch c.data[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+// expect consumes b after optional space.
+func (c *jsonCursor) expect(b byte) error {
+	c.skipSpace()
+	if c.pos >= len(c.data) || c.data[c.pos] != b {
+		return fmt.Errorf("json: want %q at offset %d", b, c.pos)
+	}
+	c.pos++
+	return nil
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (c *jsonCursor) peek() byte {
+	c.skipSpace()
+	if c.pos >= len(c.data) {
+		return 0
+	}
+	return c.data[c.pos]
+}
+
+// str reads a string; escaped strings, rare in tokenizer files, go through
+// encoding/json for exact JSON unescaping (surrogate pairs included).
+func (c *jsonCursor) str() (string, error) {
+	if err := c.expect('"'); err != nil {
+		return "", err
+	}
+	start, escaped := c.pos, false
+	for c.pos < len(c.data) {
+		switch c.data[c.pos] {
+		case '\\':
+			escaped = true
+			c.pos += 2
+			continue
+		case '"':
+			raw := c.data[start:c.pos]
+			c.pos++
+			if !escaped {
+				return string(raw), nil
+			}
+			var s string
+			err := json.Unmarshal(c.data[start-1:c.pos], &s)
+			return s, err
+		}
+		c.pos++
+	}
+	return "", fmt.Errorf("json: unterminated string at offset %d", start)
+}
+
+func (c *jsonCursor) integer() (int, error) {
+	c.skipSpace()
+	start := c.pos
+	for c.pos < len(c.data) && (c.data[c.pos] == '-' || (c.data[c.pos] >= '0' && c.data[c.pos] <= '9')) {
+		c.pos++
+	}
+	return strconv.Atoi(string(c.data[start:c.pos]))
+}
+
+// list calls item for each element of an array.
+func (c *jsonCursor) list(item func() error) error {
+	if err := c.expect('['); err != nil {
+		return err
+	}
+	if c.peek() == ']' {
+		c.pos++
+		return nil
+	}
+	for {
+		if err := item(); err != nil {
+			return err
+		}
+		switch c.peek() {
+		case ',':
+			c.pos++
+		case ']':
+			c.pos++
+			return nil
+		default:
+			return fmt.Errorf("json: want , or ] at offset %d", c.pos)
+		}
+	}
+}
+
+// readVocab reads {"token": id, ...}.
+func readVocab(data []byte) (map[string]int, error) {
+	c := &jsonCursor{data: data}
+	vocab := make(map[string]int, len(data)/16)
+	if err := c.expect('{'); err != nil {
+		return nil, err
+	}
+	if c.peek() == '}' {
+		return vocab, nil
+	}
+	for {
+		key, err := c.str()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.expect(':'); err != nil {
+			return nil, err
+		}
+		id, err := c.integer()
+		if err != nil {
+			return nil, fmt.Errorf("json: vocab id of %q: %w", key, err)
+		}
+		vocab[key] = id
+		switch c.peek() {
+		case ',':
+			c.pos++
+		case '}':
+			return vocab, nil
+		default:
+			return nil, fmt.Errorf("json: want , or } at offset %d", c.pos)
+		}
+	}
+}
+
+// readMerges reads merges written as "left right" strings or as
+// ["left", "right"] pairs.
+func readMerges(data []byte) ([][2]string, error) {
+	c := &jsonCursor{data: data}
+	if c.peek() == 'n' { // null
+		return nil, nil
+	}
+	var pairs [][2]string
+	err := c.list(func() error {
+		if c.peek() == '[' {
+			var pair [2]string
+			n := 0
+			err := c.list(func() error {
+				s, err := c.str()
+				if n < 2 {
+					pair[n] = s
+				}
+				n++
+				return err
+			})
+			if err == nil && n != 2 {
+				err = fmt.Errorf("merge %d has %d parts", len(pairs), n)
+			}
+			pairs = append(pairs, pair)
+			return err
+		}
+		s, err := c.str()
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] == ' ' {
+				pairs = append(pairs, [2]string{s[:i], s[i+1:]})
+				return nil
+			}
+		}
+		return fmt.Errorf("merge %d %q has no space", len(pairs), s)
+	})
+	return pairs, err
+}
