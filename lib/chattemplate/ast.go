@@ -168,4 +168,7 @@ type macroDef struct {
 	defaults []expr // aligned with the last len(defaults) params
 	body     []stmt
 	line     int
+	// The body mentions varargs, kwargs or caller: jinja2 then accepts
+	// extra positional arguments, extra keyword arguments or a caller.
+	catchVarargs, catchKwargs, catchCaller bool
 }

@@ -688,6 +688,9 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 	}
 	def := m.def
 	scope := newFrame(m.closure)
+	if len(args) > len(def.params) && !def.catchVarargs {
+		return nil, typeError("macro '%s' takes not more than %d argument(s)", def.name, len(def.params))
+	}
 	var varargs []value
 	for i, a := range args {
 		if i < len(def.params) {
@@ -697,17 +700,23 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 		}
 	}
 	extra := newDict(0)
+	var caller value
 	if kw != nil {
 		for i, name := range kw.names {
-			if idx := indexOf(def.params, name); idx >= 0 {
-				if idx < len(args) {
-					return nil, typeError("macro '%s' got multiple values for argument '%s'", def.name, name)
-				}
+			idx := indexOf(def.params, name)
+			switch {
+			case idx >= 0 && idx < len(args):
+				return nil, typeError("macro '%s' got multiple values for argument '%s'", def.name, name)
+			case idx >= 0:
 				scope.set(name, kw.vals[i])
-			} else if name == "caller" {
-				scope.set("caller", kw.vals[i])
-			} else {
+			case name == "caller" && def.catchCaller:
+				caller = kw.vals[i]
+			case def.catchKwargs:
 				extra.set(name, kw.vals[i])
+			case name == "caller":
+				return nil, typeError("macro '%s' was invoked with two values for the special caller argument. This is most likely a bug.", def.name)
+			default:
+				return nil, typeError("macro '%s' takes no keyword argument '%s'", def.name, name)
 			}
 		}
 	}
@@ -726,8 +735,18 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 			scope.set(p, &Undefined{hint: "parameter '" + p + "' was not provided", name: p})
 		}
 	}
-	scope.set("varargs", &List{Items: varargs, Tuple: true})
-	scope.set("kwargs", extra)
+	if def.catchCaller {
+		if caller == nil {
+			caller = &Undefined{hint: "No caller defined", name: "caller"}
+		}
+		scope.set("caller", caller)
+	}
+	if def.catchVarargs {
+		scope.set("varargs", &List{Items: varargs, Tuple: true})
+	}
+	if def.catchKwargs {
+		scope.set("kwargs", extra)
+	}
 	var b strings.Builder
 	if err := r.execBody(def.body, scope, &b); err != nil {
 		if err == errBreak || err == errContinue {

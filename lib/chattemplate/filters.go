@@ -41,7 +41,7 @@ func init() {
 		"last":        filterLast,
 		"length":      filterLength,
 		"list":        filterList,
-		"lower":       stringFilter(strings.ToLower),
+		"lower":       stringFilter(pyLower),
 		"map":         filterMap,
 		"max":         func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return minMax(r, v, kw, true) },
 		"min":         func(r *renderer, v value, a []value, kw *kwargs) (value, error) { return minMax(r, v, kw, false) },
@@ -106,7 +106,7 @@ func jinjaTitle(s string) string {
 		}
 		r, size := utf8.DecodeRuneInString(item)
 		b.WriteString(pyUpper(string(r)))
-		b.WriteString(strings.ToLower(item[size:]))
+		b.WriteString(pyLower(item[size:]))
 	}
 	for _, m := range wordBeginning.FindAllStringIndex(s, -1) {
 		emit(s[last:m[0]])
@@ -135,9 +135,24 @@ func filterAbs(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	return nil, typeError("bad operand type for abs(): '%s'", typeName(v))
 }
 
+// filterAttr looks up a Python attribute only, never an item: on dicts it
+// finds methods, not keys.
 func filterAttr(r *renderer, v value, a []value, kw *kwargs) (value, error) {
-	name, _ := argAt(a, kw, 0, "name", "").(string)
-	return getAttr(v, name)
+	name := pyStr(argAt(a, kw, 0, "name", ""))
+	switch x := v.(type) {
+	case *Undefined:
+		return nil, x.fail()
+	case *Namespace, *loopState:
+		return getAttr(v, name)
+	case *List:
+		if i := indexOf(x.fields, name); i >= 0 {
+			return x.Items[i], nil
+		}
+	}
+	if m, ok := methodFor(v, name); ok {
+		return m, nil
+	}
+	return undefinedAttr(v, name), nil
 }
 
 func filterBatch(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -204,7 +219,7 @@ func filterDefault(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 // ignore_case.
 func sortKey(v value, caseSensitive bool) value {
 	if s, ok := v.(string); ok && !caseSensitive {
-		return strings.ToLower(s)
+		return pyLower(s)
 	}
 	return v
 }
@@ -549,6 +564,30 @@ func filterReverse(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	return &List{Items: out}, nil
 }
 
+// roundInt is Python's round(int, ndigits): negative ndigits round to tens,
+// hundreds, ... with ties to even; the result stays an int.
+func roundInt(v value, prec int64) value {
+	i, _, _, _ := toNumber(v)
+	if prec >= 0 || prec < -18 {
+		if prec < -18 {
+			return int64(0)
+		}
+		return i
+	}
+	p := int64(1)
+	for k := int64(0); k < -prec; k++ {
+		p *= 10
+	}
+	q, rem := i/p, i%p
+	if rem < 0 {
+		q, rem = q-1, rem+p
+	}
+	if 2*rem > p || (2*rem == p && q%2 != 0) {
+		q++
+	}
+	return q * p
+}
+
 func filterRound(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	prec, _ := indexKey(argAt(a, kw, 0, "precision", int64(0)))
 	method, _ := argAt(a, kw, 1, "method", "common").(string)
@@ -559,7 +598,7 @@ func filterRound(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	switch method {
 	case "common":
 		if !isFloat {
-			return v, nil
+			return roundInt(v, prec), nil
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return f, nil

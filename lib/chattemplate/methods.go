@@ -1,7 +1,6 @@
 package chattemplate
 
 import (
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -266,7 +265,7 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 	case "upper":
 		return pyUpper(s), nil
 	case "lower", "casefold":
-		return strings.ToLower(s), nil
+		return pyLower(s), nil
 	case "title":
 		return pyTitle(s), nil
 	case "capitalize":
@@ -333,8 +332,12 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 			parts[i] = str
 		}
 		return strings.Join(parts, s), nil
-	case "isdigit", "isnumeric", "isdecimal":
+	case "isdecimal":
 		return s != "" && allRunes(s, unicode.IsDigit), nil
+	case "isdigit":
+		return s != "" && allRunes(s, isPyDigit), nil
+	case "isnumeric":
+		return s != "" && allRunes(s, func(r rune) bool { return unicode.IsNumber(r) || strings.ContainsRune("〇一二三四五六七八九十百千万亿", r) }), nil
 	case "isalpha":
 		return s != "" && allRunes(s, unicode.IsLetter), nil
 	case "isalnum":
@@ -395,6 +398,22 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 	return nil, typeError("'str' object has no method '%s'", name)
 }
 
+// isPyDigit is str.isdigit for one character: decimal digits plus the
+// superscript, subscript and circled digits Unicode gives a digit value.
+func isPyDigit(r rune) bool {
+	if unicode.IsDigit(r) {
+		return true
+	}
+	switch {
+	case r == 0xb2, r == 0xb3, r == 0xb9, r == 0x2070, r >= 0x2074 && r <= 0x2079, r >= 0x2080 && r <= 0x2089,
+		r >= 0x2460 && r <= 0x2468, r >= 0x2474 && r <= 0x247c, r >= 0x2488 && r <= 0x2490, r == 0x24ea,
+		r >= 0x24f5 && r <= 0x24fd, r == 0x24ff, r >= 0x2776 && r <= 0x277e, r >= 0x2780 && r <= 0x2788,
+		r >= 0x278a && r <= 0x2792, r >= 0x1369 && r <= 0x1371, r == 0x19da:
+		return true
+	}
+	return false
+}
+
 func allRunes(s string, pred func(rune) bool) bool {
 	for _, r := range s {
 		if !pred(r) {
@@ -413,13 +432,15 @@ func stringList(parts []string) *List {
 }
 
 // splitWhitespace is Python's str.split() / rsplit() without a separator.
+// Once maxSplit parts are cut, the remainder is kept as is apart from the
+// whitespace at the cut.
 func splitWhitespace(s string, maxSplit int, fromRight bool) []string {
 	if !fromRight {
 		var out []string
 		rest := strings.TrimLeftFunc(s, isPySpace)
 		for rest != "" {
 			if maxSplit >= 0 && len(out) == maxSplit {
-				out = append(out, strings.TrimRightFunc(rest, isPySpace))
+				out = append(out, rest)
 				break
 			}
 			end := strings.IndexFunc(rest, isPySpace)
@@ -436,7 +457,7 @@ func splitWhitespace(s string, maxSplit int, fromRight bool) []string {
 	rest := strings.TrimRightFunc(s, isPySpace)
 	for rest != "" {
 		if maxSplit >= 0 && len(rev) == maxSplit {
-			rev = append(rev, strings.TrimLeftFunc(rest, isPySpace))
+			rev = append(rev, rest)
 			break
 		}
 		start := strings.LastIndexFunc(rest, isPySpace)
@@ -522,13 +543,42 @@ func pyReplace(s, old, repl string, n int64) (value, error) {
 	return strings.Replace(s, old, repl, int(count)), nil
 }
 
-// pyUpper applies full uppercase mapping for the common special case ß.
-func pyUpper(s string) string {
-	u := strings.ToUpper(s)
-	if strings.ContainsRune(u, 'ß') {
-		u = strings.ReplaceAll(u, "ß", "SS")
+// specialUpper and specialLower are the unconditional multi-character
+// case mappings of Unicode's SpecialCasing.txt that Python applies.
+var (
+	specialUpper = map[rune]string{'ß': "SS", 'ﬀ': "FF", 'ﬁ': "FI", 'ﬂ': "FL", 'ﬃ': "FFI", 'ﬄ': "FFL",
+		'ﬅ': "ST", 'ﬆ': "ST", 'ŉ': "ʼN", 'ǰ': "J̌", 'ΐ': "Ϊ́", 'ΰ': "Ϋ́", 'և': "ԵՒ", 'ẖ': "H̱", 'ẗ': "T̈",
+		'ẘ': "W̊", 'ẙ': "Y̊", 'ẚ': "Aʾ"}
+	specialLower = map[rune]string{'İ': "i̇"}
+)
+
+func mapCase(s string, special map[rune]string, simple func(rune) rune) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if m, ok := special[r]; ok {
+			b.WriteString(m)
+		} else {
+			b.WriteRune(simple(r))
+		}
 	}
-	return u
+	return b.String()
+}
+
+// pyUpper is Python's str.upper with full case mapping.
+func pyUpper(s string) string {
+	if isASCII(s) {
+		return strings.ToUpper(s)
+	}
+	return mapCase(s, specialUpper, unicode.ToUpper)
+}
+
+// pyLower is Python's str.lower with full case mapping.
+func pyLower(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return mapCase(s, specialLower, unicode.ToLower)
 }
 
 // pyTitle is Python's str.title: a letter is uppercased when the previous
@@ -558,7 +608,7 @@ func pyCapitalize(s string) string {
 	if size == 0 {
 		return s
 	}
-	return string(unicode.ToTitle(r)) + strings.ToLower(s[size:])
+	return string(unicode.ToTitle(r)) + pyLower(s[size:])
 }
 
 func pad(s, how string, width int, fill string) string {
@@ -586,97 +636,3 @@ func pad(s, how string, width int, fill string) string {
 	return strings.Repeat(fill, left) + s + strings.Repeat(fill, total-left)
 }
 
-// pyFormat implements str.format for "{}", "{0}", "{name}" and the common
-// format specs.
-func pyFormat(format string, args []value, kw *kwargs) (value, error) {
-	var b strings.Builder
-	auto := 0
-	for i := 0; i < len(format); i++ {
-		c := format[i]
-		if c == '}' {
-			if i+1 < len(format) && format[i+1] == '}' {
-				i++
-			}
-			b.WriteByte('}')
-			continue
-		}
-		if c != '{' {
-			b.WriteByte(c)
-			continue
-		}
-		if i+1 < len(format) && format[i+1] == '{' {
-			b.WriteByte('{')
-			i++
-			continue
-		}
-		end := strings.IndexByte(format[i:], '}')
-		if end < 0 {
-			return nil, valueError("Single '{' encountered in format string")
-		}
-		field := format[i+1 : i+end]
-		i += end
-		name, spec, _ := strings.Cut(field, ":")
-		name, conv, _ := strings.Cut(name, "!")
-		var v value
-		switch {
-		case name == "":
-			if auto >= len(args) {
-				return nil, &RenderError{Kind: "IndexError", Msg: "Replacement index " + strconv.Itoa(auto) + " out of range for positional args tuple"}
-			}
-			v = args[auto]
-			auto++
-		case name[0] >= '0' && name[0] <= '9':
-			n, _ := strconv.Atoi(name)
-			if n >= len(args) {
-				return nil, &RenderError{Kind: "IndexError", Msg: "Replacement index " + name + " out of range for positional args tuple"}
-			}
-			v = args[n]
-		default:
-			var ok bool
-			if v, ok = kw.get(name); !ok {
-				return nil, &RenderError{Kind: "KeyError", Msg: "'" + name + "'"}
-			}
-		}
-		text := pyStr(v)
-		if conv == "r" {
-			text = pyRepr(v)
-		}
-		if spec != "" {
-			text = applyFormatSpec(v, text, spec)
-		}
-		b.WriteString(text)
-	}
-	return b.String(), nil
-}
-
-// applyFormatSpec handles fill/align/width and ".Nf" precision.
-func applyFormatSpec(v value, text, spec string) string {
-	fill, align := " ", byte(0)
-	if len(spec) >= 2 && strings.ContainsRune("<>^", rune(spec[1])) {
-		fill, align, spec = spec[:1], spec[1], spec[2:]
-	} else if spec != "" && strings.ContainsRune("<>^", rune(spec[0])) {
-		align, spec = spec[0], spec[1:]
-	}
-	widthStr, prec, hasPrec := strings.Cut(spec, ".")
-	if hasPrec {
-		if p, err := strconv.Atoi(strings.TrimSuffix(prec, "f")); err == nil {
-			if _, f, _, ok := toNumber(v); ok {
-				text = strconv.FormatFloat(f, 'f', p, 64)
-			}
-		}
-	}
-	width, _ := strconv.Atoi(strings.TrimSuffix(widthStr, "d"))
-	if align == 0 {
-		align = '<'
-		if _, _, _, ok := toNumber(v); ok {
-			align = '>'
-		}
-	}
-	switch align {
-	case '<':
-		return pad(text, "ljust", width, fill)
-	case '>':
-		return pad(text, "rjust", width, fill)
-	}
-	return pad(text, "center", width, fill)
-}

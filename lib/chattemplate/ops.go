@@ -664,62 +664,6 @@ func sliceValue(obj, start, stop, step value) (value, error) {
 	return nil, typeError("'%s' object is not subscriptable", typeName(obj))
 }
 
-// percentFormat implements the common forms of Python's "fmt" % args.
-func percentFormat(format string, arg value) (value, error) {
-	var args []value
-	if l, ok := arg.(*List); ok && l.Tuple {
-		args = l.Items
-	} else {
-		args = []value{arg}
-	}
-	var b strings.Builder
-	next := 0
-	for i := 0; i < len(format); i++ {
-		c := format[i]
-		if c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i >= len(format) {
-			return nil, valueError("incomplete format")
-		}
-		if format[i] == '%' {
-			b.WriteByte('%')
-			continue
-		}
-		if next >= len(args) {
-			return nil, typeError("not enough arguments for format string")
-		}
-		a := args[next]
-		next++
-		switch format[i] {
-		case 's':
-			b.WriteString(pyStr(a))
-		case 'r':
-			b.WriteString(pyRepr(a))
-		case 'd', 'i':
-			n, err := toInt(a)
-			if err != nil {
-				return nil, typeError("%%d format: a real number is required, not %s", typeName(a))
-			}
-			b.WriteString(strconv.FormatInt(n, 10))
-		case 'f':
-			_, f, _, ok := toNumber(a)
-			if !ok {
-				return nil, typeError("must be real number, not %s", typeName(a))
-			}
-			b.WriteString(strconv.FormatFloat(f, 'f', 6, 64))
-		default:
-			return nil, valueError("unsupported format character '%c'", format[i])
-		}
-	}
-	if next < len(args) {
-		return nil, typeError("not all arguments converted during string formatting")
-	}
-	return b.String(), nil
-}
-
 func toInt(v value) (int64, error) {
 	i, f, isFloat, ok := toNumber(v)
 	if !ok {

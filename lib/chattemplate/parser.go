@@ -11,11 +11,12 @@ import (
 const maxParseDepth = 200
 
 type parser struct {
-	name   string
-	toks   []token
-	pos    int
-	depth  int
-	macros int
+	name  string
+	toks  []token
+	pos   int
+	depth int
+	// macros are the macro definitions being parsed, innermost last.
+	macros []*macroDef
 }
 
 func (p *parser) cur() token  { return p.toks[p.pos] }
@@ -389,7 +390,10 @@ func (p *parser) parseMacro(line pos) (stmt, error) {
 	if err := p.expectBlockEnd(); err != nil {
 		return nil, err
 	}
-	if def.body, _, err = p.parseBody("endmacro"); err != nil {
+	p.macros = append(p.macros, def)
+	def.body, _, err = p.parseBody("endmacro")
+	p.macros = p.macros[:len(p.macros)-1]
+	if err != nil {
 		return nil, err
 	}
 	if p.cur().kind == tokName {
@@ -417,7 +421,10 @@ func (p *parser) parseCallBlock(line pos) (stmt, error) {
 	if err := p.expectBlockEnd(); err != nil {
 		return nil, err
 	}
-	if caller.body, _, err = p.parseBody("endcall"); err != nil {
+	p.macros = append(p.macros, caller)
+	caller.body, _, err = p.parseBody("endcall")
+	p.macros = p.macros[:len(p.macros)-1]
+	if err != nil {
 		return nil, err
 	}
 	return &callBlockStmt{line, call, caller}, p.expectBlockEnd()
@@ -707,6 +714,16 @@ func (p *parser) parsePrimary() (expr, error) {
 			return &constExpr{line, false}, nil
 		case "none", "None":
 			return &constExpr{line, nil}, nil
+		}
+		for _, m := range p.macros {
+			switch t.val {
+			case "varargs":
+				m.catchVarargs = true
+			case "kwargs":
+				m.catchKwargs = true
+			case "caller":
+				m.catchCaller = true
+			}
 		}
 		return &nameExpr{line, t.val}, nil
 	case tokString:

@@ -45,9 +45,14 @@ func newDict(capacity int) *Dict {
 	return &Dict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), index: make(map[value]int, capacity)}
 }
 
+// tupleKey stands for a tuple used as a dict key.
+type tupleKey struct{ repr string }
+
 // normKey maps keys that Python considers equal (1, 1.0, True) to one Go key.
 func normKey(k value) value {
 	switch x := k.(type) {
+	case *List:
+		return tupleKey{pyRepr(x)}
 	case bool:
 		if x {
 			return int64(1)
@@ -62,7 +67,7 @@ func normKey(k value) value {
 }
 
 func (d *Dict) get(k value) (value, bool) {
-	if s, ok := k.(string); ok {
+	if s, ok := k.(string); ok { // fast path for JSON objects
 		if i, ok := d.index[s]; ok {
 			return d.vals[i], true
 		}
@@ -92,8 +97,18 @@ func (d *Dict) set(k, v value) {
 func (d *Dict) len() int { return len(d.keys) }
 
 func isHashable(v value) bool {
-	switch v.(type) {
-	case nil, bool, int64, float64, string:
+	switch x := v.(type) {
+	case nil, bool, int64, float64, string, bigInt:
+		return true
+	case *List:
+		if !x.Tuple {
+			return false
+		}
+		for _, it := range x.Items {
+			if !isHashable(it) {
+				return false
+			}
+		}
 		return true
 	}
 	return false
