@@ -182,11 +182,12 @@ func TestTimeouts(t *testing.T) {
 			for range 6 {
 				io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
 				w.(http.Flusher).Flush()
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond)
 			}
 			io.WriteString(w, sseOf(`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}`, "[DONE]"))
 		})
-		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 80 * time.Millisecond}).Do(context.Background(), s.URL, chatReq())
+		// Six silences of 50 ms outlast 200 ms in total, not one at a time.
+		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 200 * time.Millisecond}).Do(context.Background(), s.URL, chatReq())
 		if err != nil {
 			t.Fatal(err)
 		}

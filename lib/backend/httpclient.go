@@ -88,9 +88,10 @@ func newTransport() *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
 		// Small per-connection buffers: with 10,000 connections every
-		// kilobyte here is ten megabytes.
-		ReadBufferSize:  4 << 10,
-		WriteBufferSize: 4 << 10,
+		// kilobyte here is ten megabytes. Reads and writes larger than a
+		// buffer bypass it, so large bodies lose nothing.
+		ReadBufferSize:  2 << 10,
+		WriteBufferSize: 1 << 10,
 	}
 	t.Protocols = new(http.Protocols)
 	t.Protocols.SetHTTP1(true)

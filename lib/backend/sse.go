@@ -9,9 +9,11 @@ import (
 )
 
 // sseBufferSize is the read buffer of one stream. Small on purpose: ten
-// thousand streams in flight hold ten thousand of them. Longer lines are
-// assembled in the reader's line buffer, which grows to the longest line.
-const sseBufferSize = 4 << 10
+// thousand streams in flight hold ten thousand of them, and the connection
+// below has its own buffer. It holds a typical chat delta event; longer
+// lines are assembled in the reader's line buffer, which grows to the
+// longest line.
+const sseBufferSize = 1 << 10
 
 // errLineTooLong is returned when one line of a stream exceeds the limit.
 var errLineTooLong = errors.New("server-sent event line too long")
