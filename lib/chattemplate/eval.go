@@ -8,9 +8,9 @@ import (
 // Limits that keep hostile or buggy templates from hanging or exhausting
 // memory. Real chat templates stay far below them.
 const (
-	maxStringLen  = 16 << 20  // bytes in one computed string
-	maxListLen    = 1 << 20   // items in one computed list
-	maxRangeItems = 100_000   // jinja2's sandbox MAX_RANGE
+	maxStringLen  = 16 << 20 // bytes in one computed string
+	maxListLen    = 1 << 20  // items in one computed list
+	maxRangeItems = 100_000  // jinja2's sandbox MAX_RANGE
 )
 
 // limits bound the work of one Render call.

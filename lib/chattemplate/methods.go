@@ -337,7 +337,9 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 	case "isdigit":
 		return s != "" && allRunes(s, isPyDigit), nil
 	case "isnumeric":
-		return s != "" && allRunes(s, func(r rune) bool { return unicode.IsNumber(r) || strings.ContainsRune("〇一二三四五六七八九十百千万亿", r) }), nil
+		return s != "" && allRunes(s, func(r rune) bool {
+			return unicode.IsNumber(r) || strings.ContainsRune("〇一二三四五六七八九十百千万亿", r)
+		}), nil
 	case "isalpha":
 		return s != "" && allRunes(s, unicode.IsLetter), nil
 	case "isalnum":
@@ -635,4 +637,3 @@ func pad(s, how string, width int, fill string) string {
 	}
 	return strings.Repeat(fill, left) + s + strings.Repeat(fill, total-left)
 }
-
