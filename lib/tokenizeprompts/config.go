@@ -199,7 +199,7 @@ func loadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Temp
 		if fromTokenizer == "" {
 			return nil, cliutil.Usagef("the tokenizer %s has no chat template: pass --%s FILE (or --%s none for rendered text records)", tokenizerPath, flagTemplate, flagTemplate)
 		}
-		name, src = tokenizerPath+" chat template", fromTokenizer
+		name, src = tokenizerPath+"/chat_template", fromTokenizer
 	default:
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -209,7 +209,7 @@ func loadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Temp
 	}
 	t, err := chattemplate.Parse(name, src)
 	if err != nil {
-		return nil, exitcode.DataErrorf("%s: %v", name, err)
+		return nil, exitcode.DataErrorf("chat template: %v", err)
 	}
 	return t, nil
 }

@@ -79,8 +79,8 @@ func run(c *cli.Context) (err error) {
 type summary struct {
 	read, written, tooLong, truncated, invalid int64
 	tokens                                     int64
-	longest                                    int
-	longestID                                  string
+	longest, longestDropped                    int
+	longestID, longestDroppedID                string
 	limitReached                               bool
 }
 
@@ -95,6 +95,9 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 		s.invalid++
 	case r.tooLong:
 		s.tooLong++
+		if r.fullCount > s.longestDropped {
+			s.longestDropped, s.longestDroppedID = r.fullCount, r.id
+		}
 	default:
 		s.written++
 		s.tokens += int64(r.tokens)
@@ -109,17 +112,17 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 }
 
 // String is the summary line: "read 9 records, wrote 7 (1,234 prompt
-// tokens; longest 321, id "a"); dropped 1 longer than 100 tokens; skipped 1
-// invalid".
+// tokens; longest 321, id "a"); dropped 1 longer than 400 tokens (longest
+// 512, id "b"); skipped 1 invalid".
 func (s *summary) String(cfg *config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "read %s records, wrote %s (%s prompt tokens", group(s.read), group(s.written), group(s.tokens))
+	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read, "record"), group(s.written), group(s.tokens))
 	if s.written > 0 {
 		fmt.Fprintf(&b, "; longest %s, id %q", group(int64(s.longest)), s.longestID)
 	}
 	b.WriteString(")")
 	if s.tooLong > 0 {
-		fmt.Fprintf(&b, "; dropped %s longer than %s tokens", group(s.tooLong), group(int64(cfg.convert.maxTokens)))
+		fmt.Fprintf(&b, "; dropped %s longer than %s tokens (longest %s, id %q)", group(s.tooLong), group(int64(cfg.convert.maxTokens)), group(int64(s.longestDropped)), s.longestDroppedID)
 	}
 	if s.truncated > 0 {
 		fmt.Fprintf(&b, "; cut %s to %s tokens (--truncate %s)", group(s.truncated), group(int64(cfg.convert.maxTokens)), cfg.convert.truncate)
@@ -131,6 +134,14 @@ func (s *summary) String(cfg *config) string {
 		fmt.Fprintf(&b, "; stopped at --limit %s", group(cfg.limit))
 	}
 	return b.String()
+}
+
+// count writes "1 record", "2,000 records".
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return group(n) + " " + noun + "s"
 }
 
 // group writes n with thousands separators, as people read token counts.

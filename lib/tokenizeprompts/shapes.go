@@ -143,7 +143,7 @@ var errNoShape = errors.New(`no prompt found: expected "messages", "conversation
 
 // readPrompt finds the record's shape and normalizes it. The first shape
 // present wins, in this order: --messages-path, messages, conversations,
-// prompt, instruction, text.
+// prompt, instruction, text; so a file that mixes shapes needs no flag.
 func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
 	p, err := detect(f, opt.messagesPath)
 	if err != nil {
@@ -166,11 +166,7 @@ func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
 }
 
 func detect(f *fields, messagesPath string) (*prompt, error) {
-	if messagesPath != "" {
-		raw := f.path(messagesPath)
-		if raw == nil {
-			return nil, fmt.Errorf("nothing at --messages-path %q", messagesPath)
-		}
+	if raw := f.path(messagesPath); messagesPath != "" && raw != nil {
 		p := &prompt{shape: shapePath}
 		if isTopLevelKey(messagesPath) {
 			p.consumed = []string{messagesPath}
@@ -195,6 +191,9 @@ func detect(f *fields, messagesPath string) (*prompt, error) {
 	if raw := f.get(fieldText); raw != nil {
 		text, err := stringField(fieldText, raw)
 		return &prompt{shape: shapeText, text: text, consumed: []string{fieldText}}, err
+	}
+	if messagesPath != "" {
+		return nil, fmt.Errorf("%w; nothing at --messages-path %q either", errNoShape, messagesPath)
 	}
 	return nil, errNoShape
 }
