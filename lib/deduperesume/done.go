@@ -34,6 +34,8 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 		return nil, jsonl.Stats{}, err
 	}
 	defer in.Close()
+	fill := newSetFiller(set)
+	defer fill.wait() // on every path: the filler must not outlive the call
 	for in.Next() {
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
@@ -45,7 +47,78 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 		if info.HasError && cfg.retryErrors || !cfg.shard.keeps(info.ID) {
 			continue // still to do, or another shard's: no need to hold it
 		}
-		set.AddString(info.ID)
+		fill.add(info.ID)
 	}
+	fill.wait()
 	return set, in.Stats(), in.Err()
+}
+
+// batchIDs is how many ids the reader hands the filler at a time: enough to
+// make the hand-over cost nothing per id, few enough to stay in cache.
+const batchIDs = 4096
+
+// idBatch is ids laid end to end.
+type idBatch struct {
+	data []byte
+	ends []int
+}
+
+// setFiller adds ids to a set on a goroutine of its own, in batches, so that
+// scanning the done files and filling the set (hashing, probing, growing) run
+// on two cores.
+type setFiller struct {
+	set   *idset.Set
+	full  chan *idBatch // to the filler
+	empty chan *idBatch // back to the reader, for reuse
+	done  chan struct{}
+	cur   *idBatch
+}
+
+func newSetFiller(set *idset.Set) *setFiller {
+	const batches = 3 // one being read into, one queued, one being added
+	f := &setFiller{set: set, full: make(chan *idBatch, batches), empty: make(chan *idBatch, batches),
+		done: make(chan struct{})}
+	for range batches - 1 {
+		f.empty <- &idBatch{}
+	}
+	f.cur = &idBatch{}
+	go f.fill()
+	return f
+}
+
+func (f *setFiller) fill() {
+	defer close(f.done)
+	for b := range f.full {
+		start := 0
+		for _, end := range b.ends {
+			f.set.Add(b.data[start:end])
+			start = end
+		}
+		b.data, b.ends = b.data[:0], b.ends[:0]
+		f.empty <- b
+	}
+}
+
+// add queues id; the set holds it once wait returns.
+func (f *setFiller) add(id string) {
+	f.cur.data = append(f.cur.data, id...)
+	f.cur.ends = append(f.cur.ends, len(f.cur.data))
+	if len(f.cur.ends) == batchIDs {
+		f.full <- f.cur
+		f.cur = <-f.empty
+	}
+}
+
+// wait hands over the last ids and returns when all are in the set. It may
+// be called more than once.
+func (f *setFiller) wait() {
+	if f.cur == nil {
+		return
+	}
+	if len(f.cur.ends) > 0 {
+		f.full <- f.cur
+	}
+	f.cur = nil
+	close(f.full)
+	<-f.done
 }

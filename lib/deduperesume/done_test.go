@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/synthpipe/synthpipe/lib/idset"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -79,4 +80,22 @@ func BenchmarkLoadDone(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/id")
+}
+
+func TestSetFiller(t *testing.T) {
+	set := idset.New(0)
+	f := newSetFiller(set)
+	const n = 3*batchIDs + 5 // several whole batches and a partial one
+	for i := 0; i < n; i++ {
+		f.add(fmt.Sprint(i))
+	}
+	f.add("0") // a repeat
+	f.wait()
+	f.wait() // a second wait (the deferred one) is harmless
+	if set.Len() != n {
+		t.Fatalf("%d ids in the set, want %d", set.Len(), n)
+	}
+	if !set.ContainsString("0") || !set.ContainsString(fmt.Sprint(n-1)) {
+		t.Error("first or last id missing")
+	}
 }
