@@ -165,10 +165,13 @@ func run(c *cli.Context) (err error) {
 	if err := in.Err(); err != nil {
 		return err
 	}
+	if n := in.Stats().Invalid; n > 0 { // shown even with -q: it is about the data
+		cliutil.Notef(stderr, name, "skipped %s (--skip-invalid)", plural(n, "invalid line"))
+	}
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
 		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
-			records(passed), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
+			plural(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
 	}
 	return nil
 }
@@ -180,10 +183,10 @@ func idNote(info record.Info) string {
 	return ""
 }
 
-// records is "1 record", "2 records", "1,000 records".
-func records(n int64) string {
+// plural is "1 record", "2 records", "1,000 records".
+func plural(n int64, noun string) string {
 	if n == 1 {
-		return "1 record"
+		return "1 " + noun
 	}
-	return cliutil.Thousands(n) + " records"
+	return cliutil.Thousands(n) + " " + noun + "s"
 }
