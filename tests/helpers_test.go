@@ -193,3 +193,14 @@ func httpCmd(method string) func(ts *testscript.TestScript, neg bool, args []str
 		}
 	}
 }
+
+// sleepCmd DURATION pauses the script, e.g. to let a background command
+// start work before it is signalled.
+func sleepCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
