@@ -10,7 +10,9 @@
 // be byte-level BPE; their Split pre-tokenizers are recognised by the exact
 // text of their regex (Qwen2/Qwen3, Llama 3, DeepSeek-V3, o200k/gpt-oss)
 // and run by hand-written matchers, because Go's regexp has no lookahead.
-// An unknown regex is a load error. Merges follow the merge-rule ranks of
+// Another regex runs on a generic backtracking matcher (much slower; the
+// tests use it as the oracle of the hand-written ones), and one it cannot
+// parse (lookbehind, say) is a load error. Merges follow the merge-rule ranks of
 // the file (HF's rule); ignore_merges is honoured.
 //
 // A folder with a tiktoken rank file is a Kimi model when its

@@ -31,7 +31,7 @@ const llama3PatternJSON = `"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\
 
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "unknown", "tokenizer.json"), tinyTokenizerJSON(`["a b"]`, `"\\w+"`))
+	writeFile(t, filepath.Join(dir, "unknown", "tokenizer.json"), tinyTokenizerJSON(`["a b"]`, `"(?<=a)b"`))
 	writeFile(t, filepath.Join(dir, "badmerge", "tokenizer.json"), tinyTokenizerJSON(`["a z"]`, llama3PatternJSON))
 	writeFile(t, filepath.Join(dir, "badranks", "x.tiktoken"), "YQ== 0\nnot-base64!! 1\n")
 	writeFile(t, filepath.Join(dir, "two", "a.tiktoken"), "YQ== 0\n")
@@ -46,7 +46,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing path", filepath.Join(dir, "nope"), []string{filepath.Join(dir, "nope")}},
 		{"missing file", filepath.Join(dir, "nope.json"), []string{"nope.json"}},
 		{"folder without model", filepath.Join(dir, "onlyconfig"), []string{filepath.Join(dir, "onlyconfig"), "tokenizer.json", "tiktoken.model"}},
-		{"unknown pattern", filepath.Join(dir, "unknown"), []string{"unknown pre-tokenizer pattern", `\\w+`}},
+		{"unsupported pattern", filepath.Join(dir, "unknown"), []string{"unknown pre-tokenizer pattern", "(?<=a)b", "lookbehind"}},
 		{"merge outside vocab", filepath.Join(dir, "badmerge", "tokenizer.json"), []string{"merge 0"}},
 		{"bad rank line", filepath.Join(dir, "badranks"), []string{"x.tiktoken:2"}},
 		{"two rank files", filepath.Join(dir, "two"), []string{"several"}},
@@ -159,5 +159,21 @@ func TestTokenIDSpellings(t *testing.T) {
 	}
 	if got := tok.Encode(" hello", false); len(got) != 1 || got[0] != raw {
 		t.Errorf("Encode(' hello') = %v, want [%d]", got, raw)
+	}
+}
+
+// TestFallbackPattern loads a tokenizer whose regex (GPT-2's) has no
+// hand-written matcher: the backtracking matcher runs it.
+func TestFallbackPattern(t *testing.T) {
+	gpt2 := `"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"`
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	writeFile(t, path, tinyTokenizerJSON(`["a b", "ab c"]`, gpt2))
+	tok, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pieces "abc" and " cab"; the space is not in this tiny vocabulary.
+	if got, want := tok.Encode("abc cab", true), []int{5, 2, 3}; !equalIDs(got, want) {
+		t.Errorf("Encode = %v, want %v", got, want)
 	}
 }

@@ -1,13 +1,11 @@
 package tokenizer
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // The pre-tokenizer regexes synthpipe implements, spelled exactly as the
 // model files spell them. Go's regexp has no lookahead, so each family has
-// a hand-written matcher; an unknown regex is an error rather than a guess.
+// a hand-written matcher; another regex runs on the slower backtracking
+// matcher.
 const (
 	// patternQwen3 is Qwen2/Qwen3's: cl100k with single digits.
 	patternQwen3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -33,14 +31,20 @@ var knownPatterns = map[string]matcher{
 	patternDeepSeekWords:  deepseekWordMatcher{},
 }
 
-// matcherForPattern returns the matcher implementing regex exactly.
+// matcherForPattern returns the hand-written matcher of a known regex, or
+// the backtracking fallback for another one; a regex the fallback cannot
+// parse is an error.
 func matcherForPattern(regex string) ([]matcher, error) {
 	if m, ok := knownPatterns[regex]; ok {
 		return []matcher{m}, nil
 	}
-	short := regex
-	if len(short) > 80 {
-		short = short[:80] + "..."
+	m, err := newBacktrackMatcher(regex)
+	if err != nil {
+		short := regex
+		if len(short) > 80 {
+			short = short[:80] + "..."
+		}
+		return nil, fmt.Errorf("unknown pre-tokenizer pattern %q, which the generic matcher cannot run either: %w", short, err)
 	}
-	return nil, fmt.Errorf("unknown pre-tokenizer pattern %q: synthpipe implements only the Qwen3, Llama 3, DeepSeek-V3, o200k (gpt-oss) and Kimi patterns, matched by their exact text", strings.TrimSpace(short))
+	return []matcher{m}, nil
 }
