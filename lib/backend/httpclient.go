@@ -144,7 +144,8 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	hreq, err := http.NewRequestWithContext(x.ctx, method, url, rd)
 	if err != nil {
 		x.close()
-		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
+		// A base URL that does not parse fails every request alike.
+		return nil, &Error{Kind: KindRequest, Message: err.Error(), Fatal: true, cause: err}
 	}
 	h := hreq.Header
 	if body != nil {

@@ -36,17 +36,13 @@ type chatRequest struct {
 	Tools    json.RawMessage `json:"tools,omitempty"`
 	// MaxTokens rather than max_completion_tokens: OpenRouter, vLLM and
 	// SGLang all honour max_tokens, while older vLLM and SGLang servers do
-	// not know the newer name. --extra can send the other.
-	MaxTokens    int            `json:"max_tokens,omitempty"`
-	Temperature  *float64       `json:"temperature,omitempty"`
-	TopP         *float64       `json:"top_p,omitempty"`
-	TopK         *int           `json:"top_k,omitempty"`
-	MinP         *float64       `json:"min_p,omitempty"`
-	Stop         []string       `json:"stop,omitempty"`
-	StopTokenIDs []int          `json:"stop_token_ids,omitempty"`
-	Seed         *int64         `json:"seed,omitempty"`
-	Reasoning    *chatReasoning `json:"reasoning,omitempty"`
-	Stream       bool           `json:"stream,omitempty"`
+	// not know the newer name. --extra can send the other. 0 leaves the
+	// limit to the server.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	samplingFields
+	Seed      *int64         `json:"seed,omitempty"`
+	Reasoning *chatReasoning `json:"reasoning,omitempty"`
+	Stream    bool           `json:"stream,omitempty"`
 	// StreamOptions asks for usage in the last chunk; without it OpenAI and
 	// vLLM streams carry no token counts.
 	StreamOptions *chatStreamOptions `json:"stream_options,omitempty"`
@@ -76,18 +72,13 @@ func (b *openAI) requestBody(req *Request) ([]byte, error) {
 		return nil, &Error{Kind: KindRequest, Message: "no messages: the OpenAI-compatible backend sends the conversation"}
 	}
 	body := chatRequest{
-		Model:        b.opts.Model,
-		Messages:     req.Messages,
-		MaxTokens:    p.MaxTokens,
-		Temperature:  p.Temperature,
-		TopP:         p.TopP,
-		TopK:         p.TopK,
-		MinP:         p.MinP,
-		Stop:         p.Stop,
-		StopTokenIDs: p.StopTokenIDs,
-		Seed:         p.Seed,
-		Stream:       b.opts.Stream,
-		Usage:        chatUsageRequest{Include: true},
+		Model:          b.opts.Model,
+		Messages:       req.Messages,
+		MaxTokens:      p.MaxTokens,
+		samplingFields: samplingFieldsOf(p),
+		Seed:           p.Seed,
+		Stream:         b.opts.Stream,
+		Usage:          chatUsageRequest{Include: true},
 	}
 	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
 		body.Tools = req.Tools
@@ -179,7 +170,7 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 			return false, protocolError("reasoning_details: %v", err)
 		}
 	}
-	if tc := delta.Get("tool_calls"); tc.IsArray() {
+	if tc := delta.Get("tool_calls"); tc.IsArray() && len(tc.Array()) > 0 {
 		var bad bool
 		tc.ForEach(func(_, call gjson.Result) bool {
 			if !call.IsObject() {

@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -74,14 +73,9 @@ type sglangRequest struct {
 type sglangSampling struct {
 	// MaxNewTokens is always sent: SGLang's default of 128 would truncate
 	// answers without anyone asking for it.
-	MaxNewTokens int      `json:"max_new_tokens"`
-	Temperature  *float64 `json:"temperature,omitempty"`
-	TopP         *float64 `json:"top_p,omitempty"`
-	TopK         *int     `json:"top_k,omitempty"`
-	MinP         *float64 `json:"min_p,omitempty"`
-	Stop         []string `json:"stop,omitempty"`
-	StopTokenIDs []int    `json:"stop_token_ids,omitempty"`
-	SamplingSeed *int64   `json:"sampling_seed,omitempty"`
+	MaxNewTokens int `json:"max_new_tokens"`
+	samplingFields
+	SamplingSeed *int64 `json:"sampling_seed,omitempty"`
 	// SkipSpecialTokens false and NoStopTrim true keep special tokens,
 	// tool-call markers and the matched stop in text and output_ids: the
 	// training data must hold exactly what the model produced.
@@ -104,15 +98,10 @@ func (b *sglang) requestBody(req *Request) ([]byte, error) {
 		InputIDs: req.InputIDs,
 		RID:      RID(req.ID, req.Attempt),
 		SamplingParams: sglangSampling{
-			MaxNewTokens: p.MaxTokens,
-			Temperature:  p.Temperature,
-			TopP:         p.TopP,
-			TopK:         p.TopK,
-			MinP:         p.MinP,
-			Stop:         p.Stop,
-			StopTokenIDs: p.StopTokenIDs,
-			SamplingSeed: p.Seed,
-			NoStopTrim:   true,
+			MaxNewTokens:   p.MaxTokens,
+			samplingFields: samplingFieldsOf(p),
+			SamplingSeed:   p.Seed,
+			NoStopTrim:     true,
 		},
 		Stream: b.opts.Stream,
 	})
@@ -313,7 +302,13 @@ func parseServerInfo(doc gjson.Result) *ServerInfo {
 		info.MaxTotalTokens = int(first.Get("max_total_num_tokens").Int())
 	}
 	if info.MaxRunningRequests == 0 {
-		info.MaxRunningRequests = int(firstOf(first, "max_running_requests", "effective_max_running_requests_per_dp").Int())
+		// server_args leaves it null when SGLang sized it itself; the
+		// ranks then report what they use, newer versions per rank.
+		if perRank := first.Get("effective_max_running_requests_per_dp").Int(); perRank > 0 {
+			info.MaxRunningRequests = int(perRank) * len(states.Array())
+		} else {
+			info.MaxRunningRequests = int(first.Get("max_running_requests").Int())
+		}
 	}
 	if info.ContextLength == 0 {
 		if n := int(doc.Get("max_req_input_len").Int()); n > 0 {
@@ -347,74 +342,4 @@ func appendIDs(dst []int, arr gjson.Result) ([]int, bool) {
 		return true
 	})
 	return dst, ok
-}
-
-// mergeExtra merges a user-supplied object into a request body: each
-// top-level key of extra replaces the body's, except that two objects are
-// merged key by key, recursively (so {"sampling_params": {...}} or
-// {"reasoning": {"exclude": true}} add to what synthpipe sets), and a null
-// removes the key (for servers that refuse a field synthpipe sends).
-func mergeExtra(body []byte, extra json.RawMessage) ([]byte, error) {
-	if len(bytes.TrimSpace(extra)) == 0 || string(bytes.TrimSpace(extra)) == "null" {
-		return body, nil
-	}
-	var add map[string]json.RawMessage
-	if err := json.Unmarshal(extra, &add); err != nil {
-		return nil, &Error{Kind: KindRequest, Message: "extra request fields must be a JSON object: " + err.Error()}
-	}
-	var merged map[string]json.RawMessage
-	if err := json.Unmarshal(body, &merged); err != nil {
-		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
-	}
-	for k, v := range add {
-		switch old, had := merged[k]; {
-		case string(bytes.TrimSpace(v)) == "null":
-			delete(merged, k)
-		case had && isJSONObject(old) && isJSONObject(v):
-			inner, err := mergeExtra(old, v)
-			if err != nil {
-				return nil, err
-			}
-			merged[k] = inner
-		default:
-			merged[k] = v
-		}
-	}
-	out, err := json.Marshal(merged)
-	if err != nil {
-		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
-	}
-	return out, nil
-}
-
-func isJSONObject(v json.RawMessage) bool {
-	v = bytes.TrimSpace(v)
-	return len(v) > 0 && v[0] == '{'
-}
-
-// firstOf returns the first of several paths that holds a value, for
-// fields that were renamed between server versions.
-func firstOf(doc gjson.Result, paths ...string) gjson.Result {
-	for _, p := range paths {
-		if v := doc.Get(p); v.Exists() && v.Type != gjson.Null {
-			return v
-		}
-	}
-	return gjson.Result{}
-}
-
-// intOr returns v as an int, or def when v is absent.
-func intOr(v gjson.Result, def int) int {
-	if v.Type != gjson.Number {
-		return def
-	}
-	return int(v.Int())
-}
-
-// rawJSON copies a value's JSON text; nil when absent.
-func rawJSON(v gjson.Result) json.RawMessage {
-	if !v.Exists() {
-		return nil
-	}
-	return json.RawMessage(v.Raw)
 }

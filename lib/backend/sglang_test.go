@@ -255,8 +255,8 @@ func TestSGLangLongAnswer(t *testing.T) {
 func TestSGLangServerInfo(t *testing.T) {
 	current := `{"model_path":"m","context_length":32768,"max_running_requests":null,"max_total_num_tokens":159277,
 		"incremental_streaming_output":true,"version":"0.5.5",
-		"internal_states":[{"memory_usage":{"kvcache":1.2,"token_capacity":80000},"max_running_requests":512},
-		                   {"memory_usage":{"kvcache":1.2,"token_capacity":79277},"max_running_requests":512}]}`
+		"internal_states":[{"memory_usage":{"kvcache":1.2,"token_capacity":80000},"effective_max_running_requests_per_dp":256},
+		                   {"memory_usage":{"kvcache":1.2,"token_capacity":79277},"effective_max_running_requests_per_dp":256}]}`
 	t.Run("server_info", func(t *testing.T) {
 		s := newStubPaths(t, map[string]http.HandlerFunc{"/server_info": answerJSON(200, current)})
 		info, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
@@ -270,8 +270,8 @@ func TestSGLangServerInfo(t *testing.T) {
 		}
 	})
 	t.Run("older get_server_info", func(t *testing.T) {
-		old := `{"context_length":null,"max_req_input_len":8191,"max_running_requests":256,"max_total_num_tokens":50000,
-			"internal_states":{"token_capacity":50000}}`
+		old := `{"context_length":null,"max_req_input_len":8191,"max_running_requests":null,"max_total_num_tokens":50000,
+			"internal_states":{"token_capacity":50000,"max_running_requests":256}}`
 		s := newStubPaths(t, map[string]http.HandlerFunc{"/get_server_info": answerJSON(200, old)})
 		info, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
 		if err != nil {
