@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,6 +253,7 @@ type procStage struct {
 	done       chan struct{}
 	state      *os.ProcessState
 	waitErr    error
+	exited     time.Time
 }
 
 // exitCode is the stage's exit status, or 128+signal when a signal ended
@@ -354,7 +356,7 @@ func startPipeline(t *testing.T, dir, label string, pio pipelineIO, specs ...sta
 		}
 		go func() {
 			st.waitErr = st.cmd.Wait()
-			st.state = st.cmd.ProcessState
+			st.state, st.exited = st.cmd.ProcessState, time.Now()
 			close(st.done)
 		}()
 		p.stages = append(p.stages, st)
@@ -837,4 +839,56 @@ func generateArgs(backend string, urls []string, maxTokens int, errPath string, 
 		args = append(args, "--model", sim.Default().ModelName)
 	}
 	return append(args, extra...)
+}
+
+// generateSummary is generate's closing line: where every record it read
+// went. The counts must add up to the records read.
+type generateSummary struct {
+	read, ok, errors, cut, cancelled, notStarted int64
+}
+
+var summaryPattern = regexp.MustCompile(`([\d,]+) records read: ([\d,]+) ok.*?, ([\d,]+) errors.*?, ([\d,]+) cut by budget, ([\d,]+) cancelled in flight, ([\d,]+) not started`)
+
+// parseSummary finds generate's summary in its stderr.
+func parseSummary(stderr string) (generateSummary, error) {
+	m := summaryPattern.FindStringSubmatch(stderr)
+	if m == nil {
+		return generateSummary{}, fmt.Errorf("no summary line (\"N records read: N ok, ...\") in generate's stderr:\n%s", tail(stderr, 2000))
+	}
+	n := make([]int64, len(m)-1)
+	for i, s := range m[1:] {
+		n[i], _ = strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
+	}
+	s := generateSummary{n[0], n[1], n[2], n[3], n[4], n[5]}
+	if sum := s.ok + s.errors + s.cut + s.cancelled + s.notStarted; sum != s.read {
+		return s, fmt.Errorf("generate's summary does not add up: %d ok + %d errors + %d cut + %d cancelled + %d not started = %d, but %d records were read",
+			s.ok, s.errors, s.cut, s.cancelled, s.notStarted, sum, s.read)
+	}
+	return s, nil
+}
+
+// resumePipeline is the resumable pipeline over pre-tokenized requests:
+// dedupe-resume --done OUT REQUESTS | generate ... | budget-cut -o OUT --append.
+func resumePipeline(rs requestSet, outPath string, generate []string) []stageSpec {
+	return []stageSpec{
+		stage("dedupe-resume", "-q", "--done", outPath, rs.path),
+		stage("generate", generate...),
+		stage("budget-cut", "-q", "--tokens", "1G", "-o", outPath, "--append"),
+	}
+}
+
+// finishRun runs the resumable pipeline once more, undisturbed, and
+// demands that every stage exits 0: what an interrupted run left behind
+// must be resumable.
+func finishRun(t *testing.T, dir, label string, specs []stageSpec, limit time.Duration) {
+	t.Helper()
+	p := startPipeline(t, dir, label, pipelineIO{}, specs...)
+	if err := p.wait(limit); err != nil {
+		t.Fatalf("%v\n%s", err, p.describe())
+	}
+	for _, s := range p.stages {
+		if s.exitCode() != 0 {
+			t.Errorf("%s: %s exited %d, want 0\n%s", label, s.name, s.exitCode(), p.describe())
+		}
+	}
 }

@@ -1,0 +1,204 @@
+package tests
+
+import (
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The signal tests stop runs the way people and schedulers do: Ctrl-C or
+// SIGTERM to the whole pipeline's process group, or to generate alone, with
+// requests in flight drained or cancelled as --drain-timeout says. Each
+// stopped run must exit with the documented code, leave valid output, and
+// resume to a complete dataset.
+
+// Signal test settings: answers take long enough (up to signalMaxTokens
+// decode steps of signalStep) that requests are surely in flight when the
+// signal comes.
+const (
+	signalRecords     = 200
+	signalMaxTokens   = 64
+	signalStep        = 15 * time.Millisecond
+	signalConcurrency = 16
+)
+
+// signalSim is a server whose answers take up to about a second.
+func signalSim(t *testing.T) *simServer {
+	cfg := quickSimConfig()
+	cfg.Lengths.Max = signalMaxTokens
+	cfg.StepTime = signalStep
+	return startSim(t, cfg)
+}
+
+func TestReliabilitySignals(t *testing.T) {
+	requireTools(t, "dedupe-resume", "generate", "budget-cut")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run("pipeline_"+sigName(sig), func(t *testing.T) { signalPipeline(t, sig) })
+		t.Run("generate_drain_"+sigName(sig), func(t *testing.T) { signalGenerate(t, sig, 10*time.Second) })
+	}
+	t.Run("generate_cancel_SIGTERM", func(t *testing.T) { signalGenerate(t, syscall.SIGTERM, 0) })
+	t.Run("generate_drain_timeout_expires_SIGINT", func(t *testing.T) { signalGenerate(t, syscall.SIGINT, 300*time.Millisecond) })
+	t.Run("closed_pipe", closedPipe)
+}
+
+func sigName(sig syscall.Signal) string {
+	if sig == syscall.SIGINT {
+		return "SIGINT"
+	}
+	return "SIGTERM"
+}
+
+// signalPipeline signals the whole pipeline's process group mid-run, as a
+// terminal's Ctrl-C does: every stage gets the signal at once.
+func signalPipeline(t *testing.T, sig syscall.Signal) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, signalRecords, uint64(sig))
+	srv := signalSim(t)
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", "5s")
+	specs := resumePipeline(rs, outPath, gen)
+
+	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
+	waitForLines(outPath, 20, p.stageNamed("budget-cut").done, 20*time.Second)
+	if err := p.signalGroup(sig); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	if err := p.wait(5*time.Second + 10*time.Second); err != nil {
+		t.Fatalf("after %s to the process group: %v\n%s", sigName(sig), err, p.describe())
+	}
+	// Every stage got the signal before any pipe closed (a pipe closes
+	// only when a stage exits, after its signal), so every stage reports
+	// the signal: a supervisor reading each stage's status (PIPESTATUS,
+	// GNU parallel's joblog) must not take an interrupted run for a
+	// finished one.
+	want := 128 + int(sig)
+	for _, s := range p.stages {
+		if code := s.exitCode(); code != want {
+			t.Errorf("%s exited %d after %s to the pipeline's process group, want %d\n%s", s.name, code, sigName(sig), want, p.describe())
+		}
+	}
+	t.Logf("pipeline stopped %v after %s; %d records written", time.Since(signalled).Round(10*time.Millisecond), sigName(sig), countLines(outPath))
+
+	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
+	checkOutcome(t, rs, ans, outPath, errPath, false)
+	finishRun(t, dir, "resumed", specs, 60*time.Second)
+	o := checkOutcome(t, rs, ans, outPath, errPath, false)
+	o.checkPartition(t, rs)
+	if len(o.errIDs) > 0 {
+		t.Errorf("%d records failed without any injected fault", len(o.errIDs))
+	}
+}
+
+// signalGenerate signals generate alone, reading a file and writing a file.
+// drain is its --drain-timeout: 0 cancels the requests in flight at once;
+// otherwise they finish, unless the timeout runs out first.
+func signalGenerate(t *testing.T, sig syscall.Signal, drain time.Duration) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, signalRecords, uint64(sig)+uint64(drain))
+	srv := signalSim(t)
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", drain.String())
+
+	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", append(gen, rs.path)...))
+	g := p.stages[0]
+	waitForLines(outPath, 1, g.done, 20*time.Second)
+	// generate flushes its stdout only now and then; the server's counters
+	// say when answers are flowing.
+	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	inFlight := srv.Stats().Running + srv.Stats().Queued
+	if err := g.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	signalled := time.Now()
+	if err := p.wait(drain + 10*time.Second); err != nil {
+		t.Fatalf("after %s: %v\n%s", sigName(sig), err, p.describe())
+	}
+	took := time.Since(signalled)
+	if want := 128 + int(sig); g.exitCode() != want {
+		t.Errorf("generate exited %d after %s, want %d\n%s", g.exitCode(), sigName(sig), want, p.describe())
+	}
+	sum, err := parseSummary(g.stderr())
+	if err != nil {
+		t.Error(err)
+	}
+	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
+	o := checkOutcome(t, rs, ans, outPath, errPath, false)
+	if int64(len(o.okIDs)) != sum.ok {
+		t.Errorf("the summary counts %d ok, the output holds %d records", sum.ok, len(o.okIDs))
+	}
+	if sum.read >= int64(len(rs.byID)) && sum.notStarted == 0 {
+		t.Logf("generate had read everything before the signal")
+	}
+	// A drained answer takes at most signalMaxTokens steps.
+	longestAnswer := time.Duration(signalMaxTokens+1) * signalStep
+	switch {
+	case drain == 0:
+		if took > 2*time.Second {
+			t.Errorf("with --drain-timeout 0 generate took %v to stop", took)
+		}
+		if inFlight > 0 && sum.cancelled == 0 {
+			t.Errorf("with --drain-timeout 0 and %d requests in flight the summary cancels none: %+v", inFlight, sum)
+		}
+	case drain > 2*longestAnswer:
+		if sum.cancelled != 0 {
+			t.Errorf("with --drain-timeout %v, long enough for every answer, %d requests were cancelled", drain, sum.cancelled)
+		}
+		if took > longestAnswer+2*time.Second {
+			t.Errorf("draining took %v, answers take at most %v", took, longestAnswer)
+		}
+		if n := srv.Stats().Aborted; n != 0 {
+			t.Errorf("the server saw %d requests aborted during a drain that should have finished them", n)
+		}
+	default:
+		if took > drain+2*time.Second {
+			t.Errorf("with --drain-timeout %v generate took %v to stop", drain, took)
+		}
+	}
+	t.Logf("%s with --drain-timeout %v: stopped after %v; %+v", sigName(sig), drain, took.Round(10*time.Millisecond), sum)
+
+	finishRun(t, dir, "resumed", resumePipeline(rs, outPath, generateArgs("sglang", []string{srv.url}, signalMaxTokens,
+		filepath.Join(dir, "errors2.jsonl"))), 60*time.Second)
+	o = checkOutcome(t, rs, ans, outPath, "", false)
+	o.checkPartition(t, rs)
+}
+
+// closedPipe: when budget-cut has all it wants and exits, generate sees the
+// closed pipe, cancels what is in flight and exits 0, promptly.
+func closedPipe(t *testing.T) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, signalRecords, 99)
+	srv := signalSim(t)
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+		"--concurrency", strconv.Itoa(signalConcurrency), rs.path)
+	p := startPipeline(t, dir, "cut", pipelineIO{}, stage("generate", gen...),
+		stage("budget-cut", "--tokens", "3000", "-o", outPath))
+	if err := p.wait(30 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.describe())
+	}
+	for _, s := range p.stages {
+		if s.exitCode() != 0 {
+			t.Errorf("%s exited %d, want 0 (generate saw a closed pipe)\n%s", s.name, s.exitCode(), p.describe())
+		}
+	}
+	if lag := p.stages[0].exited.Sub(p.stages[1].exited); lag > 2*time.Second {
+		t.Errorf("generate went on for %v after budget-cut closed the pipe", lag)
+	}
+	sum, err := parseSummary(p.stages[0].stderr())
+	if err != nil {
+		t.Error(err)
+	}
+	if sum.notStarted == 0 && sum.read == int64(len(rs.byID)) {
+		t.Errorf("generate went on through its whole input after budget-cut stopped: %+v", sum)
+	}
+	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
+	checkOutcome(t, rs, ans, outPath, errPath, false)
+	t.Logf("%+v", sum)
+}
