@@ -89,19 +89,47 @@ print(t)'
 note "warming the page cache with $DATA ($MB MB)..."
 cat "$DATA" >/dev/null
 
-measure "wc -l" "$RUNS" wc -l "$DATA"
+wc_lines() { wc -l <"$DATA"; }
+measure "wc -l" "$RUNS" wc_lines
 [[ -x bin/tokstat ]] && measure "tokstat --total" "$RUNS" bin/tokstat --total "$DATA"
 budget_cut() { bin/budget-cut --tokens 1000G "$DATA" >/dev/null 2>"$WORK/bc.stderr" && sed -E 's/.*, ([0-9,]+) total tokens.*/\1/; s/,//g' "$WORK/bc.stderr"; }
 measure "budget-cut" "$RUNS" budget_cut
 measure "python3 json" 1 python3 -c "$PY_COUNT" "$DATA"
 command -v jq >/dev/null && measure "jq" 1 jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
 
+# --- dedupe-resume: loading the done ids ----------------------------------
+
+DD_LINE=""
+if [[ -x bin/dedupe-resume && -n $TIME ]]; then
+  if [[ ! -s $DONE ]]; then
+    note "generating $DONE ($NIDS ids)..."
+    go run ./tests/bench/genrecords -ids "$NIDS" -o "$DONE.tmp" && mv "$DONE.tmp" "$DONE"
+  fi
+  : >"$WORK/empty.jsonl"
+  cat "$DONE" >/dev/null
+  # load_done FILE: "seconds peak-KB" for loading FILE with nothing on stdin
+  load_done() {
+    $TIME -f '%e %M' -o "$WORK/time" bin/dedupe-resume -q --done "$1" </dev/null >/dev/null 2>"$WORK/dd.stderr" ||
+      { note "dedupe-resume failed:"; cat "$WORK/dd.stderr" >&2; return 1; }
+    cat "$WORK/time"
+  }
+  note "timing dedupe-resume --done with $NIDS ids..."
+  if read -r base_s base_kb < <(load_done "$WORK/empty.jsonl") && read -r s kb < <(load_done "$DONE"); then
+    DD_LINE=$(awk -v s="$s" -v kb="$kb" -v bkb="$base_kb" -v n="$NIDS" -v f="$DONE" -v mb="$(($(stat -c %s "$DONE") / 1000000))" 'BEGIN {
+      printf "dedupe-resume --done %s (%d ids of 30 characters, %d MB):\n", f, n, mb
+      printf "  load time %.2f s, peak RSS %.0f MB (%.0f MB with no ids): %.1f bytes per id\n", s, kb / 1024, bkb / 1024, (kb - bkb) * 1024 / n
+      printf "  targets: <= 10 s, <= 64 bytes per id"
+    }')
+  fi
+elif [[ ! -x bin/dedupe-resume ]]; then
+  DD_LINE="dedupe-resume: bin/dedupe-resume does not exist yet; skipped"
+fi
+
 # --- report ----------------------------------------------------------------
 
 sec_of() { # sec_of NAME: the row's seconds, or nothing
   for i in "${!NAMES[@]}"; do [[ ${NAMES[$i]} == "$1" ]] && { echo "${SECS[$i]}"; return; }; done
 }
-OURS=$(sec_of "budget-cut")
 PY=$(sec_of "python3 json")
 JQ=$(sec_of "jq")
 
@@ -118,30 +146,7 @@ for i in "${!NAMES[@]}"; do
   }'
 done
 printf '\ntargets: budget-cut and tokstat >= 1000 MB/s, >= 20x python, >= 50x jq\n'
-
-# --- dedupe-resume: loading the done ids ----------------------------------
-
-if [[ -x bin/dedupe-resume && -n $TIME ]]; then
-  if [[ ! -s $DONE ]]; then
-    note "generating $DONE ($NIDS ids)..."
-    go run ./tests/bench/genrecords -ids "$NIDS" -o "$DONE.tmp" && mv "$DONE.tmp" "$DONE"
-  fi
-  : >"$WORK/empty.jsonl"
-  cat "$DONE" >/dev/null
-  # load_done FILE: "seconds peak-KB" for loading FILE with nothing on stdin
-  load_done() {
-    $TIME -f '%e %M' -o "$WORK/time" bin/dedupe-resume -q --done "$1" </dev/null >/dev/null 2>"$WORK/dd.stderr" ||
-      { note "dedupe-resume failed:"; cat "$WORK/dd.stderr" >&2; return 1; }
-    cat "$WORK/time"
-  }
-  note "timing dedupe-resume --done with $NIDS ids..."
-  if read -r base_s base_kb < <(load_done "$WORK/empty.jsonl") && read -r s kb < <(load_done "$DONE"); then
-    printf '\ndedupe-resume --done %s (%s ids of %s characters, %s MB):\n' "$DONE" "$NIDS" 30 "$(($(stat -c %s "$DONE") / 1000000))"
-    awk -v s="$s" -v kb="$kb" -v bkb="$base_kb" -v n="$NIDS" 'BEGIN {
-      printf "  load time %.2f s, peak RSS %.0f MB (%.0f MB with no ids), %.1f bytes per id\n", s, kb / 1024, bkb / 1024, (kb - bkb) * 1024 / n
-      printf "  targets: <= 10 s, <= 64 bytes per id\n"
-    }'
-  fi
-elif [[ ! -x bin/dedupe-resume ]]; then
-  printf '\ndedupe-resume: bin/dedupe-resume does not exist yet; skipped\n'
+printf 'load average when done: %s (other work on this machine slows every row)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n $DD_LINE ]]; then
+  printf '\n%s\n' "$DD_LINE"
 fi
