@@ -205,7 +205,7 @@ func unquote(raw []byte) string {
 }
 
 // memberKey is a member's key as decoders read it: keys are almost never
-// escaped (and then cost nothing here), but "prompt\\u005ftokens" is still
+// escaped (and then cost nothing here), but "prompt\u005ftokens" is still
 // prompt_tokens.
 func memberKey(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
@@ -215,7 +215,7 @@ func memberKey(raw []byte) []byte {
 }
 
 // errNotCount explains a count field of the wrong type.
-var errNotCount = errors.New("is not a non-negative integer")
+var errNotCount = errors.New("not a non-negative integer")
 
 // maxExactFloat is the largest integer a float64 holds exactly (2^53).
 const maxExactFloat = 1 << 53
@@ -247,7 +247,7 @@ func countSide(countField string, count []byte, idsField string, ids, usage []by
 	if !isNull(count) {
 		n, ok := parseCount(count)
 		if !ok {
-			return 0, fmt.Errorf("%q is %s: %w", countField, count, errNotCount)
+			return 0, fmt.Errorf("%q is %s, %w", countField, count, errNotCount)
 		}
 		return n, nil
 	}
@@ -261,7 +261,7 @@ func countSide(countField string, count []byte, idsField string, ids, usage []by
 	if v := usageMember(usage, countField); !isNull(v) {
 		n, ok := parseCount(v)
 		if !ok {
-			return 0, fmt.Errorf("\"usage.%s\" is %s: %w", countField, v, errNotCount)
+			return 0, fmt.Errorf("\"usage.%s\" is %s, %w", countField, v, errNotCount)
 		}
 		return n, nil
 	}
