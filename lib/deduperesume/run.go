@@ -24,7 +24,6 @@ type config struct {
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
-		done:        c.StringSlice(flagDone),
 		retryErrors: c.Bool(flagRetryErrors),
 		quiet:       c.Bool(cliutil.FlagQuiet),
 		idPath:      c.String(cliutil.FlagIDPath),
@@ -33,10 +32,14 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.shard, err = parseShard(c.String(flagShard)); err != nil {
 		return nil, cliutil.Usagef("%v", err)
 	}
-	for _, d := range cfg.done {
-		if d == "-" || d == "" {
-			return nil, cliutil.Usagef("--done %q: name a file (stdin is the input)", d)
+	for _, d := range c.StringSlice(flagDone) {
+		switch d {
+		case "":
+			continue // an empty SYNTHPIPE_DONE sets no file
+		case "-":
+			return nil, cliutil.Usagef("--done -: name a file (stdin is the input)")
 		}
+		cfg.done = append(cfg.done, d)
 	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
