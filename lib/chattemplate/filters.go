@@ -308,6 +308,9 @@ func filterFirst(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 }
 
 func filterLast(r *renderer, v value, a []value, kw *kwargs) (value, error) {
+	if !isReversible(v) {
+		return nil, typeError("'%s' object is not reversible", typeName(v))
+	}
 	items, err := r.iterate(v)
 	if err != nil {
 		return nil, err
@@ -459,8 +462,17 @@ func filterList(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	return &List{Items: append([]value(nil), items...)}, nil
 }
 
+// lazyItems iterates like jinja2's map/select family, which start with
+// "if seq:" and so yield nothing for any falsy input.
+func lazyItems(r *renderer, v value) ([]value, error) {
+	if _, undef := v.(*Undefined); !undef && !truthy(v) {
+		return nil, nil
+	}
+	return r.iterate(v)
+}
+
 func filterMap(r *renderer, v value, a []value, kw *kwargs) (value, error) {
-	items, err := r.iterate(v)
+	items, err := lazyItems(r, v)
 	if err != nil {
 		return nil, err
 	}
@@ -519,15 +531,16 @@ func minMax(r *renderer, v value, kw *kwargs, wantMax bool) (value, error) {
 		if err != nil {
 			return nil, err
 		}
-		a, b := sortKey(k, caseSensitive), sortKey(bestKey, caseSensitive)
+		// CPython's max asks item > best, min asks item < best.
+		op := "<"
 		if wantMax {
-			a, b = b, a
+			op = ">"
 		}
-		less, err := pyLess(a, b)
+		better, err := compare(op, sortKey(k, caseSensitive), sortKey(bestKey, caseSensitive))
 		if err != nil {
 			return nil, err
 		}
-		if less {
+		if better {
 			best, bestKey = it, k
 		}
 	}
@@ -553,6 +566,9 @@ func filterReverse(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		}
 		return string(runes), nil
 	}
+	if !isReversible(v) {
+		return nil, &RenderError{Kind: "FilterArgumentError", Msg: "argument must be iterable"}
+	}
 	items, err := r.iterate(v)
 	if err != nil {
 		return nil, err
@@ -562,6 +578,15 @@ func filterReverse(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		out[len(items)-1-i] = it
 	}
 	return &List{Items: out}, nil
+}
+
+// isReversible reports whether Python's reversed() accepts v.
+func isReversible(v value) bool {
+	switch v.(type) {
+	case string, *List, *Dict, rangeValue, *Undefined:
+		return true
+	}
+	return false
 }
 
 // roundInt is Python's round(int, ndigits): negative ndigits round to tens,
@@ -623,7 +648,7 @@ func filterRound(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 // variants.
 func selectFilter(keep, byAttr bool) filterFunc {
 	return func(r *renderer, v value, a []value, kw *kwargs) (value, error) {
-		items, err := r.iterate(v)
+		items, err := lazyItems(r, v)
 		if err != nil {
 			return nil, err
 		}
@@ -794,13 +819,28 @@ func filterTrim(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 }
 
 func filterTruncate(r *renderer, v value, a []value, kw *kwargs) (value, error) {
-	s := pyStr(v)
+	s, isString := v.(string)
 	length, _ := indexKey(argAt(a, kw, 0, "length", int64(255)))
 	killwords := truthy(argAt(a, kw, 1, "killwords", false))
 	end := pyStr(argAt(a, kw, 2, "end", "..."))
 	leeway, ok := indexKey(argAt(a, kw, 3, "leeway", int64(5)))
 	if !ok {
 		leeway = 5
+	}
+	if !isString {
+		// jinja2 works on the value itself: short sequences come back as
+		// they are, anything else fails like the Python code does.
+		n, err := pyLen(v)
+		if err != nil {
+			return nil, err
+		}
+		if n <= length+leeway {
+			return v, nil
+		}
+		if killwords {
+			return arith("+", v, end)
+		}
+		return nil, &RenderError{Kind: "AttributeError", Msg: "'" + typeName(v) + "' object has no attribute 'rsplit'"}
 	}
 	runes := []rune(s)
 	if int64(len(runes)) <= length+leeway {
@@ -948,8 +988,18 @@ func filterIndent(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	case int64:
 		indention = strings.Repeat(" ", int(max(0, min(w, 1024))))
 	}
-	if u, ok := v.(*Undefined); ok {
-		return nil, u.fail()
+	// jinja2 starts with s += "\n" on the value itself.
+	switch x := v.(type) {
+	case string:
+	case *Undefined:
+		return nil, x.fail()
+	case *List:
+		if x.Tuple {
+			return nil, typeError("can only concatenate tuple (not \"str\") to tuple")
+		}
+		return nil, &RenderError{Kind: "AttributeError", Msg: "'list' object has no attribute 'splitlines'"}
+	default:
+		return nil, typeError("unsupported operand type(s) for +=: '%s' and 'str'", typeName(v))
 	}
 	first := truthy(argAt(a, kw, 1, "first", false))
 	blank := truthy(argAt(a, kw, 2, "blank", false))

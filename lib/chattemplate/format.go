@@ -399,7 +399,16 @@ func percentFormat(format string, arg value) (value, error) {
 			return nil, errTooLarge()
 		}
 	}
-	if next < len(args) && !usedMapping && mapping == nil {
+	// Python only complains about unused arguments when the right side is
+	// not mapping-like (lists and dicts count as mappings there).
+	mappingLike := false
+	switch x := arg.(type) {
+	case *List:
+		mappingLike = !x.Tuple
+	case *Undefined:
+		mappingLike = true
+	}
+	if next < len(args) && !usedMapping && mapping == nil && !mappingLike {
 		return nil, typeError("not all arguments converted during string formatting")
 	}
 	return b.String(), nil
@@ -512,7 +521,7 @@ func pyFormat(format string, args []value, kw *kwargs) (value, error) {
 		default:
 			var ok bool
 			if v, ok = kw.get(name); !ok {
-				return nil, &RenderError{Kind: "KeyError", Msg: "'" + name + "'"}
+				return nil, &RenderError{Kind: "KeyError", Msg: pyRepr(name)}
 			}
 		}
 		for path != "" {

@@ -106,7 +106,7 @@ func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) 
 					return int64(i), nil
 				}
 			}
-			return nil, valueError("value is not in list")
+			return nil, valueError("%s is not in list", pyRepr(argAt(args, nil, 0, "", nil)))
 		case "copy":
 			return &List{Items: append([]value(nil), x.Items...), Tuple: x.Tuple}, nil
 		}

@@ -32,7 +32,18 @@ func toNumber(v value) (i int64, f float64, isFloat, ok bool) {
 }
 
 func unsupported(op string, l, r value) error {
+	if op == "**" {
+		op = "** or pow()"
+	}
 	return typeError("unsupported operand type(s) for %s: '%s' and '%s'", op, typeName(l), typeName(r))
+}
+
+func isSequence(v value) bool {
+	switch v.(type) {
+	case string, *List:
+		return true
+	}
+	return false
 }
 
 // arith implements Python's binary arithmetic operators.
@@ -41,6 +52,18 @@ func arith(op string, l, r value) (value, error) {
 		return nil, u.fail()
 	}
 	if u, ok := r.(*Undefined); ok {
+		// The left operand's method runs first: str % x formats (Undefined
+		// counts as a mapping there) and list + x rejects non-lists itself.
+		switch lv := l.(type) {
+		case string:
+			if op == "%" {
+				return percentFormat(lv, r)
+			}
+		case *List:
+			if op == "+" {
+				return nil, typeError("can only concatenate %s (not \"Undefined\") to %s", typeName(l), typeName(l))
+			}
+		}
 		return nil, u.fail()
 	}
 	li, lf, lFloat, lNum := toNumber(l)
@@ -77,11 +100,17 @@ func arith(op string, l, r value) (value, error) {
 			return nil, typeError("can only concatenate list (not \"%s\") to list", typeName(r))
 		}
 	case "*":
-		if lNum && !lFloat {
-			return repeat(r, li, l)
+		if lNum && !lFloat && isSequence(r) {
+			return repeat(r, li)
 		}
-		if rNum && !rFloat {
-			return repeat(l, ri, r)
+		if rNum && !rFloat && isSequence(l) {
+			return repeat(l, ri)
+		}
+		if isSequence(l) {
+			return nil, typeError("can't multiply sequence by non-int of type '%s'", typeName(r))
+		}
+		if isSequence(r) {
+			return nil, typeError("can't multiply sequence by non-int of type '%s'", typeName(l))
 		}
 	case "%":
 		if s, ok := l.(string); ok {
@@ -92,7 +121,7 @@ func arith(op string, l, r value) (value, error) {
 }
 
 // repeat is sequence * int.
-func repeat(seq value, n int64, num value) (value, error) {
+func repeat(seq value, n int64) (value, error) {
 	if n < 0 {
 		n = 0
 	}
@@ -112,7 +141,7 @@ func repeat(seq value, n int64, num value) (value, error) {
 		}
 		return &List{Items: items, Tuple: x.Tuple}, nil
 	}
-	return nil, unsupported("*", seq, num)
+	return nil, typeError("can't multiply sequence by non-int of type '%s'", typeName(seq))
 }
 
 func floatArith(op string, a, b float64) (value, error) {
@@ -382,9 +411,6 @@ func contains(container, item value) (bool, error) {
 	case string:
 		s, ok := item.(string)
 		if !ok {
-			if u, isU := item.(*Undefined); isU {
-				return false, u.fail()
-			}
 			return false, typeError("'in <string>' requires string as left operand, not %s", typeName(item))
 		}
 		return strings.Contains(c, s), nil

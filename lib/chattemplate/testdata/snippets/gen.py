@@ -19,11 +19,12 @@ env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extens
 env.filters["tojson"] = tojson
 env.globals["raise_exception"] = raise_exception
 env.globals["strftime_now"] = lambda f: "2025-06-15"
-VARS = json.loads(open("vars.json").read())
+VARS_JSON = open("vars.json").read()
 out = []
 for group, src in json.load(open(sys.argv[1])):
     try:
-        s = env.from_string(src).render(**VARS)
+        # Fresh variables per fragment: a failing filter can mutate a list in place.
+        s = env.from_string(src).render(**json.loads(VARS_JSON))
         out.append({"group": group, "src": src, "ok": True, "output": s})
     except Exception as e:
         out.append({"group": group, "src": src, "ok": False, "error": f"{type(e).__name__}: {e}"})
