@@ -133,7 +133,14 @@ func checkStorm(t *testing.T, c *stormCase) outcome {
 	}
 	ans := answerChecker{srv: c.srv.Server, backend: c.backend, maxTokens: stormMaxTokens}
 	o := checkOutcome(t, c.rs, ans, c.outPath, c.errPath, false)
-	o.checkPartition(t, c.rs)
+	if c.run.code == 0 {
+		o.checkPartition(t, c.rs)
+	}
+	if sum, err := parseSummary(string(c.run.stderr)); err != nil {
+		t.Error(err)
+	} else {
+		o.checkAccounted(t, c.rs, sum)
+	}
 	for _, id := range sortedKeys(o.errIDs) {
 		e := o.errIDs[id].Error
 		if e.Attempts < 1 {

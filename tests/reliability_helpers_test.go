@@ -892,3 +892,19 @@ func finishRun(t *testing.T, dir, label string, specs []stageSpec, limit time.Du
 		}
 	}
 }
+
+// checkAccounted demands that every record generate did not finish is
+// counted by its summary: a run that stopped early (exit 75, a signal)
+// leaves records cancelled in flight or not started, which a resumed run
+// does; any other record missing from both files is lost.
+func (o outcome) checkAccounted(t *testing.T, rs requestSet, sum generateSummary) {
+	t.Helper()
+	if sum.ok != int64(len(o.okIDs)) || sum.errors != int64(len(o.errIDs)) {
+		t.Errorf("generate's summary counts %d ok and %d errors, the files hold %d and %d", sum.ok, sum.errors, len(o.okIDs), len(o.errIDs))
+	}
+	unfinished := int64(len(rs.byID) - len(o.okIDs) - len(o.errIDs))
+	if counted := sum.cancelled + sum.notStarted + int64(len(rs.byID)) - sum.read; unfinished != counted {
+		t.Errorf("%d records are in neither file, but the summary accounts for %d (cancelled, not started or not read): %d lost",
+			unfinished, counted, unfinished-counted)
+	}
+}

@@ -1,0 +1,119 @@
+package tests
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+// The server tests take inference servers away under a running generate:
+// one of three dies for good, or the only one restarts on the same port.
+// Either way the run must complete with every record answered once.
+
+// Server test settings: answers take up to serverMaxTokens steps of
+// serverStep, so that a few hundred records keep the servers busy for a
+// couple of seconds and the failure lands mid-run.
+const (
+	serverMaxTokens = 64
+	serverStep      = 4 * time.Millisecond
+	serverDowntime  = time.Second
+)
+
+// serverSimConfig is the configuration of every server of these tests,
+// and of the one restarted in a dead one's place.
+func serverSimConfig() sim.Config {
+	cfg := quickSimConfig()
+	cfg.Lengths.Max = serverMaxTokens
+	cfg.StepTime = serverStep
+	cfg.MaxRunningRequests = 64
+	return cfg
+}
+
+func TestReliabilityServerDeath(t *testing.T) {
+	requireTools(t, "generate")
+	for _, tc := range []struct {
+		backend string
+		stream  bool
+	}{{"sglang", false}, {"sglang", true}, {"openai", false}, {"openai", true}} {
+		name := tc.backend + map[bool]string{false: "_whole", true: "_stream"}[tc.stream]
+		t.Run("one_of_three_dies_"+name, func(t *testing.T) {
+			serverOutage(t, tc.backend, tc.stream, 3, false)
+		})
+		t.Run("restart_same_port_"+name, func(t *testing.T) {
+			serverOutage(t, tc.backend, tc.stream, 1, true)
+		})
+	}
+}
+
+// serverOutage runs generate over n servers and, once a third of the
+// records are answered, closes the first: for good, or (restart) for
+// serverDowntime before a new server takes its port.
+func serverOutage(t *testing.T, backend string, stream bool, n int, restart bool) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, scale(300, 3000), uint64(n))
+	var servers []*simServer
+	var urls []string
+	for range n {
+		s := startSim(t, serverSimConfig())
+		servers = append(servers, s)
+		urls = append(urls, s.url)
+	}
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	args := generateArgs(backend, urls, serverMaxTokens, errPath, "--timeout", "10s", "--progress-interval", "0")
+	if stream {
+		args = append(args, "--stream")
+	}
+	done := make(chan watchedRun, 1)
+	go func() {
+		done <- runWatched(testDeadline(t, 2*time.Minute), nil, outPath, "generate", append(args, rs.path)...)
+	}()
+
+	answered := func() int64 {
+		var sum int64
+		for _, s := range servers {
+			sum += s.Stats().Completed
+		}
+		return sum
+	}
+	for deadline := time.Now().Add(30 * time.Second); answered() < int64(len(rs.byID)/3) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	victim := servers[0]
+	inFlight := victim.Stats().Running + victim.Stats().Queued
+	victim.Close()
+	if restart {
+		time.Sleep(serverDowntime)
+		s, err := startSimAt(serverSimConfig(), victim.addr)
+		if err != nil {
+			t.Fatalf("restart on %s: %v", victim.addr, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		servers[0] = s
+	}
+	run := <-done
+	t.Logf("closed %s with %d requests in flight (restart: %v); generate took %v, exit %d", victim.url, inFlight, restart,
+		run.elapsed.Round(10*time.Millisecond), run.code)
+
+	if run.timedOut || run.code != 0 {
+		t.Errorf("generate exited %d (timed out: %v), want 0: the run must complete on the servers left\nstderr:\n%s",
+			run.code, run.timedOut, tail(string(run.stderr), 3000))
+	}
+	ans := answerChecker{srv: servers[len(servers)-1].Server, backend: backend, maxTokens: serverMaxTokens}
+	o := checkOutcome(t, rs, ans, outPath, errPath, false)
+	if sum, err := parseSummary(string(run.stderr)); err != nil {
+		t.Error(err)
+	} else {
+		o.checkAccounted(t, rs, sum)
+	}
+	if len(o.errIDs) > 0 {
+		kinds := map[string]int{}
+		for _, e := range o.errIDs {
+			kinds[e.Error.Kind]++
+		}
+		t.Errorf("%d records failed because a server went away: %v (first: %s)", len(o.errIDs), kinds,
+			strings.TrimSpace(o.errIDs[sortedKeys(o.errIDs)[0]].Error.Message))
+	}
+}
