@@ -50,6 +50,9 @@ func FuzzMatchersAgreeWithBacktracking(f *testing.F) {
 	}
 	oracles := backtrackOracles(f)
 	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 200 {
+			return // the oracle costs O(n²) over a long run; short inputs find the same bugs
+		}
 		checkAgainstOracles(t, oracles, s)
 	})
 }

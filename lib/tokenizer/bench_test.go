@@ -40,6 +40,29 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodeColdCache is BenchmarkEncode with the piece cache emptied
+// before every pass over the corpus: the speed on text never seen before.
+func BenchmarkEncodeColdCache(b *testing.B) {
+	texts, size := benchTexts(b)
+	for _, fam := range families {
+		b.Run(fam, func(b *testing.B) {
+			tok := loadFamily(b, fam)
+			defer func(c *pieceCache) { tok.model.cache = c }(tok.model.cache)
+			var ids []int
+			b.SetBytes(size)
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				tok.model.cache = newPieceCache()
+				b.StartTimer()
+				for _, t := range texts {
+					ids = tok.AppendEncode(ids[:0], t, true)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEncodeLongRun measures one 40 KB piece without spaces, where a
 // quadratic merge loop would take seconds.
 func BenchmarkEncodeLongRun(b *testing.B) {
