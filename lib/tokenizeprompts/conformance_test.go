@@ -322,4 +322,3 @@ func firstDifference(a, b []int) int {
 	}
 	return -1
 }
-

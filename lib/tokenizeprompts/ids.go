@@ -9,6 +9,20 @@ import (
 	"strconv"
 )
 
+// isInteger reports whether a JSON number is written as an integer.
+func isInteger(raw []byte) bool {
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // derivedIDHexDigits is how much of the SHA-256 a derived id keeps: 64 bits,
 // so that a billion prompts collide with a chance of about 3 in 100,000.
 const derivedIDHexDigits = 16
@@ -37,8 +51,8 @@ func sourceID(idPath string, raw []byte) (id string, ok bool, err error) {
 // numberID writes a JSON number as a decimal string: integers as they are
 // written, others without an exponent.
 func numberID(raw []byte) string {
-	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return string(raw)
+	if isInteger(raw) {
+		return string(raw) // as written, even beyond 64 bits
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil {
