@@ -199,6 +199,7 @@ func trimBOM(b []byte) []byte {
 var (
 	errRequestTimeout = errors.New("no complete answer within the request timeout")
 	errIdleTimeout    = errors.New("stream idle for longer than the idle timeout")
+	errDrainTimeout   = errors.New("stream went on after [DONE]")
 )
 
 // transportError classifies a failure to send a request or to read its

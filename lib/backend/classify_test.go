@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -263,5 +265,46 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConnectionsAreReused checks that answers, streamed or not, leave
+// their connection in the pool: a new TCP connection per request would
+// cost a handshake each and exhaust ports at thousands of requests.
+func TestConnectionsAreReused(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
+			answerSSE(sseOf(`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}`, "[DONE]"))(w, r)
+			// The end of the chunked body comes in a packet of its own.
+			time.Sleep(10 * time.Millisecond)
+			return
+		}
+		answerJSON(200, chatAnswerOK)(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	client := &http.Client{Transport: newTransport()}
+	for _, stream := range []bool{false, true} {
+		b := NewOpenAI(Options{Stream: stream, Client: client})
+		for range 5 {
+			if _, err := b.Do(ctxTimeout(t), srv.URL, chatReq()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("10 sequential requests opened %d connections", conns)
 	}
 }

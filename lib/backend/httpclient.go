@@ -226,6 +226,16 @@ func (x *exchange) readAll(limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// drain reads what is left of a finished stream (the end of the chunked
+// encoding after [DONE]) so that its connection goes back to the pool
+// instead of being closed. A server that keeps the stream open after
+// [DONE] gets a second; then the connection is closed.
+func (x *exchange) drain() {
+	t := time.AfterFunc(time.Second, func() { x.cancel(errDrainTimeout) })
+	defer t.Stop()
+	io.CopyN(io.Discard, x.resp.Body, maxErrorBodyBytes)
+}
+
 // isEventStream reports whether the answer is server-sent events. A server
 // that was asked to stream may still answer with one JSON body (an error,
 // or an endpoint that ignores "stream"); callers then parse it whole.
@@ -307,6 +317,7 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 			return nil, e
 		}
 		res.FirstToken = first
+		x.drain()
 		return res, nil
 	}
 	body, err := x.readAll(c.opts.MaxResponseBytes)
