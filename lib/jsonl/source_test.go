@@ -130,3 +130,51 @@ func FuzzLineSplitter(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReader reads arbitrary bytes with validation and --skip-invalid: every
+// complete line is returned, counted blank or counted invalid, exactly as a
+// line-by-line reference with ScanObject says, and a final line without its
+// newline is reported torn.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("{}\n\n[1]\n{\"a\":1}\r\n{\"b\""))
+	f.Add([]byte("\xef\xbb\xbf{}\n\xef\xbb\xbf{}\n"))
+	f.Add([]byte(" \t\r\n{\"a\":\"\xff\"}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bytes.HasPrefix(data, gzipMagic) || bytes.HasPrefix(data, zstdMagic) {
+			return // compressed streams have tests of their own
+		}
+		var want Stats
+		var wantLines []string
+		segs := bytes.Split(data, []byte("\n"))
+		if last := segs[len(segs)-1]; len(last) > 0 {
+			want.Torn = 1
+		}
+		for i, s := range segs[:len(segs)-1] {
+			if i == 0 {
+				s = bytes.TrimPrefix(s, utf8BOM)
+			}
+			s = bytes.TrimSuffix(s, []byte("\r"))
+			switch {
+			case len(bytes.TrimSpace(s)) == 0:
+				want.Blank++
+			case ScanObject(s, nil) != nil:
+				want.Invalid++
+			default:
+				want.Records++
+				wantLines = append(wantLines, string(s))
+			}
+		}
+		res := readAll(t, bytes.NewReader(data), nil, Options{Validate: true, SkipInvalid: true})
+		if res.err != nil {
+			t.Fatalf("read %q: %v", data, res.err)
+		}
+		got := res.stats
+		got.Bytes = 0
+		if got != want || strings.Join(res.lines, "\n") != strings.Join(wantLines, "\n") {
+			t.Fatalf("read %q:\n got %+v %q\nwant %+v %q", data, got, res.lines, want, wantLines)
+		}
+		if int64(len(res.warns)) != want.Torn {
+			t.Fatalf("read %q: warnings %q, want %d", data, res.warns, want.Torn)
+		}
+	})
+}
