@@ -289,6 +289,10 @@ type pipeline struct {
 	label  string
 	stages []*procStage
 	pgid   int
+	// leader holds the process group open: a stage that exits at once
+	// (an empty input) would otherwise take the group with it, and the
+	// next stage could not join it.
+	leader *exec.Cmd
 }
 
 // pipelineIO says where a pipeline reads and writes: files, or the null
@@ -322,6 +326,13 @@ func startPipeline(t *testing.T, dir, label string, pio pipelineIO, specs ...sta
 			f.Close()
 		}
 	}()
+	p.leader = exec.Command("sleep", "3600")
+	p.leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.leader.Start(); err != nil {
+		t.Fatalf("start the process group's leader: %v", err)
+	}
+	p.pgid = p.leader.Process.Pid
+	go p.leader.Wait()
 	next := stdin
 	for i, spec := range specs {
 		out := stdout
@@ -351,9 +362,6 @@ func startPipeline(t *testing.T, dir, label string, pio pipelineIO, specs ...sta
 			t.Fatalf("start %s: %v", spec.name, err)
 		}
 		errFile.Close()
-		if p.pgid == 0 {
-			p.pgid = st.cmd.Process.Pid
-		}
 		go func() {
 			st.waitErr = st.cmd.Wait()
 			st.state, st.exited = st.cmd.ProcessState, time.Now()
@@ -376,6 +384,7 @@ func openOr(path string, flag int) (*os.File, error) {
 
 // kill ends every stage still running and waits for them.
 func (p *pipeline) kill() {
+	p.leader.Process.Kill()
 	for _, s := range p.stages {
 		if s.running() {
 			s.cmd.Process.Kill()
@@ -407,6 +416,7 @@ func (p *pipeline) stageNamed(name string) *procStage {
 func (p *pipeline) wait(limit time.Duration) error {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
+	defer p.leader.Process.Kill()
 	for _, s := range p.stages {
 		select {
 		case <-s.done:

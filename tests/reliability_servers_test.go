@@ -46,6 +46,35 @@ func TestReliabilityServerDeath(t *testing.T) {
 			serverOutage(t, tc.backend, tc.stream, 1, true)
 		})
 	}
+	t.Run("every_request_fails", serverAlwaysFails)
+}
+
+// serverAlwaysFails: a server that answers every request with HTTP 500 is
+// a server that "kept failing after the retries": generate must say try
+// again later (75), not success, and put every record in the errors file
+// or count it as not done.
+func serverAlwaysFails(t *testing.T) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, 40, 500)
+	cfg := quickSimConfig()
+	cfg.Faults.HTTP500 = 1
+	srv := startSim(t, cfg)
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	args := generateArgs("sglang", []string{srv.url}, serverMaxTokens, errPath, "--retries", "2", rs.path)
+	run := runWatched(testDeadline(t, time.Minute), nil, outPath, "generate", args...)
+	if run.code != 75 {
+		t.Errorf("generate exited %d when every request failed with HTTP 500 after its retries, want 75 (try again later)\nstderr:\n%s",
+			run.code, tail(string(run.stderr), 2000))
+	}
+	o := checkOutcome(t, rs, answerChecker{srv: srv.Server, backend: "sglang"}, outPath, errPath, false)
+	if sum, err := parseSummary(string(run.stderr)); err != nil {
+		t.Error(err)
+	} else {
+		o.checkAccounted(t, rs, sum)
+	}
+	if len(o.okIDs) > 0 {
+		t.Errorf("%d records succeeded against a server that fails every request", len(o.okIDs))
+	}
 }
 
 // serverOutage runs generate over n servers and, once a third of the
