@@ -13,6 +13,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/llmsim"
 	"github.com/synthpipe/synthpipe/lib/tokenizeprompts"
 	"github.com/synthpipe/synthpipe/lib/tokstat"
+	"github.com/synthpipe/synthpipe/lib/totrain"
 )
 
 // Tool is one binary of the toolkit.
@@ -27,9 +28,10 @@ func All() []Tool {
 	return []Tool{
 		{"tokenize-prompts", tokenizeprompts.NewApp, tokenizeprompts.Main},
 		{"dedupe-resume", deduperesume.NewApp, deduperesume.Main},
+		{"generate", generate.NewApp, generate.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
 		{"tokstat", tokstat.NewApp, tokstat.Main},
+		{"to-train", totrain.NewApp, totrain.Main},
 		{"llm-sim", llmsim.NewApp, llmsim.Main},
-		{"generate", generate.NewApp, generate.Main},
 	}
 }
