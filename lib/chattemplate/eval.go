@@ -233,10 +233,11 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 	return nil
 }
 
-// capture renders body to a string and applies block filters to it.
+// capture renders body to a string and applies block filters to it. Like
+// jinja2, the body of a filter block or block set gets its own scope.
 func (r *renderer) capture(body []stmt, f *frame, filters []*filterExpr) (value, error) {
 	var b strings.Builder
-	if err := r.execBody(body, f, &b); err != nil {
+	if err := r.execBody(body, newFrame(f), &b); err != nil {
 		return nil, err
 	}
 	var v value = b.String()
@@ -361,9 +362,6 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		}
 		items = kept
 	}
-	if len(items) == 0 {
-		return r.execBody(s.otherwise, f, w)
-	}
 	loop := &loopState{items: items, depth: depth}
 	if s.recursive {
 		loop.recurse = func(next value) (value, error) {
@@ -379,6 +377,9 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 			return b.String(), nil
 		}
 	}
+	// jinja2 clears its "run the else block" flag at the end of the body, so
+	// the else block also runs when every iteration ended in break/continue.
+	completed := false
 	for i, item := range items {
 		if err := r.spend(); err != nil {
 			return r.withLine(err, s.line)
@@ -393,9 +394,14 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		if err == errBreak {
 			break
 		}
-		if err != nil && err != errContinue {
+		if err == nil {
+			completed = true
+		} else if err != errContinue {
 			return err
 		}
+	}
+	if !completed {
+		return r.execBody(s.otherwise, f, w)
 	}
 	return nil
 }
@@ -684,7 +690,7 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 	r.callDepth++
 	defer func() { r.callDepth-- }()
 	if r.callDepth > r.limits.callDepth {
-		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum macro recursion depth exceeded"}
+		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 	}
 	def := m.def
 	scope := newFrame(m.closure)

@@ -17,6 +17,9 @@ type parser struct {
 	depth int
 	// macros are the macro definitions being parsed, innermost last.
 	macros []*macroDef
+	// loops counts the for loops around the current position within the
+	// innermost macro or call block; break/continue need one.
+	loops int
 }
 
 func (p *parser) cur() token  { return p.toks[p.pos] }
@@ -166,6 +169,9 @@ func (p *parser) parseStatement() ([]stmt, error) {
 	case "with":
 		s, err = p.parseWith(line)
 	case "break", "continue":
+		if p.loops == 0 {
+			return nil, &SyntaxError{Template: p.name, Line: t.line, Msg: fmt.Sprintf("'%s' outside loop", t.val)}
+		}
 		s = &loopControlStmt{line, t.val == "break"}
 		err = p.expectBlockEnd()
 	case "generation":
@@ -285,7 +291,9 @@ func (p *parser) parseFor(line pos) (stmt, error) {
 	if err := p.expectBlockEnd(); err != nil {
 		return nil, err
 	}
+	p.loops++
 	body, end, err := p.parseBody("endfor", "else")
+	p.loops--
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +399,10 @@ func (p *parser) parseMacro(line pos) (stmt, error) {
 		return nil, err
 	}
 	p.macros = append(p.macros, def)
+	outerLoops := p.loops
+	p.loops = 0
 	def.body, _, err = p.parseBody("endmacro")
+	p.loops = outerLoops
 	p.macros = p.macros[:len(p.macros)-1]
 	if err != nil {
 		return nil, err
@@ -422,7 +433,10 @@ func (p *parser) parseCallBlock(line pos) (stmt, error) {
 		return nil, err
 	}
 	p.macros = append(p.macros, caller)
+	outerLoops := p.loops
+	p.loops = 0
 	caller.body, _, err = p.parseBody("endcall")
+	p.loops = outerLoops
 	p.macros = p.macros[:len(p.macros)-1]
 	if err != nil {
 		return nil, err
