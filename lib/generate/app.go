@@ -51,6 +51,7 @@ const (
 	flagProgressInterval   = "progress-interval"
 	flagTotal              = "total"
 	flagDrainTimeout       = "drain-timeout"
+	flagTokenizer          = "tokenizer"
 )
 
 // defaultMaxTokens applies without --max-tokens. SGLang's own default (128)

@@ -56,6 +56,8 @@ type config struct {
 	total         int64
 	drainTimeout  time.Duration
 
+	tokenizer string // model folder for re-tokenizing answers, "" for none
+
 	// backoff is the first retry delay; it doubles per attempt.
 	backoff time.Duration
 }
@@ -91,6 +93,7 @@ func parse(c *cli.Context) (*config, error) {
 		total:         c.Int64(flagTotal),
 		drainTimeout:  c.Duration(flagDrainTimeout),
 		backoff:       firstBackoff,
+		tokenizer:     c.String(flagTokenizer),
 	}
 	if cfg.backend != backendSGLang && cfg.backend != backendOpenAI {
 		return nil, cliutil.Usagef("--%s %q: want sglang or openai", flagBackend, cfg.backend)
@@ -107,6 +110,9 @@ func parse(c *cli.Context) (*config, error) {
 	}
 	if cfg.backend == backendOpenAI && cfg.model == "" {
 		return nil, cliutil.Usagef("--backend openai needs --%s", flagModel)
+	}
+	if cfg.tokenizer != "" && cfg.backend != backendOpenAI {
+		return nil, cliutil.Usagef("--%s is for --backend openai: SGLang returns the output ids itself", flagTokenizer)
 	}
 	var err error
 	if cfg.params, err = sampling(c); err != nil {

@@ -35,6 +35,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagReasoningEffort, Usage: "reasoning effort `LEVEL` for openai backends: low, medium, high"},
 		&cli.IntFlag{Name: flagReasoningMaxTokens, Usage: "reasoning token limit `N` for openai backends"},
 		&cli.StringFlag{Name: flagExtra, Usage: "`JSON` object merged into every request body"},
+		&cli.StringFlag{Name: flagTokenizer, EnvVars: envs(flagTokenizer),
+			Usage: "openai backends: add output_ids by rendering each answer with the chat template and tokenizer in `DIR`"},
 		// Failures.
 		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors),
 			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},

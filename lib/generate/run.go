@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -69,6 +70,13 @@ func run(c *cli.Context) (err error) {
 	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
 	servers := newServers(c.Context, cfg, be, note)
 	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note)
+	if cfg.tokenizer != "" {
+		m, err := chat.Load(cfg.tokenizer, chat.TemplateAuto, nil)
+		if err != nil {
+			return err
+		}
+		s.retok = &retokenizer{model: m}
+	}
 
 	opt := cfg.input
 	opt.Context = s.dispatchCtx
@@ -98,6 +106,11 @@ func run(c *cli.Context) (err error) {
 		s.mu.Unlock()
 		t.read = s.read.Load()
 		cliutil.Notef(stderr, c.App.Name, "%s", t.summary(time.Since(s.start), cfg.errors, s.budget.spentUSD(), reason))
+	}
+	if s.retok != nil {
+		if n := s.retok.fallbacks.Load(); n > 0 {
+			cliutil.Notef(stderr, c.App.Name, "%s answers were re-tokenized from their text alone: the chat template does not render them after the prompt", group(n))
+		}
 	}
 	if ferr := out.Flush(); err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
 		err = ferr

@@ -40,7 +40,8 @@ type scheduler struct {
 	out         *jsonl.Writer
 	errs        *jsonl.Writer // nil without --errors
 	note        func(format string, args ...any)
-	reorder     *reorder // nil without --ordered
+	reorder     *reorder     // nil without --ordered
+	retok       *retokenizer // nil without --tokenizer
 
 	results chan *outcome
 	wg      sync.WaitGroup
@@ -363,6 +364,9 @@ func (s *scheduler) work(j *job) {
 		res, err := s.attempt(j)
 		if err == nil {
 			s.pool.release(j.server, j.kvTokens, attemptOK, 0)
+			if s.retok != nil && res.OutputIDs == nil {
+				res.OutputIDs = s.retok.outputIDs(j, res)
+			}
 			o.res = res
 			break
 		}

@@ -1,0 +1,24 @@
+package generate
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+// BenchmarkThroughput runs generate against a zero-latency simulator in the
+// same process; b.N is the number of requests.
+var benchConc = "auto"
+
+func BenchmarkThroughput(b *testing.B) {
+	_, url := startSim(b, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 16} })
+	input := sglangRequests(b.N, 64)
+	b.ResetTimer()
+	var out bytes.Buffer
+	r := runGenerateTo(b, input, &out, "--url", url, "--max-tokens", "16", "-q", "--concurrency", benchConc)
+	if r.code != 0 {
+		b.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}

@@ -1,0 +1,58 @@
+package generate
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/chat"
+)
+
+// retokenizer gives OpenAI-style answers the output_ids the model generated,
+// as nearly as the text allows: the conversation is rendered by the model's
+// chat template with the answer as the last assistant turn (reasoning,
+// content and tool calls where the template puts them) and without it (with
+// the generation prompt); the ids of what the answer added are the output.
+type retokenizer struct {
+	model *chat.Model
+	// fallbacks counts answers whose rendering did not extend the prompt's
+	// (a template that rewrites earlier turns): those are the answer text's
+	// own ids.
+	fallbacks atomic.Int64
+}
+
+// outputIDs returns the ids of res as an answer to j.
+func (r *retokenizer) outputIDs(j *job, res *backend.Result) []int {
+	prompt, err := r.model.Render(j.req.Messages, j.req.Tools, true)
+	if err == nil {
+		var full string
+		if full, err = r.model.Render(withAnswer(j.req.Messages, res), j.req.Tools, false); err == nil && strings.HasPrefix(full, prompt) {
+			// The template closes the turn with a newline the model never
+			// generates: the answer ends at its end-of-turn token.
+			return r.model.Encode(strings.TrimRight(full[len(prompt):], "\n"))
+		}
+	}
+	r.fallbacks.Add(1)
+	return r.model.Encode(res.Reasoning + res.Text)
+}
+
+// withAnswer is messages with the answer appended as an assistant turn.
+func withAnswer(messages json.RawMessage, res *backend.Result) json.RawMessage {
+	turn := map[string]any{"role": "assistant", "content": res.Text}
+	if res.Reasoning != "" {
+		turn["reasoning_content"] = res.Reasoning
+	}
+	if len(res.ToolCalls) > 0 && string(res.ToolCalls) != "null" {
+		turn["tool_calls"] = res.ToolCalls
+	}
+	b, _ := json.Marshal(turn) // strings and raw JSON: cannot fail
+	trimmed := strings.TrimRight(string(messages), " \t\r\n")
+	out := make([]byte, 0, len(trimmed)+len(b)+1)
+	out = append(out, trimmed[:len(trimmed)-1]...)
+	if strings.TrimSpace(trimmed[1:len(trimmed)-1]) != "" {
+		out = append(out, ',')
+	}
+	out = append(out, b...)
+	return append(out, ']')
+}

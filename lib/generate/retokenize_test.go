@@ -1,0 +1,71 @@
+package generate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+// TestTokenizerAddsOutputIDs: with --tokenizer an OpenAI-style answer gets
+// the ids of the assistant turn as the model's template renders it.
+func TestTokenizerAddsOutputIDs(t *testing.T) {
+	dir := unpackTokenizer(t, "../tokenizer/testdata/tokenizers/qwen3")
+	model, err := chat.Load(dir, chat.TemplateAuto, nil)
+	if err != nil {
+		t.Skipf("tokenizer not loadable here: %v", err)
+	}
+	_, url := startSim(t, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 12} })
+	r := runGenerate(t, chatRequests(5), "--backend", "openai", "--url", url+"/v1", "--model", "m", "--max-tokens", "40", "--tokenizer", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, l := range r.lines(t) {
+		var ids []int
+		for _, v := range l.Get("output_ids").Array() {
+			ids = append(ids, int(v.Int()))
+		}
+		text, err := model.Tok.Decode(ids)
+		if err != nil || !strings.Contains(text, l.Get("text").String()) || !strings.HasSuffix(text, "<|im_end|>") {
+			t.Fatalf("output_ids decode to %q (%v), want the answer %q closed by <|im_end|>", text, err, l.Get("text"))
+		}
+	}
+	if strings.Contains(r.stderr, "from their text alone") {
+		t.Fatalf("fell back to the text: %s", r.stderr)
+	}
+}
+
+// unpackTokenizer copies a test tokenizer folder, decompressing its .zst
+// files, since the folder is kept compressed.
+func unpackTokenizer(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Skipf("no test tokenizer: %v", err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := e.Name()
+		if strings.HasSuffix(name, ".zst") {
+			dec, _ := zstd.NewReader(nil)
+			if data, err = dec.DecodeAll(data, nil); err != nil {
+				t.Fatal(err)
+			}
+			dec.Close()
+			name = strings.TrimSuffix(name, ".zst")
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
