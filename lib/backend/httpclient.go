@@ -280,6 +280,13 @@ type answerParser interface {
 	end() (*Result, *Error)
 }
 
+// snapshotSkipper is implemented by parsers of streams whose events can
+// be superseded by later ones (SGLang's cumulative snapshots): superseded
+// reports, from a cheap look at an event, that parsing it can be skipped.
+type snapshotSkipper interface {
+	superseded(data []byte) bool
+}
+
 // do sends one generation request and parses its answer. Every error it
 // returns is a *Error with the API key scrubbed from its message.
 func (c *client) do(ctx context.Context, url string, body []byte, p answerParser) (*Result, error) {
@@ -302,7 +309,11 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 	}
 	if c.opts.Stream && x.isEventStream() {
 		var first time.Duration
-		e := x.readEvents(c.opts.MaxResponseBytes, func(doc gjson.Result) *Error {
+		skip := func([]byte) bool { return false }
+		if s, ok := p.(snapshotSkipper); ok {
+			skip = s.superseded
+		}
+		e := x.readEvents(c.opts.MaxResponseBytes, skip, func(doc gjson.Result) *Error {
 			output, e := p.event(doc)
 			if output && first == 0 {
 				first = max(time.Since(x.start), time.Nanosecond)
@@ -334,7 +345,7 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 // readEvents feeds each JSON event of a stream to handle until "[DONE]".
 // A stream that ends before [DONE] failed: the connection broke or the
 // server gave up, and the answer may be incomplete.
-func (x *exchange) readEvents(maxLine int64, handle func(gjson.Result) *Error) *Error {
+func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, handle func(gjson.Result) *Error) *Error {
 	events := newSSEReader(x.resp.Body, int(min(maxLine, int64(^uint(0)>>1))))
 	for {
 		data, err := events.Next()
@@ -352,6 +363,9 @@ func (x *exchange) readEvents(maxLine int64, handle func(gjson.Result) *Error) *
 		}
 		if string(data) == "[DONE]" {
 			return nil
+		}
+		if skip(data) {
+			continue
 		}
 		doc, e := parseAnswer(data)
 		if e != nil {

@@ -143,6 +143,7 @@ type sglangAnswer struct {
 	text         []byte // text so far
 	scratch      []int  // ids of the current chunk
 	meta         gjson.Result
+	sawOutput    bool // a chunk carried output (FirstToken is known)
 }
 
 func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
@@ -182,12 +183,33 @@ func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
 		a.ids = append(a.ids, a.scratch...)
 		a.text = append(a.text, text.Str...)
 	} else {
-		a.ids = append(a.ids[:0], a.scratch...)
+		// Swap rather than copy: a cumulative stream of a long answer
+		// would otherwise copy every id once per chunk.
+		a.ids, a.scratch = a.scratch, a.ids
 		a.text = append(a.text[:0], text.Str...)
 	}
 	a.meta = meta
 	a.chunks++
+	a.sawOutput = a.sawOutput || output
 	return output, nil
+}
+
+// superseded skips the intermediate snapshots of a cumulative stream once
+// the first output arrived: the final chunk holds everything they hold, and
+// parsing each would cost time quadratic in the answer's length (a 16k-token
+// answer streamed token by token repeats its ids 16k times). Only the
+// finish reason is looked up, by a scan that allocates nothing; an error
+// event or the final chunk is parsed and checked in full.
+func (a *sglangAnswer) superseded(data []byte) bool {
+	if a.mode != StreamCumulative || !a.sawOutput {
+		return false
+	}
+	fr := gjson.GetBytes(data, "meta_info.finish_reason")
+	if !fr.Exists() || fr.Type != gjson.Null || gjson.GetBytes(data, "error").Exists() {
+		return false
+	}
+	a.chunks++
+	return true
 }
 
 func (a *sglangAnswer) detectMode(ids []int, text string, completion gjson.Result) StreamMode {

@@ -194,6 +194,7 @@ func TestSGLangStreamModes(t *testing.T) {
 
 func TestSGLangStreamFailures(t *testing.T) {
 	ok := `{"text":" a","output_ids":[5],"meta_info":{"finish_reason":null,"completion_tokens":1}}`
+	ok2 := `{"text":" a b","output_ids":[5,6],"meta_info":{"finish_reason":null,"completion_tokens":2}}`
 	for _, tc := range []struct {
 		name      string
 		stream    string
@@ -207,6 +208,11 @@ func TestSGLangStreamFailures(t *testing.T) {
 		{"garbage event", sseOf("<<not json>>"), KindProtocol, true},
 		{"abort chunk", sseOf(ok, `{"text":" a","output_ids":[5],"meta_info":{"finish_reason":{"type":"abort","message":"retracted too often","status_code":500}}}`, "[DONE]"), KindAbort, true},
 		{"bad ids", sseOf(`{"text":"","output_ids":["x"],"meta_info":{}}`), KindProtocol, true},
+		// Once a stream is known to be cumulative, snapshots are skipped
+		// unparsed; errors and the final chunk are still caught.
+		{"error after snapshots", sseOf(ok, ok2, ok2, `{"error":{"message":"boom"}}`, "[DONE]"), KindStream, true},
+		{"broken final chunk after snapshots", sseOf(ok, ok2, `{"text":" a b","output_ids":[5,6],"meta_info":{"finish_reason":{"type":"stop"`, "[DONE]"), KindProtocol, true},
+		{"no final chunk after snapshots", sseOf(ok, ok2, ok2, "[DONE]"), KindStream, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStub(t, answerSSE(tc.stream))
