@@ -110,6 +110,7 @@ type (
 	}
 	forStmt struct {
 		pos
+		undef     []string // names that start undefined in the loop body (see scope.go)
 		target    assignTarget
 		iter      expr
 		filter    expr // the "if" clause, or nil
@@ -124,6 +125,7 @@ type (
 	}
 	setBlockStmt struct {
 		pos
+		undef   []string
 		target  assignTarget
 		filters []*filterExpr
 		body    []stmt
@@ -139,11 +141,13 @@ type (
 	}
 	filterBlockStmt struct {
 		pos
+		undef   []string
 		filters []*filterExpr
 		body    []stmt
 	}
 	withStmt struct {
 		pos
+		undef   []string
 		targets []assignTarget
 		values  []expr
 		body    []stmt
@@ -171,4 +175,5 @@ type macroDef struct {
 	// The body mentions varargs, kwargs or caller: jinja2 then accepts
 	// extra positional arguments, extra keyword arguments or a caller.
 	catchVarargs, catchKwargs, catchCaller bool
+	undef                                  []string // names that start undefined in the body
 }

@@ -74,10 +74,28 @@ type frame struct {
 
 func newFrame(parent *frame) *frame { return &frame{parent: parent} }
 
+// missingValue marks a scope variable that exists but is not assigned yet.
+type missingValue struct{}
+
+var missing value = missingValue{}
+
+// newScope opens a scope whose listed names start out undefined.
+func newScope(parent *frame, undef []string) *frame {
+	f := &frame{parent: parent}
+	for _, n := range undef {
+		f.names = append(f.names, n)
+		f.vals = append(f.vals, missing)
+	}
+	return f
+}
+
 func (f *frame) lookup(name string) (value, bool) {
 	for ; f != nil; f = f.parent {
 		for i := len(f.names) - 1; i >= 0; i-- {
 			if f.names[i] == name {
+				if f.vals[i] == missing {
+					return &Undefined{name: name}, true
+				}
 				return f.vals[i], true
 			}
 		}
@@ -191,7 +209,7 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		}
 		return r.withLine(r.assign(s.target, v, f), s.line)
 	case *setBlockStmt:
-		v, err := r.capture(s.body, f, s.filters)
+		v, err := r.capture(s.body, newScope(f, s.undef), s.filters)
 		if err != nil {
 			return r.withLine(err, s.line)
 		}
@@ -207,13 +225,13 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		}
 		return r.write(w, pyStr(v))
 	case *filterBlockStmt:
-		v, err := r.capture(s.body, f, s.filters)
+		v, err := r.capture(s.body, newScope(f, s.undef), s.filters)
 		if err != nil {
 			return r.withLine(err, s.line)
 		}
 		return r.write(w, pyStr(v))
 	case *withStmt:
-		inner := newFrame(f)
+		inner := newScope(f, s.undef)
 		for i, tg := range s.targets {
 			v, err := r.eval(s.values[i], f)
 			if err != nil {
@@ -233,11 +251,10 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 	return nil
 }
 
-// capture renders body to a string and applies block filters to it. Like
-// jinja2, the body of a filter block or block set gets its own scope.
+// capture renders body in scope f and applies block filters to the text.
 func (r *renderer) capture(body []stmt, f *frame, filters []*filterExpr) (value, error) {
 	var b strings.Builder
-	if err := r.execBody(body, newFrame(f), &b); err != nil {
+	if err := r.execBody(body, f, &b); err != nil {
 		return nil, err
 	}
 	var v value = b.String()
@@ -385,7 +402,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 			return r.withLine(err, s.line)
 		}
 		loop.index = i
-		scope := newFrame(f)
+		scope := newScope(f, s.undef)
 		scope.set("loop", loop)
 		if err := r.assign(s.target, item, scope); err != nil {
 			return r.withLine(err, s.line)
@@ -693,7 +710,7 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 	}
 	def := m.def
-	scope := newFrame(m.closure)
+	scope := newScope(m.closure, def.undef)
 	if len(args) > len(def.params) && !def.catchVarargs {
 		return nil, typeError("macro '%s' takes not more than %d argument(s)", def.name, len(def.params))
 	}

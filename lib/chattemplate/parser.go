@@ -456,7 +456,7 @@ func (p *parser) parseFilterBlock(line pos) (stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &filterBlockStmt{line, filters, body}, p.expectBlockEnd()
+	return &filterBlockStmt{pos: line, filters: filters, body: body}, p.expectBlockEnd()
 }
 
 func (p *parser) parseWith(line pos) (stmt, error) {
@@ -1063,5 +1063,5 @@ func Parse(name, src string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{name: name, body: body, limits: defaultLimits}, nil
+	return &Template{name: name, body: body, undef: analyzeScopes(body), limits: defaultLimits}, nil
 }

@@ -59,6 +59,9 @@ func TestJinja2Snippets(t *testing.T) {
 				if kind == "TemplateSyntaxError" || kind == "SyntaxError" {
 					return
 				}
+				if kind == "RecursionError" { // Python's wording depends on where the stack ran out
+					msg = kind
+				}
 				if !strings.Contains(err.Error(), msg) {
 					t.Errorf("%q: error %q, want %q", want.Src, err, want.Error)
 				}

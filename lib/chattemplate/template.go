@@ -16,6 +16,7 @@ import (
 type Template struct {
 	name   string
 	body   []stmt
+	undef  []string // template-level names that start undefined (see scope.go)
 	limits limits
 }
 
@@ -70,6 +71,9 @@ func (t *Template) Render(o Options) (string, error) {
 			return "", err
 		}
 		root.set(name, v)
+	}
+	for _, name := range t.undef {
+		root.set(name, missing)
 	}
 	r := &renderer{tmpl: t, opts: &o, limits: t.limits}
 	var b strings.Builder
