@@ -175,26 +175,11 @@ func sampling(c *cli.Context) (backend.Params, error) {
 	if p.MaxTokens < 1 {
 		return p, cliutil.Usagef("--%s must be at least 1", flagMaxTokens)
 	}
-	if c.IsSet(flagTemperature) {
-		v := c.Float64(flagTemperature)
-		p.Temperature = &v
-	}
-	if c.IsSet(flagTopP) {
-		v := c.Float64(flagTopP)
-		p.TopP = &v
-	}
-	if c.IsSet(flagTopK) {
-		v := c.Int(flagTopK)
-		p.TopK = &v
-	}
-	if c.IsSet(flagMinP) {
-		v := c.Float64(flagMinP)
-		p.MinP = &v
-	}
-	if c.IsSet(flagSeed) {
-		v := c.Int64(flagSeed)
-		p.Seed = &v
-	}
+	p.Temperature = optional(c, flagTemperature, c.Float64)
+	p.TopP = optional(c, flagTopP, c.Float64)
+	p.TopK = optional(c, flagTopK, c.Int)
+	p.MinP = optional(c, flagMinP, c.Float64)
+	p.Seed = optional(c, flagSeed, c.Int64)
 	if s := c.String(flagExtra); s != "" {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(s), &obj); err != nil {
@@ -208,6 +193,16 @@ func sampling(c *cli.Context) (backend.Params, error) {
 		return p, cliutil.Usagef("--%s %q: want low, medium or high", flagReasoningEffort, p.ReasoningEffort)
 	}
 	return p, nil
+}
+
+// optional is a flag's value when it was given, else nil: the server's
+// default then applies.
+func optional[T any](c *cli.Context, name string, get func(string) T) *T {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := get(name)
+	return &v
 }
 
 // readAPIKey takes the key from a file, else from the environment.
