@@ -254,9 +254,32 @@ func (r *Reader) readError(err error) error {
 	}
 	var dec *decodeError
 	if errors.As(err, &dec) {
-		return exitcode.DataErrorf("%s: %v (the compressed file is damaged or truncated)", r.Name(), dec.err)
+		return exitcode.DataErrorf("%s: %v (the compressed file is damaged or truncated: restore it or compress it again%s)",
+			r.posOrName(), dec.err, r.linesBefore())
 	}
-	return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("read %s: %w", r.Name(), err))
+	return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("read %s: %w", r.Name(), unwrapPath(err)))
+}
+
+// posOrName is "FILE:LINE" once a line of the file has been reached, else
+// "FILE": a stream that fails in its header has no line to name.
+func (r *Reader) posOrName() string {
+	if r.lineNo == 0 {
+		return r.Name()
+	}
+	return r.Pos()
+}
+
+// linesBefore tells how much of a damaged file was read, so that the user
+// knows the records before the damage went through.
+func (r *Reader) linesBefore() string {
+	switch n := r.lineNo - 1; {
+	case n < 1:
+		return ""
+	case n == 1:
+		return "; the line before was read"
+	default:
+		return fmt.Sprintf("; the %d lines before were read", n)
+	}
 }
 
 // Invalid reports that the current line is unusable. With SkipInvalid it

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -57,6 +58,11 @@ func ScanObject(line []byte, visit func(Member)) error {
 		return s.fail("empty line where a JSON object was expected")
 	}
 	if s.b[s.i] != '{' {
+		if bytes.HasPrefix(s.b[s.i:], utf8BOM) {
+			// Reader drops a BOM on a file's first line only: one here comes
+			// from files joined with cat, each with its own BOM.
+			return &SyntaxError{Offset: s.i + 1, Msg: "a UTF-8 byte order mark (BOM) starts the line: only a file's first line may have one (files joined with cat? pass them as separate arguments)"}
+		}
 		if err := s.value(0); err != nil {
 			return err
 		}

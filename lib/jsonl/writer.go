@@ -40,6 +40,11 @@ func (w *Writer) Write(line []byte) error {
 			return err
 		}
 	}
+	if len(w.buf) == 0 && len(line) >= w.size/4 && cap(line) > len(line) && line[:len(line)+1][len(line)] == '\n' {
+		// A long line fresh from a Reader is followed in memory by its own
+		// newline: write it from there, whole, and skip copying it.
+		return w.writeDirect(line[:len(line)+1])
+	}
 	w.buf = append(w.buf, line...)
 	w.buf = append(w.buf, '\n')
 	if w.flushEach || len(w.buf) >= w.size {
@@ -66,6 +71,15 @@ func (w *Writer) Flush() error {
 		w.err = err
 	}
 	return err
+}
+
+// writeDirect writes one whole line, newline included, past the buffer.
+func (w *Writer) writeDirect(p []byte) error {
+	if _, err := w.w.Write(p); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
 }
 
 // Buffered is the number of bytes not yet written.

@@ -325,3 +325,58 @@ func TestCheckNotInput(t *testing.T) {
 		})
 	}
 }
+
+// aliasRecorder notes which writes came straight from the block's memory.
+type aliasRecorder struct {
+	block  []byte
+	out    bytes.Buffer
+	direct []bool
+}
+
+func (a *aliasRecorder) Write(p []byte) (int, error) {
+	a.direct = append(a.direct, &p[0] == &a.block[0] || &p[0] == &a.block[len(a.block)-len(p)])
+	if p[len(p)-1] != '\n' {
+		return 0, fmt.Errorf("a write of %d bytes does not end in a newline", len(p))
+	}
+	return a.out.Write(p)
+}
+
+// TestWriterLinesFromReaderMemory writes long lines that are slices of one
+// block, as a Reader hands them out: where the next byte in memory is the
+// line's own newline the line goes out from there, uncopied, but never with
+// a byte that is not its newline.
+func TestWriterLinesFromReaderMemory(t *testing.T) {
+	long := strings.Repeat("x", DefaultWriteBuffer/2)
+	block := []byte(long + "\n{}\n" + long + "\r\n" + long + "Z\n" + long + "\n")
+	// slices of the block that keep its capacity, as a Reader's lines do
+	// (bytes.Split would cut the capacity at each line's end)
+	var lines [][]byte
+	for start := 0; start < len(block); {
+		end := start + bytes.IndexByte(block[start:], '\n')
+		line := block[start:end]
+		line = bytes.TrimSuffix(line, []byte("\r")) // '\r' follows in memory
+		line = bytes.TrimSuffix(line, []byte("Z"))  // 'Z' follows in memory
+		lines = append(lines, line)
+		start = end + 1
+	}
+	rec := &aliasRecorder{block: block}
+	w := NewWriter(rec)
+	var want bytes.Buffer
+	for _, l := range lines {
+		want.Write(l)
+		want.WriteByte('\n')
+		if err := w.Write(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.out.Bytes(), want.Bytes()) {
+		t.Errorf("output differs from the lines written: %d bytes, want %d", rec.out.Len(), want.Len())
+	}
+	// the first and last lines went out uncopied; the others through the buffer
+	if want := []bool{true, false, false, true}; fmt.Sprint(rec.direct) != fmt.Sprint(want) {
+		t.Errorf("uncopied writes %v, want %v", rec.direct, want)
+	}
+}
