@@ -27,7 +27,7 @@ var crashStages = []string{"tokenize-prompts", "dedupe-resume", "generate", "bud
 
 // crashRunTime is about how long one undisturbed run takes against the
 // paced simulator, so that kills land while records are still flowing.
-const crashRunTime = 1500 * time.Millisecond
+const crashRunTime = 1200 * time.Millisecond
 
 // crashMaxTokens caps answers; with crashRunTime it sets the simulator's
 // pace (one answer token per decode step).
@@ -40,6 +40,7 @@ const crashBatch = 48
 
 func TestReliabilityCrashResume(t *testing.T) {
 	requireTools(t, crashStages...)
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// budgetShare is the token budget as a share of what all records

@@ -18,10 +18,10 @@ import (
 // decode steps of signalStep) that requests are surely in flight when the
 // signal comes.
 const (
-	signalRecords     = 200
+	signalRecords     = 120
 	signalMaxTokens   = 64
 	signalStep        = 15 * time.Millisecond
-	signalConcurrency = 16
+	signalConcurrency = 24
 )
 
 // signalSim is a server whose answers take up to about a second.
