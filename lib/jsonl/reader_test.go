@@ -163,15 +163,17 @@ func TestReaderDamagedCompression(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		file string
+		// where the message says the damage is, and what was read before
+		where []string
 	}{
-		{"truncated gzip", truncGz},
-		{"truncated zstd", truncZst},
-		{"garbage after a zstd frame", garbage},
-		{"bad gzip header", badHeader},
+		{"truncated gzip", truncGz, []string{"lines before were read"}},
+		{"truncated zstd", truncZst, nil},
+		{"garbage after a zstd frame", garbage, []string{garbage + ":2001: ", "the 2000 lines before were read"}},
+		{"bad gzip header", badHeader, []string{badHeader + ": "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := readAll(t, nil, []string{tc.file}, Options{})
-			wantCode(t, res.err, exitcode.DataErr, tc.file, "damaged or truncated")
+			wantCode(t, res.err, exitcode.DataErr, append([]string{tc.file, "damaged or truncated", "restore it"}, tc.where...)...)
 		})
 	}
 }
@@ -240,7 +242,7 @@ func TestReaderLineShapes(t *testing.T) {
 		{name: "CRLF", input: "{\"a\":1}\r\n{\"a\":2}\r\n", want: []string{`{"a":1}`, `{"a":2}`}},
 		{name: "BOM", input: "\xef\xbb\xbf{\"a\":1}\n{\"a\":2}\n", want: []string{`{"a":1}`, `{"a":2}`}},
 		{name: "BOM only on the first line", input: "{}\n\xef\xbb\xbf{}\n", opt: Options{Validate: true},
-			want: []string{"{}"}, wantErr: []string{"<stdin>:2:", "invalid JSON at byte 1"}},
+			want: []string{"{}"}, wantErr: []string{"<stdin>:2:", "invalid JSON at byte 1", "byte order mark", "joined with cat"}},
 		{name: "torn last line", input: "{\"a\":1}\n{\"a\":", want: []string{`{"a":1}`}, torn: 1, warns: 1},
 		{name: "only a torn line", input: "{\"a\":1}", want: nil, torn: 1, warns: 1},
 		{name: "invalid UTF-8", input: "{}\n{\"a\":\"b\xffc\"}\n", opt: Options{Validate: true},
