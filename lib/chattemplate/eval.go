@@ -94,7 +94,7 @@ func (f *frame) lookup(name string) (value, bool) {
 		for i := len(f.names) - 1; i >= 0; i-- {
 			if f.names[i] == name {
 				if f.vals[i] == missing {
-					return &Undefined{name: name}, true
+					return &undefinedValue{name: name}, true
 				}
 				return f.vals[i], true
 			}
@@ -132,7 +132,7 @@ func (r *renderer) account(v value) error {
 	switch x := v.(type) {
 	case string:
 		r.allocated += len(x)
-	case *List:
+	case *pyList:
 		r.allocated += 16 * len(x.Items)
 	default:
 		return nil
@@ -215,10 +215,10 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		}
 		return r.withLine(r.assign(s.target, v, f), s.line)
 	case *macroStmt:
-		f.set(s.def.name, &Macro{def: s.def, closure: f})
+		f.set(s.def.name, &macroValue{def: s.def, closure: f})
 		return nil
 	case *callBlockStmt:
-		caller := &Macro{def: s.caller, closure: f}
+		caller := &macroValue{def: s.caller, closure: f}
 		v, err := r.evalCall(s.call, f, caller)
 		if err != nil {
 			return r.withLine(err, s.line)
@@ -271,7 +271,7 @@ func (r *renderer) capture(body []stmt, f *frame, filters []*filterExpr) (value,
 func (r *renderer) assign(tg assignTarget, v value, f *frame) error {
 	if tg.attr != "" {
 		obj, _ := f.lookup(tg.names[0])
-		ns, ok := obj.(*Namespace)
+		ns, ok := obj.(*namespaceValue)
 		if !ok {
 			return &RenderError{Kind: "TemplateRuntimeError", Msg: "cannot assign attribute on non-namespace object"}
 		}
@@ -307,7 +307,7 @@ func (r *renderer) iterate(v value) ([]value, error) {
 	}
 	switch v.(type) {
 	case string, rangeValue:
-		if err := r.account(&List{Items: items}); err != nil {
+		if err := r.account(&pyList{Items: items}); err != nil {
 			return nil, err
 		}
 	}
@@ -317,9 +317,9 @@ func (r *renderer) iterate(v value) ([]value, error) {
 // iterValues lists the items Python's iter() would produce.
 func iterValues(v value) ([]value, error) {
 	switch x := v.(type) {
-	case *List:
+	case *pyList:
 		return x.Items, nil
-	case *Dict:
+	case *pyDict:
 		return append([]value(nil), x.keys...), nil
 	case string:
 		out := make([]value, 0, len(x))
@@ -337,7 +337,7 @@ func iterValues(v value) ([]value, error) {
 			out = append(out, x.start+i*x.step)
 		}
 		return out, nil
-	case *Undefined:
+	case *undefinedValue:
 		if x.kind != "" {
 			return nil, x.fail()
 		}
@@ -434,7 +434,7 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 		if g, ok := globals[x.name]; ok {
 			return g, nil
 		}
-		return &Undefined{name: x.name}, nil
+		return &undefinedValue{name: x.name}, nil
 	case *attrExpr:
 		obj, err := r.eval(x.obj, f)
 		if err != nil {
@@ -462,7 +462,7 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 			}
 			items[i] = v
 		}
-		return &List{Items: items, Tuple: x.tuple}, nil
+		return &pyList{Items: items, Tuple: x.tuple}, nil
 	case *dictExpr:
 		d := newDict(len(x.keys))
 		for i := range x.keys {
@@ -516,7 +516,7 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 			return r.eval(x.then, f)
 		}
 		if x.otherwise == nil {
-			return &Undefined{hint: "the inline if-expression evaluated to false and no else section was defined."}, nil
+			return &undefinedValue{hint: "the inline if-expression evaluated to false and no else section was defined."}, nil
 		}
 		return r.eval(x.otherwise, f)
 	}
@@ -593,7 +593,7 @@ func (r *renderer) evalSlice(x *sliceExpr, f *frame) (value, error) {
 			return nil, err
 		}
 	}
-	if u, ok := obj.(*Undefined); ok {
+	if u, ok := obj.(*undefinedValue); ok {
 		return nil, u.fail()
 	}
 	out, err := sliceValue(obj, bounds[0], bounds[1], bounds[2])
@@ -632,7 +632,7 @@ func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
 
 // evalCall calls functions, macros and methods; caller is set for
 // {% call %} blocks.
-func (r *renderer) evalCall(x *callExpr, f *frame, caller *Macro) (value, error) {
+func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, error) {
 	var fn value
 	var err error
 	if a, ok := x.fn.(*attrExpr); ok {
@@ -670,7 +670,7 @@ func (r *renderer) call(fn value, args []value, kw *kwargs) (value, error) {
 
 func (r *renderer) dispatchCall(fn value, args []value, kw *kwargs) (value, error) {
 	switch fn := fn.(type) {
-	case *Macro:
+	case *macroValue:
 		return r.callMacro(fn, args, kw)
 	case *builtinFunc:
 		return fn.fn(r, args, kw)
@@ -688,19 +688,19 @@ func (r *renderer) dispatchCall(fn value, args []value, kw *kwargs) (value, erro
 			return nil, typeError("loop() takes exactly one argument")
 		}
 		return fn.recurse(args[0])
-	case *Undefined:
+	case *undefinedValue:
 		return nil, fn.fail()
 	}
 	return nil, typeError("'%s' object is not callable", typeName(fn))
 }
 
-// Macro is a template macro; calling it renders its body to a string.
-type Macro struct {
+// macroValue is a template macro; calling it renders its body to a string.
+type macroValue struct {
 	def     *macroDef
 	closure *frame
 }
 
-func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) {
+func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, error) {
 	if err := r.spend(); err != nil {
 		return nil, err
 	}
@@ -755,17 +755,17 @@ func (r *renderer) callMacro(m *Macro, args []value, kw *kwargs) (value, error) 
 			}
 			scope.set(p, v)
 		} else {
-			scope.set(p, &Undefined{hint: "parameter '" + p + "' was not provided", name: p})
+			scope.set(p, &undefinedValue{hint: "parameter '" + p + "' was not provided", name: p})
 		}
 	}
 	if def.catchCaller {
 		if caller == nil {
-			caller = &Undefined{hint: "No caller defined", name: "caller"}
+			caller = &undefinedValue{hint: "No caller defined", name: "caller"}
 		}
 		scope.set("caller", caller)
 	}
 	if def.catchVarargs {
-		scope.set("varargs", &List{Items: varargs, Tuple: true})
+		scope.set("varargs", &pyList{Items: varargs, Tuple: true})
 	}
 	if def.catchKwargs {
 		scope.set("kwargs", extra)
@@ -849,12 +849,12 @@ func (l *loopState) attr(name string) (value, bool) {
 		return int64(l.depth), true
 	case "previtem":
 		if l.index == 0 {
-			return &Undefined{hint: "there is no previous item", name: "previtem"}, true
+			return &undefinedValue{hint: "there is no previous item", name: "previtem"}, true
 		}
 		return l.items[l.index-1], true
 	case "nextitem":
 		if l.index >= n-1 {
-			return &Undefined{hint: "there is no next item", name: "nextitem"}, true
+			return &undefinedValue{hint: "there is no next item", name: "nextitem"}, true
 		}
 		return l.items[l.index+1], true
 	case "cycle", "changed":
@@ -872,7 +872,7 @@ func checkSize(v value) error {
 		if len(x) > maxStringLen {
 			return errTooLarge()
 		}
-	case *List:
+	case *pyList:
 		if len(x.Items) > maxListLen {
 			return errTooLarge()
 		}

@@ -140,11 +140,11 @@ func filterAbs(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 func filterAttr(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	name := pyStr(argAt(a, kw, 0, "name", ""))
 	switch x := v.(type) {
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
-	case *Namespace, *loopState:
+	case *namespaceValue, *loopState:
 		return getAttr(v, name)
-	case *List:
+	case *pyList:
 		if i := indexOf(x.fields, name); i >= 0 {
 			return x.Items[i], nil
 		}
@@ -175,9 +175,9 @@ func filterBatch(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		for hasFill && fill != nil && len(row) < int(n) {
 			row = append(row, fill)
 		}
-		out = append(out, &List{Items: row})
+		out = append(out, &pyList{Items: row})
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 func filterCenter(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -190,13 +190,13 @@ func pyLen(v value) (int64, error) {
 	switch x := v.(type) {
 	case string:
 		return int64(utf8.RuneCountInString(x)), nil
-	case *List:
+	case *pyList:
 		return int64(len(x.Items)), nil
-	case *Dict:
+	case *pyDict:
 		return int64(x.len()), nil
 	case rangeValue:
 		return x.len(), nil
-	case *Undefined:
+	case *undefinedValue:
 		return 0, nil
 	}
 	return 0, typeError("object of type '%s' has no len()", typeName(v))
@@ -209,7 +209,7 @@ func filterLength(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 func filterDefault(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	def := argAt(a, kw, 0, "default_value", "")
 	boolean := truthy(argAt(a, kw, 1, "boolean", false))
-	if _, undef := v.(*Undefined); undef || (boolean && !truthy(v)) {
+	if _, undef := v.(*undefinedValue); undef || (boolean && !truthy(v)) {
 		return def, nil
 	}
 	return v, nil
@@ -262,8 +262,8 @@ func sortValues(items []value, key func(value) (value, error), reverse bool) err
 }
 
 func filterDictsort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
-	d, ok := v.(*Dict)
-	if u, undef := v.(*Undefined); undef {
+	d, ok := v.(*pyDict)
+	if u, undef := v.(*undefinedValue); undef {
 		return nil, u.fail()
 	}
 	if !ok {
@@ -282,12 +282,12 @@ func filterDictsort(r *renderer, v value, a []value, kw *kwargs) (value, error) 
 	}
 	items := make([]value, d.len())
 	for i, k := range d.keys {
-		items[i] = &List{Items: []value{k, d.vals[i]}, Tuple: true}
+		items[i] = &pyList{Items: []value{k, d.vals[i]}, Tuple: true}
 	}
 	err := sortValues(items, func(it value) (value, error) {
-		return sortKey(it.(*List).Items[pos], caseSensitive), nil
+		return sortKey(it.(*pyList).Items[pos], caseSensitive), nil
 	}, reverse)
-	return &List{Items: items}, err
+	return &pyList{Items: items}, err
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "'", "&#39;", `"`, "&#34;")
@@ -302,7 +302,7 @@ func filterFirst(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return &Undefined{hint: "No first item, sequence was empty."}, nil
+		return &undefinedValue{hint: "No first item, sequence was empty."}, nil
 	}
 	return items[0], nil
 }
@@ -316,7 +316,7 @@ func filterLast(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return &Undefined{hint: "No last item, sequence was empty."}, nil
+		return &undefinedValue{hint: "No last item, sequence was empty."}, nil
 	}
 	return items[len(items)-1], nil
 }
@@ -342,7 +342,7 @@ func parsePyFloat(s string) (float64, bool) {
 func filterFloat(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	def := argAt(a, kw, 0, "default", 0.0)
 	switch x := v.(type) {
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
 	case string:
 		if f, ok := parsePyFloat(x); ok {
@@ -360,7 +360,7 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	def := argAt(a, kw, 0, "default", int64(0))
 	base, _ := indexKey(argAt(a, kw, 1, "base", int64(10)))
 	switch x := v.(type) {
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
 	case string:
 		t := strings.ReplaceAll(strings.TrimFunc(x, isPySpace), "_", "")
@@ -390,9 +390,9 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 
 func filterItems(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	switch x := v.(type) {
-	case *Undefined:
-		return &List{}, nil
-	case *Dict:
+	case *undefinedValue:
+		return &pyList{}, nil
+	case *pyDict:
 		return callMethod(r, x, "items", nil, nil)
 	}
 	return nil, typeError("Can only get item pairs from a mapping.")
@@ -418,7 +418,7 @@ func attrGetter(attr value, def value, hasDefault bool) func(value) (value, erro
 			if item, err = getItem(item, p); err != nil {
 				return nil, err
 			}
-			if _, undef := item.(*Undefined); undef && hasDefault {
+			if _, undef := item.(*undefinedValue); undef && hasDefault {
 				return def, nil
 			}
 		}
@@ -459,13 +459,13 @@ func filterList(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &List{Items: append([]value(nil), items...)}, nil
+	return &pyList{Items: append([]value(nil), items...)}, nil
 }
 
 // lazyItems iterates like jinja2's map/select family, which start with
 // "if seq:" and so yield nothing for any falsy input.
 func lazyItems(r *renderer, v value) ([]value, error) {
-	if _, undef := v.(*Undefined); !undef && !truthy(v) {
+	if _, undef := v.(*undefinedValue); !undef && !truthy(v) {
 		return nil, nil
 	}
 	return r.iterate(v)
@@ -498,7 +498,7 @@ func filterMap(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			return nil, err
 		}
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 func minMax(r *renderer, v value, kw *kwargs, wantMax bool) (value, error) {
@@ -511,7 +511,7 @@ func minMax(r *renderer, v value, kw *kwargs, wantMax bool) (value, error) {
 		if wantMax {
 			what = "max"
 		}
-		return &Undefined{hint: "No aggregated item, sequence was empty.", name: what}, nil
+		return &undefinedValue{hint: "No aggregated item, sequence was empty.", name: what}, nil
 	}
 	caseSensitive := false
 	if cs, ok := kw.get("case_sensitive"); ok {
@@ -577,13 +577,13 @@ func filterReverse(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	for i, it := range items {
 		out[len(items)-1-i] = it
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 // isReversible reports whether Python's reversed() accepts v.
 func isReversible(v value) bool {
 	switch v.(type) {
-	case string, *List, *Dict, rangeValue, *Undefined:
+	case string, *pyList, *pyDict, rangeValue, *undefinedValue:
 		return true
 	}
 	return false
@@ -686,7 +686,7 @@ func selectFilter(keep, byAttr bool) filterFunc {
 				out = append(out, it)
 			}
 		}
-		return &List{Items: out}, nil
+		return &pyList{Items: out}, nil
 	}
 }
 
@@ -713,9 +713,9 @@ func filterSlice(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		if fill != nil && i >= extra {
 			row = append(row, fill)
 		}
-		out = append(out, &List{Items: row})
+		out = append(out, &pyList{Items: row})
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 func filterSort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -734,7 +734,7 @@ func filterSort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		k, err := get(x)
 		return sortKey(k, caseSensitive), err
 	}, reverse)
-	return &List{Items: items}, err
+	return &pyList{Items: items}, err
 }
 
 var tagPattern = regexp.MustCompile(`(?s)<!--.*?-->|<[^>]*>`)
@@ -795,7 +795,7 @@ func filterToJSON(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		o.itemSep = ","
 	}
 	if sep := argAt(a, kw, 2, "separators", nil); sep != nil {
-		l, ok := sep.(*List)
+		l, ok := sep.(*pyList)
 		if !ok || len(l.Items) != 2 {
 			return nil, valueError("separators must be a (item_separator, key_separator) pair")
 		}
@@ -890,7 +890,7 @@ func filterUnique(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			out = append(out, it)
 		}
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 func filterWordcount(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -910,7 +910,7 @@ func filterFormat(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	if kw != nil && len(a) > 0 {
 		return nil, &RenderError{Kind: "FilterArgumentError", Msg: "can't handle positional and keyword arguments at the same time"}
 	}
-	return percentFormat(pyStr(v), &List{Items: a, Tuple: true})
+	return percentFormat(pyStr(v), &pyList{Items: a, Tuple: true})
 }
 
 func filterGroupby(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -932,16 +932,16 @@ func filterGroupby(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			return nil, err
 		}
 		if n := len(out); n > 0 {
-			last := out[n-1].(*List)
+			last := out[n-1].(*pyList)
 			if pyEqual(last.Items[0], k) {
-				group := last.Items[1].(*List)
+				group := last.Items[1].(*pyList)
 				group.Items = append(group.Items, it)
 				continue
 			}
 		}
-		out = append(out, &List{Items: []value{k, &List{Items: []value{it}}}, Tuple: true, fields: groupFields})
+		out = append(out, &pyList{Items: []value{k, &pyList{Items: []value{it}}}, Tuple: true, fields: groupFields})
 	}
-	return &List{Items: out}, nil
+	return &pyList{Items: out}, nil
 }
 
 // groupFields name the items of groupby's namedtuples.
@@ -949,14 +949,14 @@ var groupFields = []string{"grouper", "list"}
 
 // pprint approximates pprint.pformat: like repr, with dict keys sorted.
 func pprint(v value) string {
-	d, ok := v.(*Dict)
+	d, ok := v.(*pyDict)
 	if !ok {
-		if l, isList := v.(*List); isList {
+		if l, isList := v.(*pyList); isList {
 			parts := make([]value, len(l.Items))
 			for i, it := range l.Items {
 				parts[i] = rawRepr(pprint(it))
 			}
-			return pyRepr(&List{Items: parts, Tuple: l.Tuple})
+			return pyRepr(&pyList{Items: parts, Tuple: l.Tuple})
 		}
 		return pyRepr(v)
 	}
@@ -991,9 +991,9 @@ func filterIndent(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	// jinja2 starts with s += "\n" on the value itself.
 	switch x := v.(type) {
 	case string:
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
-	case *List:
+	case *pyList:
 		if x.Tuple {
 			return nil, typeError("can only concatenate tuple (not \"str\") to tuple")
 		}

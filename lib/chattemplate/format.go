@@ -276,8 +276,8 @@ func formatGeneral(a float64, prec int, keepZeros bool) string {
 // percentFormat is Python's "format" % args.
 func percentFormat(format string, arg value) (value, error) {
 	var args []value
-	mapping, _ := arg.(*Dict)
-	if l, ok := arg.(*List); ok && l.Tuple {
+	mapping, _ := arg.(*pyDict)
+	if l, ok := arg.(*pyList); ok && l.Tuple {
 		args = l.Items
 	} else {
 		args = []value{arg}
@@ -403,9 +403,9 @@ func percentFormat(format string, arg value) (value, error) {
 	// not mapping-like (lists and dicts count as mappings there).
 	mappingLike := false
 	switch x := arg.(type) {
-	case *List:
+	case *pyList:
 		mappingLike = !x.Tuple
-	case *Undefined:
+	case *undefinedValue:
 		mappingLike = true
 	}
 	if next < len(args) && !usedMapping && mapping == nil && !mappingLike {

@@ -52,14 +52,14 @@ func globalRange(r *renderer, args []value, kw *kwargs) (value, error) {
 }
 
 // dictFromArgs is Python's dict(mapping_or_pairs, **kwargs).
-func dictFromArgs(r *renderer, args []value, kw *kwargs) (*Dict, error) {
+func dictFromArgs(r *renderer, args []value, kw *kwargs) (*pyDict, error) {
 	d := newDict(4)
 	if len(args) > 1 {
 		return nil, typeError("dict expected at most 1 argument, got %d", len(args))
 	}
 	if len(args) == 1 {
 		switch src := args[0].(type) {
-		case *Dict:
+		case *pyDict:
 			for i, k := range src.keys {
 				d.set(k, src.vals[i])
 			}
@@ -93,7 +93,7 @@ func globalNamespace(r *renderer, args []value, kw *kwargs) (value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Namespace{attrs: d}, nil
+	return &namespaceValue{attrs: d}, nil
 }
 
 func globalDict(r *renderer, args []value, kw *kwargs) (value, error) {
@@ -266,5 +266,5 @@ func globalCycler(r *renderer, args []value, kw *kwargs) (value, error) {
 		pos = 0
 		return nil, nil
 	}})
-	return &Namespace{attrs: d}, nil
+	return &namespaceValue{attrs: d}, nil
 }

@@ -97,7 +97,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 		}
 	case c == '[':
 		d.pos++
-		list := &List{}
+		list := &pyList{}
 		d.skipSpace()
 		if d.pos < len(d.data) && d.data[d.pos] == ']' {
 			d.pos++
@@ -248,7 +248,7 @@ func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
 		b.WriteString(x.text)
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
-	case *List:
+	case *pyList:
 		if len(x.Items) == 0 {
 			b.WriteString("[]")
 			return nil
@@ -265,7 +265,7 @@ func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
 		}
 		o.newline(b, level)
 		b.WriteByte(']')
-	case *Dict:
+	case *pyDict:
 		if x.len() == 0 {
 			b.WriteString("{}")
 			return nil

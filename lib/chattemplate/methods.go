@@ -47,9 +47,9 @@ func methodFor(obj value, name string) (value, bool) {
 	switch obj.(type) {
 	case string:
 		safe = stringMethods
-	case *List:
+	case *pyList:
 		safe, unsafe = listMethods, listUnsafeMethods
-	case *Dict:
+	case *pyDict:
 		safe, unsafe = dictMethods, dictUnsafeMethods
 	default:
 		return nil, false
@@ -58,7 +58,7 @@ func methodFor(obj value, name string) (value, bool) {
 		return &boundMethod{recv: obj, name: name}, true
 	}
 	if unsafe[name] {
-		return &Undefined{
+		return &undefinedValue{
 			name: name,
 			kind: "SecurityError",
 			hint: "access to attribute '" + name + "' of '" + typeName(obj) + "' object is unsafe.",
@@ -90,7 +90,7 @@ func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) 
 	switch x := recv.(type) {
 	case string:
 		return callStringMethod(x, name, args, kw)
-	case *List:
+	case *pyList:
 		switch name {
 		case "count":
 			n := int64(0)
@@ -108,20 +108,20 @@ func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) 
 			}
 			return nil, valueError("%s is not in list", pyRepr(argAt(args, nil, 0, "", nil)))
 		case "copy":
-			return &List{Items: append([]value(nil), x.Items...), Tuple: x.Tuple}, nil
+			return &pyList{Items: append([]value(nil), x.Items...), Tuple: x.Tuple}, nil
 		}
-	case *Dict:
+	case *pyDict:
 		switch name {
 		case "items":
 			items := make([]value, x.len())
 			for i, k := range x.keys {
-				items[i] = &List{Items: []value{k, x.vals[i]}, Tuple: true}
+				items[i] = &pyList{Items: []value{k, x.vals[i]}, Tuple: true}
 			}
-			return &List{Items: items}, nil
+			return &pyList{Items: items}, nil
 		case "keys":
-			return &List{Items: append([]value(nil), x.keys...)}, nil
+			return &pyList{Items: append([]value(nil), x.keys...)}, nil
 		case "values":
-			return &List{Items: append([]value(nil), x.vals...)}, nil
+			return &pyList{Items: append([]value(nil), x.vals...)}, nil
 		case "get":
 			if len(args) == 0 {
 				return nil, typeError("get expected at least 1 argument, got 0")
@@ -148,7 +148,7 @@ func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) 
 			}
 			return args[x.index%len(args)], nil
 		case "changed":
-			v := &List{Items: args}
+			v := &pyList{Items: args}
 			if x.hasLast && pyEqual(x.last, v) {
 				return false, nil
 			}
@@ -230,7 +230,7 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		switch a := args[0].(type) {
 		case string:
 			cands = []value{a}
-		case *List:
+		case *pyList:
 			if !a.Tuple {
 				return nil, typeError("%s first arg must be str or a tuple of str, not list", name)
 			}
@@ -385,11 +385,11 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		}
 		if i < 0 {
 			if name == "partition" {
-				return &List{Items: []value{s, "", ""}, Tuple: true}, nil
+				return &pyList{Items: []value{s, "", ""}, Tuple: true}, nil
 			}
-			return &List{Items: []value{"", "", s}, Tuple: true}, nil
+			return &pyList{Items: []value{"", "", s}, Tuple: true}, nil
 		}
-		return &List{Items: []value{s[:i], sep, s[i+len(sep):]}, Tuple: true}, nil
+		return &pyList{Items: []value{s[:i], sep, s[i+len(sep):]}, Tuple: true}, nil
 	case "removeprefix":
 		p, _ := argAt(args, kw, 0, "prefix", "").(string)
 		return strings.TrimPrefix(s, p), nil
@@ -425,12 +425,12 @@ func allRunes(s string, pred func(rune) bool) bool {
 	return true
 }
 
-func stringList(parts []string) *List {
+func stringList(parts []string) *pyList {
 	items := make([]value, len(parts))
 	for i, p := range parts {
 		items[i] = p
 	}
-	return &List{Items: items}
+	return &pyList{Items: items}
 }
 
 // splitWhitespace is Python's str.split() / rsplit() without a separator.

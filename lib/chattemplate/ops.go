@@ -40,7 +40,7 @@ func unsupported(op string, l, r value) error {
 
 func isSequence(v value) bool {
 	switch v.(type) {
-	case string, *List:
+	case string, *pyList:
 		return true
 	}
 	return false
@@ -48,10 +48,10 @@ func isSequence(v value) bool {
 
 // arith implements Python's binary arithmetic operators.
 func arith(op string, l, r value) (value, error) {
-	if u, ok := l.(*Undefined); ok {
+	if u, ok := l.(*undefinedValue); ok {
 		return nil, u.fail()
 	}
-	if u, ok := r.(*Undefined); ok {
+	if u, ok := r.(*undefinedValue); ok {
 		// The left operand's method runs first: str % x formats (Undefined
 		// counts as a mapping there) and list + x rejects non-lists itself.
 		switch lv := l.(type) {
@@ -59,7 +59,7 @@ func arith(op string, l, r value) (value, error) {
 			if op == "%" {
 				return percentFormat(lv, r)
 			}
-		case *List:
+		case *pyList:
 			if op == "+" {
 				return nil, typeError("can only concatenate %s (not \"Undefined\") to %s", typeName(l), typeName(l))
 			}
@@ -85,14 +85,14 @@ func arith(op string, l, r value) (value, error) {
 				return x + y, nil
 			}
 			return nil, typeError("can only concatenate str (not \"%s\") to str", typeName(r))
-		case *List:
-			if y, ok := r.(*List); ok && y.Tuple == x.Tuple {
+		case *pyList:
+			if y, ok := r.(*pyList); ok && y.Tuple == x.Tuple {
 				if len(x.Items)+len(y.Items) > maxListLen {
 					return nil, errTooLarge()
 				}
 				items := make([]value, 0, len(x.Items)+len(y.Items))
 				items = append(append(items, x.Items...), y.Items...)
-				return &List{Items: items, Tuple: x.Tuple}, nil
+				return &pyList{Items: items, Tuple: x.Tuple}, nil
 			}
 			if x.Tuple {
 				return nil, typeError("can only concatenate tuple (not \"%s\") to tuple", typeName(r))
@@ -131,7 +131,7 @@ func repeat(seq value, n int64) (value, error) {
 			return nil, errTooLarge()
 		}
 		return strings.Repeat(x, int(n)), nil
-	case *List:
+	case *pyList:
 		if n > 0 && int64(len(x.Items)) > maxListLen/n {
 			return nil, errTooLarge()
 		}
@@ -139,7 +139,7 @@ func repeat(seq value, n int64) (value, error) {
 		for i := int64(0); i < n; i++ {
 			items = append(items, x.Items...)
 		}
-		return &List{Items: items, Tuple: x.Tuple}, nil
+		return &pyList{Items: items, Tuple: x.Tuple}, nil
 	}
 	return nil, typeError("can't multiply sequence by non-int of type '%s'", typeName(seq))
 }
@@ -246,7 +246,7 @@ func negate(v value) (value, error) {
 		return -x, nil
 	case float64:
 		return -x, nil
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
 	}
 	return nil, typeError("bad operand type for unary -: '%s'", typeName(v))
@@ -261,7 +261,7 @@ func positive(v value) (value, error) {
 		return int64(0), nil
 	case int64, float64:
 		return x, nil
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
 	}
 	return nil, typeError("bad operand type for unary +: '%s'", typeName(v))
@@ -284,8 +284,8 @@ func pyEqual(a, b value) bool {
 	case string:
 		y, ok := b.(string)
 		return ok && x == y
-	case *List:
-		y, ok := b.(*List)
+	case *pyList:
+		y, ok := b.(*pyList)
 		if !ok || x.Tuple != y.Tuple || len(x.Items) != len(y.Items) {
 			return false
 		}
@@ -295,8 +295,8 @@ func pyEqual(a, b value) bool {
 			}
 		}
 		return true
-	case *Dict:
-		y, ok := b.(*Dict)
+	case *pyDict:
+		y, ok := b.(*pyDict)
 		if !ok || x.len() != y.len() {
 			return false
 		}
@@ -307,8 +307,8 @@ func pyEqual(a, b value) bool {
 			}
 		}
 		return true
-	case *Undefined:
-		_, ok := b.(*Undefined)
+	case *undefinedValue:
+		_, ok := b.(*undefinedValue)
 		return ok
 	case rangeValue:
 		y, ok := b.(rangeValue)
@@ -345,8 +345,8 @@ func pyCompareValues(op string, a, b value) (int, error) {
 		if y, ok := b.(string); ok {
 			return strings.Compare(x, y), nil
 		}
-	case *List:
-		if y, ok := b.(*List); ok && x.Tuple == y.Tuple {
+	case *pyList:
+		if y, ok := b.(*pyList); ok && x.Tuple == y.Tuple {
 			for i := 0; i < len(x.Items) && i < len(y.Items); i++ {
 				if pyEqual(x.Items[i], y.Items[i]) {
 					continue
@@ -355,10 +355,10 @@ func pyCompareValues(op string, a, b value) (int, error) {
 			}
 			return cmpInt(int64(len(x.Items)), int64(len(y.Items))), nil
 		}
-	case *Undefined:
+	case *undefinedValue:
 		return 0, x.fail()
 	}
-	if u, ok := b.(*Undefined); ok {
+	if u, ok := b.(*undefinedValue); ok {
 		return 0, u.fail()
 	}
 	return 0, typeError("'%s' not supported between instances of '%s' and '%s'", op, typeName(a), typeName(b))
@@ -414,23 +414,23 @@ func contains(container, item value) (bool, error) {
 			return false, typeError("'in <string>' requires string as left operand, not %s", typeName(item))
 		}
 		return strings.Contains(c, s), nil
-	case *List:
+	case *pyList:
 		for _, x := range c.Items {
 			if pyEqual(x, item) {
 				return true, nil
 			}
 		}
 		return false, nil
-	case *Dict:
+	case *pyDict:
 		if !isHashable(item) {
-			if _, isU := item.(*Undefined); isU {
+			if _, isU := item.(*undefinedValue); isU {
 				return false, nil
 			}
 			return false, typeError("unhashable type: '%s'", typeName(item))
 		}
 		_, ok := c.get(item)
 		return ok, nil
-	case *Namespace:
+	case *namespaceValue:
 		return false, typeError("argument of type 'Namespace' is not iterable")
 	case rangeValue:
 		i, _, isFloat, ok := toNumber(item)
@@ -443,7 +443,7 @@ func contains(container, item value) (bool, error) {
 			}
 		}
 		return false, nil
-	case *Undefined:
+	case *undefinedValue:
 		return false, nil
 	}
 	return false, typeError("argument of type '%s' is not iterable", typeName(container))
@@ -473,16 +473,16 @@ func isASCII(s string) bool {
 // (methods) first, then items.
 func getAttr(obj value, name string) (value, error) {
 	switch x := obj.(type) {
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
-	case *Dict:
+	case *pyDict:
 		if m, ok := methodFor(obj, name); ok {
 			return m, nil
 		}
 		if v, ok := x.get(name); ok {
 			return v, nil
 		}
-	case *Namespace:
+	case *namespaceValue:
 		if v, ok := x.attrs.get(name); ok {
 			return v, nil
 		}
@@ -490,7 +490,7 @@ func getAttr(obj value, name string) (value, error) {
 		if v, ok := x.attr(name); ok {
 			return v, nil
 		}
-	case *List:
+	case *pyList:
 		if i := indexOf(x.fields, name); i >= 0 {
 			return x.Items[i], nil
 		}
@@ -508,16 +508,16 @@ func getAttr(obj value, name string) (value, error) {
 // getItem is jinja2's environment.getitem: items first, then attributes.
 func getItem(obj, key value) (value, error) {
 	switch x := obj.(type) {
-	case *Undefined:
+	case *undefinedValue:
 		return nil, x.fail()
-	case *Dict:
+	case *pyDict:
 		if !isHashable(key) {
 			return nil, typeError("unhashable type: '%s'", typeName(key))
 		}
 		if v, ok := x.get(key); ok {
 			return v, nil
 		}
-	case *List:
+	case *pyList:
 		if i, ok := indexKey(key); ok {
 			if i < 0 {
 				i += int64(len(x.Items))
@@ -646,14 +646,14 @@ func sliceRange(a, b, st int64, each func(int64)) {
 
 func sliceValue(obj, start, stop, step value) (value, error) {
 	switch x := obj.(type) {
-	case *List:
+	case *pyList:
 		a, b, st, err := sliceIndices(start, stop, step, int64(len(x.Items)))
 		if err != nil {
 			return nil, err
 		}
 		var items []value
 		sliceRange(a, b, st, func(i int64) { items = append(items, x.Items[i]) })
-		return &List{Items: items, Tuple: x.Tuple}, nil
+		return &pyList{Items: items, Tuple: x.Tuple}, nil
 	case string:
 		if isASCII(x) {
 			a, b, st, err := sliceIndices(start, stop, step, int64(len(x)))
@@ -680,11 +680,11 @@ func sliceValue(obj, start, stop, step value) (value, error) {
 		return sb.String(), nil
 	case rangeValue:
 		items, _ := iterValues(x)
-		return sliceValue(&List{Items: items}, start, stop, step)
+		return sliceValue(&pyList{Items: items}, start, stop, step)
 	}
 	// jinja2 compiles slices to plain Python subscripts, so the TypeError
 	// escapes instead of becoming Undefined.
-	if _, ok := obj.(*Dict); ok {
+	if _, ok := obj.(*pyDict); ok {
 		return nil, typeError("unhashable type: 'slice'")
 	}
 	return nil, typeError("'%s' object is not subscriptable", typeName(obj))

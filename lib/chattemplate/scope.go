@@ -215,11 +215,7 @@ func (s *scopeInfo) ifChain(conds []expr, bodies [][]stmt, otherwise []stmt) {
 			c.ifChain(conds[i:i+1], bodies[i:i+1], nil)
 		}
 	})
-	var elseBody []stmt
-	if len(conds) == 1 || len(conds) > 1 {
-		elseBody = otherwise
-	}
-	els := branch(func(c *scopeInfo) { c.body(elseBody) })
+	els := branch(func(c *scopeInfo) { c.body(otherwise) })
 	branches := []*scopeInfo{body, elifs, els}
 	newStores := map[string]int{}
 	for _, b := range branches {

@@ -20,8 +20,8 @@ func init() {
 		return func(r *renderer, v value, args []value) (bool, error) { return pred(v), nil }
 	}
 	tests = map[string]testFunc{
-		"defined":   typeTest(func(v value) bool { _, u := v.(*Undefined); return !u }),
-		"undefined": typeTest(func(v value) bool { _, u := v.(*Undefined); return u }),
+		"defined":   typeTest(func(v value) bool { _, u := v.(*undefinedValue); return !u }),
+		"undefined": typeTest(func(v value) bool { _, u := v.(*undefinedValue); return u }),
 		"none":      typeTest(func(v value) bool { return v == nil }),
 		"boolean":   typeTest(func(v value) bool { _, ok := v.(bool); return ok }),
 		"true":      typeTest(func(v value) bool { b, ok := v.(bool); return ok && b }),
@@ -39,24 +39,24 @@ func init() {
 			return ok
 		}),
 		"string":  typeTest(func(v value) bool { _, ok := v.(string); return ok }),
-		"mapping": typeTest(func(v value) bool { _, ok := v.(*Dict); return ok }),
+		"mapping": typeTest(func(v value) bool { _, ok := v.(*pyDict); return ok }),
 		"iterable": typeTest(func(v value) bool {
 			switch v.(type) {
-			case string, *List, *Dict, *Undefined, rangeValue:
+			case string, *pyList, *pyDict, *undefinedValue, rangeValue:
 				return true
 			}
 			return false
 		}),
 		"sequence": typeTest(func(v value) bool {
 			switch v.(type) {
-			case string, *List, *Dict, *Undefined, rangeValue:
+			case string, *pyList, *pyDict, *undefinedValue, rangeValue:
 				return true
 			}
 			return false
 		}),
 		"callable": typeTest(func(v value) bool {
 			switch v.(type) {
-			case *Macro, *builtinFunc, *boundMethod:
+			case *macroValue, *builtinFunc, *boundMethod:
 				return true
 			}
 			return false

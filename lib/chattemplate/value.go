@@ -10,20 +10,20 @@ import (
 // Values are plain Go values so that the evaluator can dispatch with type
 // switches instead of reflection:
 //
-//	nil        Python None
-//	bool       Python bool
-//	int64      Python int
-//	float64    Python float
-//	string     Python str
-//	*List      Python list or tuple
-//	*Dict      Python dict (insertion ordered, as JSON objects and dict literals are)
-//	*Namespace jinja2 namespace()
-//	*Undefined jinja2 Undefined
-//	*Macro, *builtinFunc, *boundMethod, *loopState, rangeValue: callables and helpers
+//	nil             Python None
+//	bool            Python bool
+//	int64, bigInt   Python int
+//	float64         Python float
+//	string          Python str
+//	*pyList         Python list or tuple
+//	*pyDict         Python dict (insertion ordered, as JSON objects and dict literals are)
+//	*namespaceValue jinja2 namespace()
+//	*undefinedValue jinja2 Undefined
+//	*macroValue, *builtinFunc, *boundMethod, *loopState, rangeValue: callables and helpers
 type value = any
 
-// List is a Python list or tuple.
-type List struct {
+// pyList is a Python list or tuple.
+type pyList struct {
 	Items []value
 	Tuple bool
 	// fields names the items of a namedtuple (groupby results).
@@ -33,16 +33,16 @@ type List struct {
 // rawRepr is text that writeRepr emits verbatim.
 type rawRepr string
 
-// Dict is a Python dict that keeps insertion order. Keys are hashable
-// scalars (string, int64, float64, bool, nil).
-type Dict struct {
+// pyDict is a Python dict that keeps insertion order. Keys are hashable
+// values: scalars and tuples of them.
+type pyDict struct {
 	keys  []value
 	vals  []value
 	index map[value]int
 }
 
-func newDict(capacity int) *Dict {
-	return &Dict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), index: make(map[value]int, capacity)}
+func newDict(capacity int) *pyDict {
+	return &pyDict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), index: make(map[value]int, capacity)}
 }
 
 // tupleKey stands for a tuple used as a dict key.
@@ -51,7 +51,7 @@ type tupleKey struct{ repr string }
 // normKey maps keys that Python considers equal (1, 1.0, True) to one Go key.
 func normKey(k value) value {
 	switch x := k.(type) {
-	case *List:
+	case *pyList:
 		return tupleKey{pyRepr(x)}
 	case bool:
 		if x {
@@ -66,7 +66,7 @@ func normKey(k value) value {
 	return k
 }
 
-func (d *Dict) get(k value) (value, bool) {
+func (d *pyDict) get(k value) (value, bool) {
 	if s, ok := k.(string); ok { // fast path for JSON objects
 		if i, ok := d.index[s]; ok {
 			return d.vals[i], true
@@ -83,7 +83,7 @@ func (d *Dict) get(k value) (value, bool) {
 	return d.vals[i], true
 }
 
-func (d *Dict) set(k, v value) {
+func (d *pyDict) set(k, v value) {
 	nk := normKey(k)
 	if i, ok := d.index[nk]; ok {
 		d.vals[i] = v
@@ -94,13 +94,13 @@ func (d *Dict) set(k, v value) {
 	d.vals = append(d.vals, v)
 }
 
-func (d *Dict) len() int { return len(d.keys) }
+func (d *pyDict) len() int { return len(d.keys) }
 
 func isHashable(v value) bool {
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string, bigInt:
 		return true
-	case *List:
+	case *pyList:
 		if !x.Tuple {
 			return false
 		}
@@ -122,28 +122,28 @@ type bigInt struct {
 	f    float64
 }
 
-// Namespace is the mutable attribute bag made by namespace().
-type Namespace struct {
-	attrs *Dict
+// namespaceValue is the mutable attribute bag made by namespace().
+type namespaceValue struct {
+	attrs *pyDict
 }
 
-// Undefined is jinja2's default Undefined: falsy, renders empty, and fails
+// undefinedValue is jinja2's default Undefined: falsy, renders empty, and fails
 // when used in arithmetic, called, or asked for an attribute.
-type Undefined struct {
+type undefinedValue struct {
 	hint string // the full message when the reason is known (sandbox, missing attribute)
 	name string
 	// kind is the Python exception name raised when this value is misused.
 	kind string
 }
 
-func (u *Undefined) message() string {
+func (u *undefinedValue) message() string {
 	if u.hint != "" {
 		return u.hint
 	}
 	return "'" + u.name + "' is undefined"
 }
 
-func (u *Undefined) fail() error {
+func (u *undefinedValue) fail() error {
 	kind := u.kind
 	if kind == "" {
 		kind = "UndefinedError"
@@ -151,15 +151,15 @@ func (u *Undefined) fail() error {
 	return &RenderError{Kind: kind, Msg: u.message()}
 }
 
-func undefinedAttr(obj value, name string) *Undefined {
-	return &Undefined{name: name, hint: "'" + describeForUndefined(obj) + "' has no attribute '" + name + "'"}
+func undefinedAttr(obj value, name string) *undefinedValue {
+	return &undefinedValue{name: name, hint: "'" + describeForUndefined(obj) + "' has no attribute '" + name + "'"}
 }
 
-func undefinedItem(obj value, key value) *Undefined {
+func undefinedItem(obj value, key value) *undefinedValue {
 	if s, ok := key.(string); ok {
 		return undefinedAttr(obj, s)
 	}
-	return &Undefined{hint: "'" + describeForUndefined(obj) + "' has no attribute " + pyRepr(key)}
+	return &undefinedValue{hint: "'" + describeForUndefined(obj) + "' has no attribute " + pyRepr(key)}
 }
 
 // describeForUndefined follows jinja2's object_type_repr.
@@ -186,18 +186,18 @@ func typeName(v value) string {
 		return "float"
 	case string:
 		return "str"
-	case *List:
+	case *pyList:
 		if x.Tuple {
 			return "tuple"
 		}
 		return "list"
-	case *Dict:
+	case *pyDict:
 		return "dict"
-	case *Namespace:
+	case *namespaceValue:
 		return "Namespace"
-	case *Undefined:
+	case *undefinedValue:
 		return "Undefined"
-	case *Macro:
+	case *macroValue:
 		return "Macro"
 	case *loopState:
 		return "LoopContext"
@@ -222,11 +222,11 @@ func truthy(v value) bool {
 		return true
 	case string:
 		return x != ""
-	case *List:
+	case *pyList:
 		return len(x.Items) > 0
-	case *Dict:
+	case *pyDict:
 		return x.len() > 0
-	case *Undefined:
+	case *undefinedValue:
 		return false
 	case rangeValue:
 		return x.len() > 0
@@ -245,7 +245,7 @@ func pyStr(v value) string {
 		return x
 	case nil:
 		return "None"
-	case *Undefined:
+	case *undefinedValue:
 		return ""
 	case bool:
 		if x {
@@ -271,7 +271,7 @@ func pyRepr(v value) string {
 
 // writeRepr appends repr(v). open lists the dicts being printed: a dict
 // reached again through itself prints as {...}, as Python does.
-func writeRepr(b *strings.Builder, v value, open []*Dict) {
+func writeRepr(b *strings.Builder, v value, open []*pyDict) {
 	if len(open) > maxReprDepth || b.Len() > maxStringLen {
 		b.WriteString("...")
 		return
@@ -279,7 +279,7 @@ func writeRepr(b *strings.Builder, v value, open []*Dict) {
 	switch x := v.(type) {
 	case string:
 		writeStringRepr(b, x)
-	case *List:
+	case *pyList:
 		opening, closing := "[", "]"
 		if x.Tuple {
 			opening, closing = "(", ")"
@@ -295,7 +295,7 @@ func writeRepr(b *strings.Builder, v value, open []*Dict) {
 			b.WriteString(",")
 		}
 		b.WriteString(closing)
-	case *Dict:
+	case *pyDict:
 		for _, d := range open {
 			if d == x {
 				b.WriteString("{...}")
@@ -313,11 +313,11 @@ func writeRepr(b *strings.Builder, v value, open []*Dict) {
 			writeRepr(b, x.vals[i], open)
 		}
 		b.WriteString("}")
-	case *Namespace:
+	case *namespaceValue:
 		b.WriteString("<Namespace ")
 		writeRepr(b, x.attrs, open)
 		b.WriteString(">")
-	case *Undefined:
+	case *undefinedValue:
 		b.WriteString("Undefined")
 	case rangeValue:
 		b.WriteString("range(" + strconv.FormatInt(x.start, 10) + ", " + strconv.FormatInt(x.stop, 10))
@@ -325,7 +325,7 @@ func writeRepr(b *strings.Builder, v value, open []*Dict) {
 			b.WriteString(", " + strconv.FormatInt(x.step, 10))
 		}
 		b.WriteString(")")
-	case *Macro:
+	case *macroValue:
 		b.WriteString("<Macro '" + x.def.name + "'>")
 	case *builtinFunc, *boundMethod:
 		b.WriteString("<built-in function>")
