@@ -1,8 +1,3 @@
-// Package chattemplate renders Hugging Face chat templates exactly as
-// transformers' apply_chat_template does: a Jinja engine with jinja2's
-// semantics in transformers' sandboxed environment (trim_blocks,
-// lstrip_blocks, no trailing newline, raise_exception, strftime_now and
-// transformers' tojson), over order-preserving JSON values.
 package chattemplate
 
 import (
