@@ -394,6 +394,12 @@ func unionOf(fs []func(rune) bool) func(rune) bool {
 	}
 }
 
+// propertyClasses maps the \p{..} names classOf answers for to its bits.
+var propertyClasses = map[string]runeClass{
+	"L": classLetter, "Lu": classLu, "Ll": classLl, "Lt": classLt, "Lm": classLm, "Lo": classLo,
+	"M": classM, "N": classN, "P": classP, "S": classS, "Han": classHan,
+}
+
 // escapedRune gives the rune a single-character escape stands for.
 func escapedRune(c rune) (rune, bool) {
 	switch c {
@@ -446,6 +452,14 @@ func (p *reParser) escape(inClass bool) (func(rune) bool, error) {
 			}
 		} else {
 			p.pos++
+		}
+		if bits, ok := propertyClasses[name]; ok {
+			// The classes the pre-tokenizers use come from classOf, which
+			// carries the Unicode version of the reference implementations.
+			if c == 'P' {
+				return func(r rune) bool { return classOf(r)&bits == 0 }, nil
+			}
+			return func(r rune) bool { return classOf(r)&bits != 0 }, nil
 		}
 		table := unicode.Categories[name]
 		if table == nil {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"sort"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -40,10 +41,13 @@ var (
 	bmpClasses     []runeClass
 )
 
-// computeClass answers from the unicode package tables; classOf caches the
-// answers for the BMP.
+// computeClass answers from the unicode package tables, corrected by
+// classUpdates; classOf caches the answers for the BMP.
 func computeClass(r rune) runeClass {
 	var c runeClass
+	if u, ok := findClassUpdate(r); ok {
+		return u | spaceClasses(r)
+	}
 	switch {
 	case unicode.Is(unicode.Lu, r):
 		c |= classLu
@@ -64,16 +68,36 @@ func computeClass(r rune) runeClass {
 	case unicode.Is(unicode.S, r):
 		c |= classS
 	}
+	if unicode.Is(unicode.Han, r) {
+		c |= classHan
+	}
+	return c | spaceClasses(r)
+}
+
+func spaceClasses(r rune) runeClass {
+	var c runeClass
 	if unicode.Is(unicode.White_Space, r) {
 		c |= classSpace | classPySpace
 	}
 	if r >= 0x1c && r <= 0x1f { // Python counts the information separators as space
 		c |= classPySpace
 	}
-	if unicode.Is(unicode.Han, r) {
-		c |= classHan
-	}
 	return c
+}
+
+// classUpdate gives the classes of runes [lo, hi] where the reference
+// implementations use a newer Unicode version than Go's unicode package.
+type classUpdate struct {
+	lo, hi rune
+	class  runeClass
+}
+
+func findClassUpdate(r rune) (runeClass, bool) {
+	i := sort.Search(len(classUpdates), func(i int) bool { return classUpdates[i].hi >= r })
+	if i < len(classUpdates) && classUpdates[i].lo <= r {
+		return classUpdates[i].class, true
+	}
+	return 0, false
 }
 
 func initBMPClasses() {
