@@ -17,6 +17,24 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// How failures are classified, the same for both backends:
+//
+//	401, 403                       KindAuth, Fatal (the key is bad or refused)
+//	403 with moderation metadata   KindRequest (one flagged input; the run goes on)
+//	402                            KindCredits, Fatal
+//	429                            KindRate, retryable, RetryAfter from Retry-After(-Ms)
+//	408 409 425 5xx                KindHTTP, retryable (503 with RetryAfter)
+//	other 4xx                      KindRequest (context too long, unknown model, ...)
+//	200 with garbage or HTML       KindProtocol, retryable (a proxy's transient page)
+//	error body or chunk after 200  KindStream, retryable (also finish_reason "error")
+//	stream without [DONE]          KindConnect, retryable
+//	stream without finish reason   KindStream, retryable
+//	SGLang abort                   KindAbort, retryable unless its status_code is 4xx
+//	refused, reset, EOF mid-body   KindConnect, retryable
+//	certificate not verified       KindConnect, Fatal
+//	Timeout or IdleTimeout         KindTimeout, retryable
+//	caller's context canceled      KindCanceled
+
 // KindCanceled marks a request abandoned because the caller's context ended
 // (shutdown, a closed stdout). It is neither retryable nor a failure of the
 // record: errors.Is(err, context.Canceled) holds for it.

@@ -41,6 +41,10 @@ var sglangSeeds = []string{
 	`{"text":"a","output_ids":[1],"meta_info":{"finish_reason":{"type":"length","length":1}}}`,
 	"data: {\"text\":\" a\",\"output_ids\":[5],\"meta_info\":{\"finish_reason\":null,\"completion_tokens\":1}}\n\n" +
 		"data: {\"text\":\" b\",\"output_ids\":[6],\"meta_info\":{\"finish_reason\":{\"type\":\"stop\",\"matched\":2},\"completion_tokens\":2}}\n\ndata: [DONE]\n\n",
+	"data: {\"text\":\" a\",\"output_ids\":[5],\"meta_info\":{\"finish_reason\":null,\"completion_tokens\":1}}\n\n" +
+		"data: {\"text\":\" a b\",\"output_ids\":[5,6],\"meta_info\":{\"finish_reason\":null,\"completion_tokens\":2}}\n\n" +
+		"data: {\"text\":\" a b c\",\"output_ids\":[5,6,7],\"meta_info\":{\"finish_reason\":null,\"completion_tokens\":3}}\n\n" +
+		"data: {\"text\":\" a b c\",\"output_ids\":[5,6,7,2],\"meta_info\":{\"finish_reason\":{\"type\":\"stop\",\"matched\":2},\"completion_tokens\":4}}\n\ndata: [DONE]\n\n",
 	"data: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n",
 	`[{"text":"batch"}]`,
 	"\x00\x1f{\"text\": \"unterminated",

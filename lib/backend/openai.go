@@ -134,11 +134,7 @@ func (a *chatAnswer) whole(doc gjson.Result) (*Result, *Error) {
 		ToolCalls:        nonEmptyArray(msg.Get("tool_calls")),
 	}
 	fr := choice.Get("finish_reason")
-	native := choice.Get("native_finish_reason")
-	if !native.Exists() {
-		native = fr
-	}
-	return a.finishResult(res, fr.String(), rawJSON(native), doc.Get("usage"), doc.Get("model").String())
+	return a.finishResult(res, fr.String(), nativeFinish(choice, fr), doc.Get("usage"), doc.Get("model").String())
 }
 
 func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
@@ -187,10 +183,7 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 	}
 	if fr := choice.Get("finish_reason"); fr.Type == gjson.String {
 		a.finish, a.sawFinish = fr.Str, true
-		a.native = rawJSON(fr)
-		if n := choice.Get("native_finish_reason"); n.Exists() && n.Type != gjson.Null {
-			a.native = rawJSON(n)
-		}
+		a.native = nativeFinish(choice, fr)
 		if fr.Str == "error" {
 			return output, streamError(doc)
 		}
@@ -235,6 +228,15 @@ func (a *chatAnswer) finishResult(res *Result, finish string, native json.RawMes
 		}
 	}
 	return res, nil
+}
+
+// nativeFinish is the provider's own finish reason: OpenRouter's
+// native_finish_reason, else the finish_reason as sent.
+func nativeFinish(choice, finish gjson.Result) json.RawMessage {
+	if n := choice.Get("native_finish_reason"); n.Exists() && n.Type != gjson.Null {
+		return rawJSON(n)
+	}
+	return rawJSON(finish)
 }
 
 // normalizeFinish maps the finish reasons of OpenAI-compatible servers and
