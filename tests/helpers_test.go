@@ -204,3 +204,35 @@ func sleepCmd(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	time.Sleep(d)
 }
+
+func init() { scriptCommands["hugeline"] = hugeLine }
+
+// hugeLine FILE ID BYTES appends one record of BYTES bytes (newline included),
+// like bigline, but writes its padding in chunks: a 100 MB line costs the
+// test process 1 MiB of memory, not 100 MB.
+func hugeLine(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: hugeline FILE ID BYTES")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	head := fmt.Sprintf(`{"id":%q,"prompt_tokens":1,"completion_tokens":1,"text":"`, args[1])
+	const tail = "\"}\n"
+	pad := max(n-len(head)-len(tail), 0)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	ts.Check(err)
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	_, err = w.WriteString(head)
+	ts.Check(err)
+	chunk := strings.Repeat("x", 1<<20)
+	for pad > 0 {
+		k := min(pad, len(chunk))
+		_, err = w.WriteString(chunk[:k])
+		ts.Check(err)
+		pad -= k
+	}
+	_, err = w.WriteString(tail)
+	ts.Check(err)
+	ts.Check(w.Flush())
+}

@@ -22,8 +22,11 @@ func parseShard(s string) (shard, error) {
 	if !ok || kerr != nil || nerr != nil {
 		return shard{}, fmt.Errorf("--shard %q: want K/N with whole numbers, e.g. 0/4", s)
 	}
-	if n == 0 || k >= n {
-		return shard{}, fmt.Errorf("--shard %s: K must be at least 0 and below N (shards of %d are numbered 0 to %d)", s, n, max(int(n)-1, 0))
+	if n == 0 {
+		return shard{}, fmt.Errorf("--shard %s: N is the number of shards, at least 1", s)
+	}
+	if k >= n {
+		return shard{}, fmt.Errorf("--shard %s: K must be at least 0 and below N (shards of %d are numbered 0 to %d)", s, n, n-1)
 	}
 	return shard{k: k, n: n}, nil
 }

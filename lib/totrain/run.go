@@ -21,6 +21,11 @@ func run(c *cli.Context) (err error) {
 	if err := checkFormat(conv.format); err != nil {
 		return err
 	}
+	// Checked even without --tokenizer, where they would go unused: a typo
+	// must not pass silently.
+	if _, err := chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
+		return err
+	}
 	if dir := c.String(flagTokenizer); dir != "" {
 		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
 			return err
@@ -67,7 +72,6 @@ func run(c *cli.Context) (err error) {
 			if err := in.Invalid(err); err != nil {
 				return err
 			}
-			t.invalid++
 			continue
 		}
 		switch {
@@ -87,7 +91,6 @@ func run(c *cli.Context) (err error) {
 			if err := in.Invalid(err); err != nil {
 				return err
 			}
-			t.invalid++
 			continue
 		}
 		if err := out.Write(buf); err != nil {
@@ -98,6 +101,8 @@ func run(c *cli.Context) (err error) {
 	if err := in.Err(); err != nil {
 		return err
 	}
+	// The reader's count includes the lines it skipped itself (too long).
+	t.invalid = in.Stats().Invalid
 	if !c.Bool(cliutil.FlagQuiet) {
 		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %d samples (%s); skipped %d with errors, %d truncated, %d without an answer, %d invalid",
 			t.written, conv.format, t.errors, t.truncated, t.noAnswer, t.invalid)
