@@ -50,9 +50,14 @@ const maxMessageBytes = 600
 
 // statusError classifies an HTTP answer with a status other than 200 from
 // its status, headers and (the start of) its body. Both backends use it, so
-// a status means the same whatever the server.
+// a status means the same whatever the server. The message is the server's
+// alone: the status is in Error.Status, for the caller to print.
 func statusError(status int, header http.Header, body []byte) *Error {
-	e := &Error{Status: status, Message: fmt.Sprintf("HTTP %d: %s", status, serverMessage(body, header.Get("Content-Type")))}
+	msg := serverMessage(body, header.Get("Content-Type"))
+	if msg == "" {
+		msg = fmt.Sprintf("HTTP %d %s with an empty body", status, http.StatusText(status))
+	}
+	e := &Error{Status: status, Message: msg}
 	switch {
 	case status == http.StatusUnauthorized:
 		e.Kind, e.Fatal = KindAuth, true
@@ -125,7 +130,8 @@ func retryAfter(header http.Header, now time.Time) time.Duration {
 // serverMessage extracts the human-readable part of an error body: the
 // message of the JSON error shapes in use (OpenRouter and OpenAI
 // {error: {message, metadata}}, SGLang and vLLM {object: "error", message},
-// FastAPI {detail}), the title of an HTML page, or the text itself.
+// FastAPI {detail}), the title of an HTML page, or the text itself; empty
+// for an empty body.
 func serverMessage(body []byte, contentType string) string {
 	body = trimBOM(body)
 	if gjson.ValidBytes(body) {
@@ -136,7 +142,7 @@ func serverMessage(body []byte, contentType string) string {
 	}
 	text := strings.TrimSpace(string(body))
 	if text == "" {
-		return "empty body"
+		return ""
 	}
 	if looksLikeHTML(text, contentType) {
 		if title := htmlTitle(text); title != "" {

@@ -44,8 +44,8 @@ func TestStatusClassification(t *testing.T) {
 		message    string
 	}{
 		{status: 400, body: `{"object":"error","message":"This model's maximum context length is 32768 tokens","type":"BadRequestError","code":400}`,
-			kind: KindRequest, message: "HTTP 400: This model's maximum context length is 32768 tokens"},
-		{status: 401, body: openRouter(401, "User not found."), kind: KindAuth, fatal: true, message: "HTTP 401: User not found."},
+			kind: KindRequest, message: "This model's maximum context length is 32768 tokens"},
+		{status: 401, body: openRouter(401, "User not found."), kind: KindAuth, fatal: true, message: "User not found."},
 		{status: 402, body: openRouter(402, "Insufficient credits"), kind: KindCredits, fatal: true},
 		{status: 403, body: openRouter(403, "Key disabled"), kind: KindAuth, fatal: true},
 		{status: 403, body: `{"error":{"code":403,"message":"flagged","metadata":{"reasons":["violence"],"flagged_input":"..."}}}`, kind: KindRequest},
@@ -54,14 +54,14 @@ func TestStatusClassification(t *testing.T) {
 		{status: 409, body: "conflict", kind: KindHTTP, retryable: true},
 		{status: 413, body: "too large", kind: KindRequest},
 		{status: 422, body: `{"detail":[{"loc":["body","messages"],"msg":"field required"}]}`, kind: KindRequest},
-		{status: 425, body: "", kind: KindHTTP, retryable: true, message: "HTTP 425: empty body"},
+		{status: 425, body: "", kind: KindHTTP, retryable: true, message: "HTTP 425 Too Early with an empty body"},
 		{status: 429, body: openRouter(429, "Rate limit exceeded"), header: map[string]string{"Retry-After": "7"}, kind: KindRate, retryable: true, retryAfter: 7 * time.Second},
 		{status: 429, body: openRouter(429, "slow down"), header: map[string]string{"Retry-After": "1.5"}, kind: KindRate, retryable: true, retryAfter: 1500 * time.Millisecond},
 		{status: 429, body: openRouter(429, "slow down"), header: map[string]string{"Retry-After-Ms": "250"}, kind: KindRate, retryable: true, retryAfter: 250 * time.Millisecond},
 		{status: 429, body: openRouter(429, "slow down"), header: map[string]string{"Retry-After": "soon"}, kind: KindRate, retryable: true},
-		{status: 500, body: "Internal Server Error", kind: KindHTTP, retryable: true, message: "HTTP 500: Internal Server Error"},
+		{status: 500, body: "Internal Server Error", kind: KindHTTP, retryable: true, message: "Internal Server Error"},
 		{status: 502, body: "<html>\r\n<head><title>502 Bad Gateway</title></head><body>nginx</body></html>", header: map[string]string{"Content-Type": "text/html"},
-			kind: KindHTTP, retryable: true, message: "HTTP 502: HTML page: 502 Bad Gateway"},
+			kind: KindHTTP, retryable: true, message: "HTML page: 502 Bad Gateway"},
 		{status: 503, body: openRouter(503, "No available providers"), header: map[string]string{"Retry-After": "30"}, kind: KindHTTP, retryable: true, retryAfter: 30 * time.Second},
 		{status: 504, body: "gateway timeout", kind: KindHTTP, retryable: true},
 	} {
