@@ -48,7 +48,7 @@ func TestReliabilityCrashResume(t *testing.T) {
 		budgetShare float64
 	}{
 		{"no_budget", 0},
-		{"budget_binds", 0.7},
+		{"budget_binds", 0.85},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -98,33 +98,49 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	}
 
 	// expected is about how many records the dataset ends with: all of
-	// them, or as many as the budget buys at the mean record size.
+	// them, or as many as the budget buys; the record size is guessed
+	// until the output shows it.
 	expected := len(rs.byID)
-	if budget > 0 {
-		expected = int(budget / meanRecordTokens(rs, crashMaxTokens))
-	}
+	meanTokens := meanRecordTokens(rs, crashMaxTokens)
 	rng := rand.New(rand.NewPCG(seed, 0xC4A5))
 	landed := 0
-	for k := range kills {
-		target := k % len(crashStages)
-		doneBefore := countLines(outPath)
+	// A kill that comes after its stage exited does not count: runs go on
+	// until kills have landed, each stage in turn, within a bound.
+	for k := 0; landed < kills && k < 3*kills; k++ {
+		target := landed % len(crashStages)
+		done, _ := readResults(outPath, true)
+		if budget > 0 {
+			var spent int64
+			for _, r := range done {
+				spent += r.tokens()
+			}
+			if budget-spent < int64(crashMaxTokens) {
+				t.Logf("run %d: the budget is about filled (%d of %d tokens): no work is left to interrupt", k, spent, budget)
+				break
+			}
+			if len(done) > 0 {
+				meanTokens = spent / int64(len(done))
+			}
+			expected = len(done) + int((budget-spent)/meanTokens)
+		}
 		start := time.Now()
 		p := startPipeline(t, dir, fmt.Sprintf("run%02d", k), pipelineIO{}, stages...)
 		victim := p.stages[target]
-		// tokenize-prompts has done its work once generate has read the
-		// prompts, so it dies early, maybe before writing anything. The
+		// tokenize-prompts and dedupe-resume have done their work once
+		// generate and the pipes between hold the prompts (a few hundred
+		// KiB), so they die early, maybe before passing anything on. The
 		// others die after a random share (up to half) of the work left
-		// has reached the output: while answers are arriving, which is when
-		// a kill can lose, tear or duplicate something.
+		// has reached the output: while answers are arriving, which is
+		// when a kill can lose, tear or duplicate something.
 		var moment string
-		if target == 0 {
+		if target <= 1 {
 			delay := time.Duration(10+rng.IntN(900)) * time.Millisecond
 			moment = fmt.Sprintf("%v after start", delay)
 			sleepUnless(delay, victim.done)
 		} else {
-			n := 1 + rng.IntN(max((expected-doneBefore)/2, 1))
+			n := 1 + rng.IntN(max((expected-len(done))/2, 1))
 			moment = fmt.Sprintf("after %d more records", n)
-			waitForLines(outPath, doneBefore+n, victim.done, 30*time.Second)
+			waitForLines(outPath, len(done)+n, victim.done, 30*time.Second)
 		}
 		if !victim.running() || victim.cmd.Process.Signal(syscall.SIGKILL) != nil {
 			t.Logf("run %d: %s had already exited when its kill was due (%s)", k, victim.name, moment)
