@@ -162,9 +162,7 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 		output = true
 	}
 	if d := delta.Get("reasoning_details"); d.IsArray() {
-		if err := a.details.add(d); err != nil {
-			return false, protocolError("reasoning_details: %v", err)
-		}
+		a.details.add(d)
 	}
 	if tc := delta.Get("tool_calls"); tc.IsArray() && len(tc.Array()) > 0 {
 		var bad bool
@@ -364,22 +362,27 @@ type reasoningDetails struct {
 	items []map[string]any
 }
 
-func (r *reasoningDetails) add(arr gjson.Result) error {
-	var list []map[string]any
-	if err := json.Unmarshal([]byte(arr.Raw), &list); err != nil {
-		return err
-	}
-	for _, d := range list {
-		if d == nil {
-			continue
+// add takes the details of one delta. Entries that are not objects are
+// skipped rather than failing the answer: the details are provenance, not
+// the answer itself.
+func (r *reasoningDetails) add(arr gjson.Result) {
+	arr.ForEach(func(_, item gjson.Result) bool {
+		if !item.IsObject() {
+			return true
+		}
+		var d map[string]any
+		dec := json.NewDecoder(strings.NewReader(item.Raw))
+		dec.UseNumber() // keep numbers (indexes, ids) exactly as sent
+		if dec.Decode(&d) != nil {
+			return true
 		}
 		if n := len(r.items); n > 0 && sameDetail(r.items[n-1], d) {
 			mergeDetail(r.items[n-1], d)
-			continue
+		} else {
+			r.items = append(r.items, d)
 		}
-		r.items = append(r.items, d)
-	}
-	return nil
+		return true
+	})
 }
 
 func sameDetail(a, b map[string]any) bool {

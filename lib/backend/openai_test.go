@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 const chatAnswerOK = `{"id":"gen-1","model":"qwen/qwen3-8b","object":"chat.completion",
@@ -221,5 +224,24 @@ func TestOpenAIServerInfoAndPricing(t *testing.T) {
 	none := newStub(t, nil)
 	if info, err := NewOpenAI(Options{Model: "m"}).ServerInfo(ctxTimeout(t), none.URL); info != nil || err != nil {
 		t.Fatalf("no /models: %+v %v", info, err)
+	}
+}
+
+func TestReasoningDetailsMerge(t *testing.T) {
+	var r reasoningDetails
+	for _, delta := range []string{
+		`[{"type":"reasoning.text","text":"a","index":0}]`,
+		`["not an object", {"type":"reasoning.text","text":"b","index":0,"format":"anthropic-claude-v1"}]`,
+		`[{"type":"reasoning.text","text":"","index":0,"signature":"sig"}]`,
+		`[{"type":"reasoning.encrypted","data":"xyz","index":1,"id":12345678901234567890}]`,
+		`[{"type":"reasoning.text","text":"c","index":2}]`,
+	} {
+		r.add(gjson.Parse(delta))
+	}
+	assertJSONEqual(t, r.json(), `[{"type":"reasoning.text","text":"ab","index":0,"format":"anthropic-claude-v1","signature":"sig"},
+		{"type":"reasoning.encrypted","data":"xyz","index":1,"id":12345678901234567890},
+		{"type":"reasoning.text","text":"c","index":2}]`)
+	if !strings.Contains(string(r.json()), "12345678901234567890") {
+		t.Fatalf("a large number lost precision: %s", r.json())
 	}
 }
