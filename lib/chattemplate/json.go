@@ -202,13 +202,12 @@ func (d *jsonDecoder) str() (string, error) {
 // json.dumps(x, ensure_ascii=False, indent=indent, separators=separators,
 // sort_keys=sort_keys).
 type jsonOptions struct {
-	indent        string
-	hasIndent     bool
-	itemSep       string
-	keySep        string
-	sortKeys      bool
-	ensureASCII   bool
-	maxOutputSize int
+	indent      string
+	hasIndent   bool
+	itemSep     string
+	keySep      string
+	sortKeys    bool
+	ensureASCII bool
 }
 
 func newJSONOptions() jsonOptions {
