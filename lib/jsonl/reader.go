@@ -39,6 +39,10 @@ type Options struct {
 	// SkipInvalid counts invalid lines (see Reader.Stats) and goes on instead
 	// of stopping with an error.
 	SkipInvalid bool
+	// Skipped, with SkipInvalid, hears of each line skipped as invalid: its
+	// "FILE:LINE" and why. The lines the reader refuses itself (too long)
+	// reach it too, so a tool that names skipped lines misses none.
+	Skipped func(pos string, cause error)
 	// Warn receives notes for the user, such as a torn last line. nil: dropped.
 	Warn func(msg string)
 	// BeforeRead runs before every read that may block: writers flush there,
@@ -288,6 +292,9 @@ func (r *Reader) linesBefore() string {
 func (r *Reader) Invalid(cause error) error {
 	if r.opt.SkipInvalid {
 		r.stats.Invalid++
+		if r.opt.Skipped != nil {
+			r.opt.Skipped(r.Pos(), cause)
+		}
 		return nil
 	}
 	hint := " (fix or remove that line, or pass --skip-invalid to count and skip such lines)"

@@ -401,3 +401,20 @@ func TestReaderNamedPipe(t *testing.T) {
 		t.Fatalf("the writer failed: %v", err)
 	}
 }
+
+func TestReaderSkippedHearsEveryInvalidLine(t *testing.T) {
+	var skipped []string
+	opt := Options{Validate: true, SkipInvalid: true, MaxLine: 16, Skipped: func(pos string, cause error) {
+		skipped = append(skipped, pos+": "+cause.Error())
+	}}
+	input := "{}\n[1]\n{\"a\":\"far too long a line\"}\n{\"b\":2}\n"
+	res := readAll(t, strings.NewReader(input), nil, opt)
+	if fmt.Sprint(res.lines) != fmt.Sprint([]string{"{}", `{"b":2}`}) {
+		t.Errorf("lines = %q", res.lines)
+	}
+	want := []string{"<stdin>:2: invalid JSON at byte 1: a record must be a JSON object, not an array",
+		"<stdin>:3: line longer than 16 bytes; raise the cap with --max-line (up to 1G)"}
+	if fmt.Sprint(skipped) != fmt.Sprint(want) {
+		t.Errorf("skipped = %q, want %q", skipped, want)
+	}
+}

@@ -119,6 +119,7 @@ const maxShownInvalid = 5
 // collector reads the input into the total and the groups.
 type collector struct {
 	cfg      *config
+	input    jsonl.Options // cfg.input, with skipped lines named
 	scan     *record.Scanner
 	warn     func(string)
 	total    *stats
@@ -141,6 +142,8 @@ func newCollector(cfg *config, warn func(string)) *collector {
 	if cfg.format != formatTotal {
 		col.ids = idset.New(0)
 	}
+	col.input = cfg.input
+	col.input.Skipped = col.nameInvalid
 	return col
 }
 
@@ -165,7 +168,7 @@ func (col *collector) byValue(line []byte) string {
 }
 
 func (col *collector) readFile(stdin io.Reader, name string) error {
-	in, err := jsonl.Open(stdin, []string{name}, col.cfg.input)
+	in, err := jsonl.Open(stdin, []string{name}, col.input)
 	if err != nil {
 		return err
 	}
@@ -181,7 +184,7 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 	for in.Next() {
 		info, err := col.scan.Scan(in.Bytes())
 		if err != nil {
-			col.invalid(in, err)
+			in.Invalid(err) // with SkipInvalid it counts and names the line: never an error
 			continue
 		}
 		if col.ids == nil { // --total: the fast path
@@ -211,12 +214,12 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 	return nil
 }
 
-// invalid counts a line that is not a valid record and names the first few.
-func (col *collector) invalid(in *jsonl.Reader, cause error) {
-	in.Invalid(cause) // with SkipInvalid it only counts: never an error
+// nameInvalid names the first few lines the reader skipped as invalid,
+// whether the reader refused them (too long) or the record scanner did.
+func (col *collector) nameInvalid(pos string, cause error) {
 	col.nInvalid++
 	if col.nInvalid <= maxShownInvalid {
-		col.warn(fmt.Sprintf("%s: %v (counted as invalid, skipped)", in.Pos(), cause))
+		col.warn(fmt.Sprintf("%s: %v (counted as invalid, skipped)", pos, cause))
 	}
 }
 
