@@ -38,11 +38,31 @@ type rawRepr string
 type pyDict struct {
 	keys  []value
 	vals  []value
+	nkeys []value // normKey of each key
+	// index maps normalised keys to positions once the dict is big enough
+	// for hashing to beat a scan; message objects usually stay below that.
 	index map[value]int
 }
 
+const dictIndexThreshold = 12
+
 func newDict(capacity int) *pyDict {
-	return &pyDict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), index: make(map[value]int, capacity)}
+	return &pyDict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), nkeys: make([]value, 0, capacity)}
+}
+
+func (d *pyDict) find(nk value) int {
+	if d.index != nil {
+		if i, ok := d.index[nk]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range d.nkeys {
+		if k == nk {
+			return i
+		}
+	}
+	return -1
 }
 
 // tupleKey stands for a tuple used as a dict key.
@@ -67,31 +87,32 @@ func normKey(k value) value {
 }
 
 func (d *pyDict) get(k value) (value, bool) {
-	if s, ok := k.(string); ok { // fast path for JSON objects
-		if i, ok := d.index[s]; ok {
-			return d.vals[i], true
-		}
-		return nil, false
-	}
 	if !isHashable(k) {
 		return nil, false
 	}
-	i, ok := d.index[normKey(k)]
-	if !ok {
-		return nil, false
+	if i := d.find(normKey(k)); i >= 0 {
+		return d.vals[i], true
 	}
-	return d.vals[i], true
+	return nil, false
 }
 
 func (d *pyDict) set(k, v value) {
 	nk := normKey(k)
-	if i, ok := d.index[nk]; ok {
+	if i := d.find(nk); i >= 0 {
 		d.vals[i] = v
 		return
 	}
-	d.index[nk] = len(d.keys)
 	d.keys = append(d.keys, k)
 	d.vals = append(d.vals, v)
+	d.nkeys = append(d.nkeys, nk)
+	if d.index != nil {
+		d.index[nk] = len(d.keys) - 1
+	} else if len(d.keys) > dictIndexThreshold {
+		d.index = make(map[value]int, 2*len(d.keys))
+		for i, n := range d.nkeys {
+			d.index[n] = i
+		}
+	}
 }
 
 func (d *pyDict) len() int { return len(d.keys) }
