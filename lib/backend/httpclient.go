@@ -153,6 +153,9 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	}
 	if stream {
 		h.Set("Accept", "text/event-stream")
+		// A compressed stream would hold a 32 KiB inflate window per
+		// request for its whole life, and compression delays events.
+		h.Set("Accept-Encoding", "identity")
 		if c.opts.IdleTimeout > 0 {
 			x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
 		}

@@ -56,6 +56,9 @@ func TestOpenAIRequestBody(t *testing.T) {
 				h.Get("Content-Type") != "application/json" {
 				t.Fatalf("path %s headers %v", s.paths[0], h)
 			}
+			if tc.stream && (h.Get("Accept") != "text/event-stream" || h.Get("Accept-Encoding") != "identity") {
+				t.Fatalf("stream headers %v", h)
+			}
 		})
 	}
 }
