@@ -69,8 +69,8 @@ const (
 	KindTimeout  = "timeout" // no complete answer within the timeout
 	KindHTTP     = "http"    // an error status
 	KindRate     = "rate_limit"
-	KindAbort    = "abort"    // SGLang aborted the request with an error status
-	KindStream   = "stream"   // an error chunk in the middle of a stream
+	KindAbort    = "abort"    // the server aborted the generation (SGLang finish_reason abort)
+	KindStream   = "stream"   // an error reported after the answer began (error chunk or body, finish_reason "error")
 	KindProtocol = "protocol" // 200 with a body that is not the expected JSON
 	KindAuth     = "auth"     // 401/403: bad key, or refused
 	KindCredits  = "credits"  // 402: no credits left
