@@ -33,9 +33,15 @@
 //
 // Decode(Encode(s)) == s for every s, except that a tokenizer with a
 // normalizer (Qwen3's NFC) gives back the normalized text, and invalid
-// UTF-8 comes back as U+FFFD there. The NFC tables are generated from
-// Unicode 14.0 data (nfc_tables.go); the character classes of the
-// pre-tokenizers come from Go's unicode package.
+// UTF-8 comes back as U+FFFD there.
+//
+// # Unicode versions
+//
+// Being byte-exact means using the Unicode data the references use. The
+// pre-tokenizer classes are Go's unicode tables (Unicode 15.0) brought to
+// Unicode 16.0 by unicode_updates.go, as Oniguruma and Rust's regex in the
+// references classify. NFC follows HF's normalizer, whose data is Unicode
+// 9.0: combining marks assigned later are starters (nfc_tables.go).
 //
 // # Concurrency and speed
 //
