@@ -1,7 +1,6 @@
 package tokenizeprompts
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -19,10 +19,8 @@ import (
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
-// Values of --template and --truncate.
+// Values of --truncate.
 const (
-	templateAuto  = "auto"
-	templateNone  = "none"
 	truncateLeft  = "left"
 	truncateRight = "right"
 )
@@ -86,7 +84,7 @@ func parse(c *cli.Context) (*config, error) {
 		cfg.convert.idPath = "id"
 	}
 	templateName := c.String(flagTemplate)
-	if cfg.convert.render.Extra, err = templateArgs(c.StringSlice(flagTemplateArg)); err != nil {
+	if cfg.convert.render.Extra, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
 		return nil, err
 	}
 	if cfg.convert.render.Now, err = templateClock(c.String(flagDate)); err != nil {
@@ -113,28 +111,6 @@ func countFlag(c *cli.Context, name string) (int64, error) {
 		return 0, cliutil.Usagef("--%s: %v", name, err)
 	}
 	return n, nil
-}
-
-// templateArgs reads --template-arg K=V flags: V as JSON when it is JSON
-// (true, 3, "x", [...]), else as a string, so that enable_thinking=false is
-// a boolean and reasoning_effort=high a string.
-func templateArgs(args []string) (map[string]json.RawMessage, error) {
-	if len(args) == 0 {
-		return nil, nil
-	}
-	extra := make(map[string]json.RawMessage, len(args))
-	for _, a := range args {
-		k, v, ok := strings.Cut(a, "=")
-		if !ok || k == "" {
-			return nil, cliutil.Usagef("--%s %q: expected NAME=VALUE (e.g. enable_thinking=false)", flagTemplateArg, a)
-		}
-		if json.Valid([]byte(v)) {
-			extra[k] = json.RawMessage(v)
-		} else {
-			extra[k] = jsonString(v)
-		}
-	}
-	return extra, nil
 }
 
 // templateClock fixes the day strftime_now sees, or leaves the real clock.
@@ -190,12 +166,15 @@ func loadBuiltinTokenizer(name string) (*tokenizer.Tokenizer, error) {
 }
 
 // loadTemplate parses the chat template --template names; nil for none.
+// It does what chat.Load does for the other tools, apart from loading the
+// tokenizer: tokenize-prompts resolves builtin: names, and renders with
+// its own clock (--date), which chat.Model does not carry.
 func loadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Template, error) {
 	var src string
 	switch name {
-	case templateNone:
+	case chat.TemplateNone:
 		return nil, nil
-	case templateAuto, "":
+	case chat.TemplateAuto, "":
 		if fromTokenizer == "" {
 			return nil, cliutil.Usagef("the tokenizer %s has no chat template: pass --%s FILE (or --%s none for rendered text records)", tokenizerPath, flagTemplate, flagTemplate)
 		}

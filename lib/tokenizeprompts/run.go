@@ -3,7 +3,6 @@ package tokenizeprompts
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -116,22 +115,22 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 // 512, id "b"); skipped 1 invalid".
 func (s *summary) String(cfg *config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read, "record"), group(s.written), group(s.tokens))
+	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read, "record"), cliutil.Thousands(s.written), cliutil.Thousands(s.tokens))
 	if s.written > 0 {
-		fmt.Fprintf(&b, "; longest %s, id %q", group(int64(s.longest)), s.longestID)
+		fmt.Fprintf(&b, "; longest %s, id %q", cliutil.Thousands(int64(s.longest)), s.longestID)
 	}
 	b.WriteString(")")
 	if s.tooLong > 0 {
-		fmt.Fprintf(&b, "; dropped %s longer than %s tokens (longest %s, id %q)", group(s.tooLong), group(int64(cfg.convert.maxTokens)), group(int64(s.longestDropped)), s.longestDroppedID)
+		fmt.Fprintf(&b, "; dropped %s longer than %s tokens (longest %s, id %q)", cliutil.Thousands(s.tooLong), cliutil.Thousands(int64(cfg.convert.maxTokens)), cliutil.Thousands(int64(s.longestDropped)), s.longestDroppedID)
 	}
 	if s.truncated > 0 {
-		fmt.Fprintf(&b, "; cut %s to %s tokens (--truncate %s)", group(s.truncated), group(int64(cfg.convert.maxTokens)), cfg.convert.truncate)
+		fmt.Fprintf(&b, "; cut %s to %s tokens (--truncate %s)", cliutil.Thousands(s.truncated), cliutil.Thousands(int64(cfg.convert.maxTokens)), cfg.convert.truncate)
 	}
 	if s.invalid > 0 {
-		fmt.Fprintf(&b, "; skipped %s invalid", group(s.invalid))
+		fmt.Fprintf(&b, "; skipped %s invalid", cliutil.Thousands(s.invalid))
 	}
 	if s.limitReached {
-		fmt.Fprintf(&b, "; stopped at --limit %s", group(cfg.limit))
+		fmt.Fprintf(&b, "; stopped at --limit %s", cliutil.Thousands(cfg.limit))
 	}
 	return b.String()
 }
@@ -141,23 +140,5 @@ func count(n int64, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
-	return group(n) + " " + noun + "s"
-}
-
-// group writes n with thousands separators, as people read token counts.
-func group(n int64) string {
-	digits := strconv.FormatInt(n, 10)
-	sign := ""
-	if n < 0 {
-		sign, digits = "-", digits[1:]
-	}
-	var b strings.Builder
-	b.WriteString(sign)
-	for i, d := range digits {
-		if i > 0 && (len(digits)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(d)
-	}
-	return b.String()
+	return cliutil.Thousands(n) + " " + noun + "s"
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Throughput of tokenize-prompts on the bundled sample prompts (every input
+# shape, rendered with the bundled Kimi-K2.5 chat template and tokenizer),
+# repeated to a few MB, with -j 1 and -j 2. Run from anywhere:
+#   bash scripts/bench/tokenize-prompts.sh
+# Settings (environment): BENCH_COPIES (default 48: about 5 MB, 19,200
+# records), BENCH_RUNS (default 3: best of), BENCH_JOBS (default "1 2").
+# Loading the tokenizer is timed on its own (an empty input) and taken out of
+# the steady-state figures; the wall column keeps it.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+COPIES="${BENCH_COPIES:-48}"
+RUNS="${BENCH_RUNS:-3}"
+JOBS="${BENCH_JOBS:-1 2}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+note() { printf '%s\n' "$*" >&2; }
+
+note "building tokenize-prompts from the working tree..."
+go build -o "$WORK/tokenize-prompts" ./cmd/tokenize-prompts
+TOOL="$WORK/tokenize-prompts"
+
+# The generator's output is the bundled prompts (a test checks it).
+go run ./lib/bundle/gen > "$WORK/one.jsonl"
+for ((i = 0; i < COPIES; i++)); do cat "$WORK/one.jsonl"; done > "$WORK/prompts.jsonl"
+BYTES=$(stat -c %s "$WORK/prompts.jsonl")
+RECORDS=$(wc -l < "$WORK/prompts.jsonl")
+: > "$WORK/empty.jsonl"
+
+# best_of CMD...: the shortest wall time of RUNS runs, in seconds.
+best_of() {
+  local best="" t0 t1 t
+  for ((r = 0; r < RUNS; r++)); do
+    t0=$(date +%s.%N)
+    "$@" > /dev/null
+    t1=$(date +%s.%N)
+    t=$(echo "$t1 - $t0" | bc -l)
+    if [[ -z $best ]] || (($(echo "$t < $best" | bc -l))); then best=$t; fi
+  done
+  echo "$best"
+}
+
+note "timing the tokenizer load (empty input)..."
+STARTUP=$(best_of "$TOOL" -q --tokenizer builtin:kimi-k2.5 "$WORK/empty.jsonl")
+PROMPT_TOKENS=$("$TOOL" --tokenizer builtin:kimi-k2.5 -j 2 "$WORK/prompts.jsonl" 2>&1 >/dev/null |
+  sed -n 's/.*wrote [0-9,]* (\([0-9,]*\) prompt tokens.*/\1/p' | tr -d ,)
+
+declare -A WALL
+for j in $JOBS; do
+  note "timing -j $j (best of $RUNS)..."
+  WALL[$j]=$(best_of "$TOOL" -q -j "$j" --tokenizer builtin:kimi-k2.5 "$WORK/prompts.jsonl")
+done
+
+printf '\ntokenize-prompts on the bundled prompts x%d: %s records, %.1f MB, %s prompt tokens\n' \
+  "$COPIES" "$RECORDS" "$(echo "$BYTES / 1000000" | bc -l)" "$PROMPT_TOKENS"
+printf 'tokenizer load (builtin:kimi-k2.5): %.2f s; cores: %s; load average: %s\n\n' \
+  "$STARTUP" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %8s %10s %12s %10s %12s %8s\n' jobs "wall s" "steady s" "records/s" "MB/s" "tokens/s" speedup
+first=""
+for j in $JOBS; do
+  steady=$(echo "${WALL[$j]} - $STARTUP" | bc -l)
+  if (($(echo "$steady <= 0" | bc -l))); then steady=0.001; fi
+  [[ -n $first ]] || first=$steady
+  printf '%-6s %8.2f %10.2f %12.0f %10.2f %12.0f %7.2fx\n' "-j $j" "${WALL[$j]}" "$steady" \
+    "$(echo "$RECORDS / $steady" | bc -l)" "$(echo "$BYTES / 1000000 / $steady" | bc -l)" \
+    "$(echo "$PROMPT_TOKENS / $steady" | bc -l)" "$(echo "$first / $steady" | bc -l)"
+done
