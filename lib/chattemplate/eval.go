@@ -65,10 +65,15 @@ var (
 	errContinue = errors.New("continue outside loop")
 )
 
+// binding is one variable in a frame.
+type binding struct {
+	name string
+	val  value
+}
+
 // frame is one variable scope. Scopes are tiny, so a slice beats a map.
 type frame struct {
-	names  []string
-	vals   []value
+	vars   []binding
 	parent *frame
 }
 
@@ -83,20 +88,19 @@ var missing value = missingValue{}
 func newScope(parent *frame, undef []string) *frame {
 	f := &frame{parent: parent}
 	for _, n := range undef {
-		f.names = append(f.names, n)
-		f.vals = append(f.vals, missing)
+		f.vars = append(f.vars, binding{n, missing})
 	}
 	return f
 }
 
 func (f *frame) lookup(name string) (value, bool) {
 	for ; f != nil; f = f.parent {
-		for i := len(f.names) - 1; i >= 0; i-- {
-			if f.names[i] == name {
-				if f.vals[i] == missing {
+		for i := len(f.vars) - 1; i >= 0; i-- {
+			if f.vars[i].name == name {
+				if f.vars[i].val == missing {
 					return &undefinedValue{name: name}, true
 				}
-				return f.vals[i], true
+				return f.vars[i].val, true
 			}
 		}
 	}
@@ -105,14 +109,16 @@ func (f *frame) lookup(name string) (value, bool) {
 
 // set assigns in this scope only, like jinja2's {% set %}.
 func (f *frame) set(name string, v value) {
-	for i, n := range f.names {
-		if n == name {
-			f.vals[i] = v
+	for i := range f.vars {
+		if f.vars[i].name == name {
+			f.vars[i].val = v
 			return
 		}
 	}
-	f.names = append(f.names, name)
-	f.vals = append(f.vals, v)
+	if f.vars == nil {
+		f.vars = make([]binding, 0, 4)
+	}
+	f.vars = append(f.vars, binding{name, v})
 }
 
 // renderer holds the mutable state of one Render call.
@@ -153,6 +159,9 @@ func (r *renderer) spend() error {
 
 // withLine attaches template position to errors that lack one.
 func (r *renderer) withLine(err error, line int) error {
+	if err == nil {
+		return nil
+	}
 	var re *RenderError
 	if errors.As(err, &re) && re.Template == "" {
 		re.Template = r.tmpl.name
@@ -781,9 +790,9 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 }
 
 func (f *frame) lookupLocal(name string) (value, bool) {
-	for i, n := range f.names {
-		if n == name {
-			return f.vals[i], true
+	for _, b := range f.vars {
+		if b.name == name {
+			return b.val, true
 		}
 	}
 	return nil, false

@@ -479,7 +479,7 @@ func getAttr(obj value, name string) (value, error) {
 		if m, ok := methodFor(obj, name); ok {
 			return m, nil
 		}
-		if v, ok := x.get(name); ok {
+		if v, ok := x.getString(name); ok {
 			return v, nil
 		}
 	case *namespaceValue:
@@ -511,6 +511,12 @@ func getItem(obj, key value) (value, error) {
 	case *undefinedValue:
 		return nil, x.fail()
 	case *pyDict:
+		if s, ok := key.(string); ok {
+			if v, ok := x.getString(s); ok {
+				return v, nil
+			}
+			break
+		}
 		if !isHashable(key) {
 			return nil, typeError("unhashable type: '%s'", typeName(key))
 		}

@@ -86,6 +86,20 @@ func normKey(k value) value {
 	return k
 }
 
+// getString looks up a string key without boxing it into an interface,
+// which is the common case of attribute access on JSON objects.
+func (d *pyDict) getString(k string) (value, bool) {
+	if d.index == nil {
+		for i, nk := range d.nkeys {
+			if s, ok := nk.(string); ok && s == k {
+				return d.vals[i], true
+			}
+		}
+		return nil, false
+	}
+	return d.get(k)
+}
+
 func (d *pyDict) get(k value) (value, bool) {
 	if !isHashable(k) {
 		return nil, false
