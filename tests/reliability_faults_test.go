@@ -137,9 +137,7 @@ func checkStorm(t *testing.T, c *stormCase) outcome {
 	}
 	ans := answerChecker{srv: c.srv.Server, backend: c.backend, maxTokens: stormMaxTokens}
 	o := checkOutcome(t, c.rs, ans, c.outPath, c.errPath, false)
-	if c.run.code == 0 {
-		o.checkPartition(t, c.rs)
-	}
+	o.checkPartition(t, c.rs)
 	if sum, err := parseSummary(string(c.run.stderr)); err != nil {
 		t.Error(err)
 	} else {
@@ -151,12 +149,11 @@ func checkStorm(t *testing.T, c *stormCase) outcome {
 			t.Errorf("id %s: error record says %d attempts", id, e.Attempts)
 		}
 	}
-	switch {
-	case c.run.code == 0:
-	case c.run.code == 75 && len(o.errIDs) > 0:
-		// Retries ran out for some records: "try again later" is fair.
-	default:
-		t.Errorf("generate exited %d, want 0 (or 75 with records in the errors file)\nstderr:\n%s", c.run.code, tail(string(c.run.stderr), 3000))
+	// The server answers most requests all along: nothing justifies
+	// giving up on it (75), whatever a few records' retries came to.
+	if c.run.code != 0 {
+		t.Errorf("generate exited %d against a server that answers %.0f%% of requests, want 0\nstderr:\n%s",
+			c.run.code, 100*(1-c.rate), tail(string(c.run.stderr), 3000))
 	}
 	if injected := c.srv.Stats().Faults[c.fault]; injected == 0 {
 		t.Errorf("the server injected no %s fault: the combination tested nothing", c.fault)
