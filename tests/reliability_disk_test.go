@@ -65,7 +65,30 @@ func TestReliabilityFullDisk(t *testing.T) {
 	requireTools(t, "budget-cut", "dedupe-resume", "generate", "gen-records")
 	t.Run("budget-cut_output", fullDiskBudgetCut)
 	t.Run("pipeline_then_resume", fullDiskPipeline)
+	t.Run("generate_errors_file", fullDiskErrorsFile)
 	t.Run("stdout_dev_full", stdoutDevFull)
+}
+
+// fullDiskErrorsFile: generate's --errors file fills the disk. The failed
+// records it could not write are failures nobody would see, so the run
+// must stop with 74, and the file must still end in a whole record.
+func fullDiskErrorsFile(t *testing.T) {
+	disk := mountSmallDisk(t, "16k")
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, 200, 16)
+	cfg := quickSimConfig()
+	cfg.Faults.HTTP500 = 1 // every record fails, and its request (input_ids and all) goes to the errors file
+	srv := startSim(t, cfg)
+	errPath := filepath.Join(disk, "errors.jsonl")
+	args := generateArgs("sglang", []string{srv.url}, 32, errPath, "--retries", "0", rs.path)
+	run := runWatched(testDeadline(t, time.Minute), nil, filepath.Join(dir, "out.jsonl"), "generate", args...)
+	if run.code != 74 {
+		t.Errorf("generate exited %d when its errors file filled the disk, want 74\n%s", run.code, tail(string(run.stderr), 2000))
+	}
+	checkDiskFullMessage(t, "generate", string(run.stderr))
+	if _, err := readErrors(errPath, false); err != nil {
+		t.Errorf("the errors file after the disk filled: %v", err)
+	}
 }
 
 // fullDiskBudgetCut: budget-cut -o onto a disk that fills part-way.
