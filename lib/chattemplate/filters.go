@@ -726,13 +726,33 @@ func filterSort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		return nil, err
 	}
 	items = append([]value(nil), items...)
-	get := func(x value) (value, error) { return x, nil }
+	// jinja2 sorts by a list of keys, one per comma-separated attribute;
+	// comparing lists checks equality first, so equal Undefined keys do not
+	// fail.
+	getters := []func(value) (value, error){func(x value) (value, error) { return x, nil }}
 	if attr := argAt(a, kw, 2, "attribute", nil); attr != nil {
-		get = attrGetter(attr, nil, false)
+		getters = nil
+		parts := []value{attr}
+		if s, ok := attr.(string); ok {
+			parts = nil
+			for _, p := range strings.Split(s, ",") {
+				parts = append(parts, p)
+			}
+		}
+		for _, p := range parts {
+			getters = append(getters, attrGetter(p, nil, false))
+		}
 	}
 	err = sortValues(items, func(x value) (value, error) {
-		k, err := get(x)
-		return sortKey(k, caseSensitive), err
+		keys := make([]value, len(getters))
+		for i, get := range getters {
+			k, err := get(x)
+			if err != nil {
+				return nil, err
+			}
+			keys[i] = sortKey(k, caseSensitive)
+		}
+		return &pyList{Items: keys}, nil
 	}, reverse)
 	return &pyList{Items: items}, err
 }
@@ -878,6 +898,9 @@ func filterUnique(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			return nil, err
 		}
 		k = sortKey(k, caseSensitive)
+		if !isHashable(k) {
+			return nil, typeError("unhashable type: '%s'", typeName(k))
+		}
 		dup := false
 		for _, s := range seen {
 			if pyEqual(s, k) {

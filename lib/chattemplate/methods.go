@@ -346,22 +346,10 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		return s != "" && allRunes(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }), nil
 	case "isspace":
 		return s != "" && allRunes(s, isPySpace), nil
-	case "isupper", "islower":
-		cased := false
-		for _, r := range s {
-			if unicode.IsUpper(r) || unicode.IsTitle(r) {
-				if name == "islower" {
-					return false, nil
-				}
-				cased = true
-			} else if unicode.IsLower(r) {
-				if name == "isupper" {
-					return false, nil
-				}
-				cased = true
-			}
-		}
-		return cased, nil
+	case "isupper":
+		return hasOnlyCase(s, true), nil
+	case "islower":
+		return hasOnlyCase(s, false), nil
 	case "zfill", "center", "ljust", "rjust":
 		width, ok := indexKey(argAt(args, kw, 0, "width", nil))
 		if !ok {
@@ -398,6 +386,27 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		return strings.TrimSuffix(s, p), nil
 	}
 	return nil, typeError("'str' object has no method '%s'", name)
+}
+
+// hasOnlyCase is str.isupper (upper) or str.islower: at least one cased
+// character and none of the other case.
+func hasOnlyCase(s string, upper bool) bool {
+	cased := false
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r) || unicode.IsTitle(r):
+			if !upper {
+				return false
+			}
+			cased = true
+		case unicode.IsLower(r):
+			if upper {
+				return false
+			}
+			cased = true
+		}
+	}
+	return cased
 }
 
 // isPyDigit is str.isdigit for one character: decimal digits plus the

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,8 +70,14 @@ func arith(op string, l, r value) (value, error) {
 	li, lf, lFloat, lNum := toNumber(l)
 	ri, rf, rFloat, rNum := toNumber(r)
 	if lNum && rNum {
-		if lFloat || rFloat || op == "/" {
+		if lFloat || rFloat {
 			return floatArith(op, lf, rf)
+		}
+		if op == "/" {
+			if ri == 0 {
+				return nil, &RenderError{Kind: "ZeroDivisionError", Msg: "division by zero"}
+			}
+			return float64(li) / float64(ri), nil
 		}
 		return intArith(op, li, ri)
 	}
@@ -154,7 +161,7 @@ func floatArith(op string, a, b float64) (value, error) {
 		return a * b, nil
 	case "/":
 		if b == 0 {
-			return nil, &RenderError{Kind: "ZeroDivisionError", Msg: "division by zero"}
+			return nil, &RenderError{Kind: "ZeroDivisionError", Msg: "float division by zero"}
 		}
 		return a / b, nil
 	case "//":
@@ -172,9 +179,38 @@ func floatArith(op string, a, b float64) (value, error) {
 		}
 		return m, nil
 	case "**":
-		return math.Pow(a, b), nil
+		return floatPow(a, b)
 	}
 	return nil, typeError("unsupported operator %s", op)
+}
+
+// floatPow is Python's float.__pow__. Integral exponents are computed
+// exactly and rounded once, as C's pow does, where math.Pow can be an ulp
+// off.
+func floatPow(a, b float64) (value, error) {
+	if a == 0 && b < 0 {
+		return nil, &RenderError{Kind: "ZeroDivisionError", Msg: "0.0 cannot be raised to a negative power"}
+	}
+	if b != math.Trunc(b) || math.Abs(b) > 64 || a == 0 || math.IsInf(a, 0) || math.IsNaN(a) {
+		if a < 0 && b != math.Trunc(b) {
+			return nil, valueError("negative number raised to a fractional power gives a complex number, which is not supported")
+		}
+		return math.Pow(a, b), nil
+	}
+	n := int64(math.Abs(b))
+	base := new(big.Float).SetPrec(4096).SetFloat64(a)
+	result := new(big.Float).SetPrec(4096).SetFloat64(1)
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			result.Mul(result, base)
+		}
+		base.Mul(base, base)
+	}
+	if b < 0 {
+		result.Quo(new(big.Float).SetPrec(4096).SetFloat64(1), result)
+	}
+	f, _ := result.Float64()
+	return f, nil
 }
 
 func intArith(op string, a, b int64) (value, error) {
@@ -217,7 +253,7 @@ func intArith(op string, a, b int64) (value, error) {
 		return m, nil
 	case "**":
 		if b < 0 {
-			return math.Pow(float64(a), float64(b)), nil
+			return floatPow(float64(a), float64(b))
 		}
 		result := int64(1)
 		for i := int64(0); i < b; i++ {

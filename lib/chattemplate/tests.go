@@ -1,7 +1,5 @@
 package chattemplate
 
-import "strings"
-
 // testFunc implements one jinja2 test ("x is name(args)").
 type testFunc func(r *renderer, v value, args []value) (bool, error)
 
@@ -62,14 +60,8 @@ func init() {
 			return false
 		}),
 		"escaped": typeTest(func(v value) bool { return false }),
-		"lower": typeTest(func(v value) bool {
-			s := pyStr(v)
-			return s == strings.ToLower(s) && s != strings.ToUpper(s)
-		}),
-		"upper": typeTest(func(v value) bool {
-			s := pyStr(v)
-			return s == strings.ToUpper(s) && s != strings.ToLower(s)
-		}),
+		"lower":   typeTest(func(v value) bool { return hasOnlyCase(pyStr(v), false) }),
+		"upper":   typeTest(func(v value) bool { return hasOnlyCase(pyStr(v), true) }),
 		"even": func(r *renderer, v value, args []value) (bool, error) {
 			m, err := arith("%", v, int64(2))
 			return err == nil && pyEqual(m, int64(0)), err
