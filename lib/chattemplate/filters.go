@@ -393,7 +393,11 @@ func filterItems(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	case *undefinedValue:
 		return &pyList{}, nil
 	case *pyDict:
-		return callMethod(r, x, "items", nil, nil)
+		items, err := callMethod(r, x, "items", nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &pyList{Items: items.(*pyList).Items}, nil
 	}
 	return nil, typeError("Can only get item pairs from a mapping.")
 }
@@ -1019,6 +1023,9 @@ func filterIndent(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	case *pyList:
 		if x.Tuple {
 			return nil, typeError("can only concatenate tuple (not \"str\") to tuple")
+		}
+		if x.view != "" {
+			return nil, typeError("unsupported operand type(s) for +=: '%s' and 'str'", x.view)
 		}
 		return nil, &RenderError{Kind: "AttributeError", Msg: "'list' object has no attribute 'splitlines'"}
 	default:

@@ -248,6 +248,9 @@ func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
 	case *pyList:
+		if x.view != "" {
+			return typeError("Object of type %s is not JSON serializable", x.view)
+		}
 		if len(x.Items) == 0 {
 			b.WriteString("[]")
 			return nil

@@ -44,10 +44,13 @@ func setOf(names ...string) map[string]bool {
 // raises SecurityError when used.
 func methodFor(obj value, name string) (value, bool) {
 	var safe, unsafe map[string]bool
-	switch obj.(type) {
+	switch x := obj.(type) {
 	case string:
 		safe = stringMethods
 	case *pyList:
+		if x.view != "" {
+			return nil, false
+		}
 		safe, unsafe = listMethods, listUnsafeMethods
 	case *pyDict:
 		safe, unsafe = dictMethods, dictUnsafeMethods
@@ -117,11 +120,11 @@ func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) 
 			for i, k := range x.keys {
 				items[i] = &pyList{Items: []value{k, x.vals[i]}, Tuple: true}
 			}
-			return &pyList{Items: items}, nil
+			return &pyList{Items: items, view: "dict_items"}, nil
 		case "keys":
-			return &pyList{Items: append([]value(nil), x.keys...)}, nil
+			return &pyList{Items: append([]value(nil), x.keys...), view: "dict_keys"}, nil
 		case "values":
-			return &pyList{Items: append([]value(nil), x.vals...)}, nil
+			return &pyList{Items: append([]value(nil), x.vals...), view: "dict_values"}, nil
 		case "get":
 			if len(args) == 0 {
 				return nil, typeError("get expected at least 1 argument, got 0")

@@ -40,9 +40,11 @@ func unsupported(op string, l, r value) error {
 }
 
 func isSequence(v value) bool {
-	switch v.(type) {
-	case string, *pyList:
+	switch x := v.(type) {
+	case string:
 		return true
+	case *pyList:
+		return x.view == ""
 	}
 	return false
 }
@@ -93,7 +95,10 @@ func arith(op string, l, r value) (value, error) {
 			}
 			return nil, typeError("can only concatenate str (not \"%s\") to str", typeName(r))
 		case *pyList:
-			if y, ok := r.(*pyList); ok && y.Tuple == x.Tuple {
+			if x.view != "" {
+				break
+			}
+			if y, ok := r.(*pyList); ok && y.Tuple == x.Tuple && y.view == "" {
 				if len(x.Items)+len(y.Items) > maxListLen {
 					return nil, errTooLarge()
 				}
@@ -322,7 +327,7 @@ func pyEqual(a, b value) bool {
 		return ok && x == y
 	case *pyList:
 		y, ok := b.(*pyList)
-		if !ok || x.Tuple != y.Tuple || len(x.Items) != len(y.Items) {
+		if !ok || x.Tuple != y.Tuple || x.view != y.view || len(x.Items) != len(y.Items) {
 			return false
 		}
 		for i := range x.Items {
@@ -382,7 +387,7 @@ func pyCompareValues(op string, a, b value) (int, error) {
 			return strings.Compare(x, y), nil
 		}
 	case *pyList:
-		if y, ok := b.(*pyList); ok && x.Tuple == y.Tuple {
+		if y, ok := b.(*pyList); ok && x.Tuple == y.Tuple && x.view == "" && y.view == "" {
 			for i := 0; i < len(x.Items) && i < len(y.Items); i++ {
 				if pyEqual(x.Items[i], y.Items[i]) {
 					continue
@@ -560,7 +565,7 @@ func getItem(obj, key value) (value, error) {
 			return v, nil
 		}
 	case *pyList:
-		if i, ok := indexKey(key); ok {
+		if i, ok := indexKey(key); ok && x.view == "" {
 			if i < 0 {
 				i += int64(len(x.Items))
 			}
@@ -689,6 +694,9 @@ func sliceRange(a, b, st int64, each func(int64)) {
 func sliceValue(obj, start, stop, step value) (value, error) {
 	switch x := obj.(type) {
 	case *pyList:
+		if x.view != "" {
+			return nil, typeError("'%s' object is not subscriptable", x.view)
+		}
 		a, b, st, err := sliceIndices(start, stop, step, int64(len(x.Items)))
 		if err != nil {
 			return nil, err

@@ -46,8 +46,10 @@ func init() {
 			return false
 		}),
 		"sequence": typeTest(func(v value) bool {
-			switch v.(type) {
-			case string, *pyList, *pyDict, *undefinedValue, rangeValue:
+			switch x := v.(type) {
+			case *pyList:
+				return x.view == ""
+			case string, *pyDict, *undefinedValue, rangeValue:
 				return true
 			}
 			return false

@@ -28,6 +28,10 @@ type pyList struct {
 	Tuple bool
 	// fields names the items of a namedtuple (groupby results).
 	fields []string
+	// view is "dict_keys", "dict_values" or "dict_items" for what
+	// dict.keys()/values()/items() return: iterable, but printed
+	// differently and without list methods or indexing.
+	view string
 }
 
 // rawRepr is text that writeRepr emits verbatim.
@@ -222,6 +226,9 @@ func typeName(v value) string {
 	case string:
 		return "str"
 	case *pyList:
+		if x.view != "" {
+			return x.view
+		}
 		if x.Tuple {
 			return "tuple"
 		}
@@ -318,6 +325,8 @@ func writeRepr(b *strings.Builder, v value, open []*pyDict) {
 		opening, closing := "[", "]"
 		if x.Tuple {
 			opening, closing = "(", ")"
+		} else if x.view != "" {
+			opening, closing = x.view+"([", "])"
 		}
 		b.WriteString(opening)
 		for i, it := range x.Items {
