@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -67,10 +68,20 @@ func NewApp(s Spec) *cli.App {
 		CustomAppHelpTemplate:     helpTemplate(&s),
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return Usagef("%v (see --help)", err)
+			return Usagef("%s (see --help)", longFlagDashes(err.Error()))
 		},
 	}
 	return app
+}
+
+// flagInMessage is a flag as Go's flag package names it in its errors: with
+// one dash, whatever its length.
+var flagInMessage = regexp.MustCompile(`(not defined: |for (?:flag )?)-([A-Za-z0-9][A-Za-z0-9-]+)`)
+
+// longFlagDashes writes the long flags of a parser error with two dashes, as
+// --help shows them and users type them ("-timeout" becomes "--timeout").
+func longFlagDashes(msg string) string {
+	return flagInMessage.ReplaceAllString(msg, "$1--$2")
 }
 
 // SpecOf returns the Spec an app was built from, or nil.
