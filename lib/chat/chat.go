@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -21,6 +22,10 @@ type Model struct {
 	Tok      *tokenizer.Tokenizer
 	Template *chattemplate.Template // nil with --template none
 	Extra    map[string]json.RawMessage
+	// Now is the clock behind the template's strftime_now; nil means the
+	// real one. A sample re-rendered later must see the day its prompt was
+	// rendered on, or templates that print the date change the prompt.
+	Now      func() time.Time
 	bos, eos string
 }
 
@@ -87,6 +92,21 @@ func ParseTemplateArgs(args []string) (map[string]json.RawMessage, error) {
 	return extra, nil
 }
 
+// ParseDate reads a --date value, YYYY-MM-DD, as the clock templates see
+// through strftime_now: always that day. An empty value gives nil, the real
+// clock. Fixing the day keeps a prompt rendered on one day identical when it
+// is rendered again on another (tokenize-prompts, then to-train).
+func ParseDate(date string) (func() time.Time, error) {
+	if date == "" {
+		return nil, nil
+	}
+	day, err := time.ParseInLocation(time.DateOnly, date, time.Local)
+	if err != nil {
+		return nil, fmt.Errorf("%q: expected YYYY-MM-DD", date)
+	}
+	return func() time.Time { return day }, nil
+}
+
 // Render renders a conversation (a JSON array of messages) and its tools.
 func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool) (string, error) {
 	if m.Template == nil {
@@ -99,6 +119,7 @@ func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool
 		BOSToken:            m.bos,
 		EOSToken:            m.eos,
 		Extra:               m.Extra,
+		Now:                 m.Now,
 	})
 }
 

@@ -115,14 +115,11 @@ func countFlag(c *cli.Context, name string) (int64, error) {
 
 // templateClock fixes the day strftime_now sees, or leaves the real clock.
 func templateClock(date string) (func() time.Time, error) {
-	if date == "" {
-		return nil, nil
-	}
-	day, err := time.ParseInLocation(time.DateOnly, date, time.Local)
+	now, err := chat.ParseDate(date)
 	if err != nil {
-		return nil, cliutil.Usagef("--%s %q: expected YYYY-MM-DD", flagDate, date)
+		return nil, cliutil.Usagef("--%s %v", flagDate, err)
 	}
-	return func() time.Time { return day }, nil
+	return now, nil
 }
 
 // loadTokenizerPath loads a tokenizer folder or file. Tests that run the

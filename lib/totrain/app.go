@@ -18,6 +18,7 @@ const (
 	flagTokenizer     = "tokenizer"
 	flagTemplate      = "template"
 	flagTemplateArg   = "template-arg"
+	flagDate          = "date"
 	flagKeepTruncated = "keep-truncated"
 	flagOutput        = "output"
 )
@@ -52,6 +53,7 @@ Records that carry an error are skipped, and so are truncated answers
 				Usage: "model folder or tokenizer file (`DIR`), for --format tokens on records without token ids"},
 			&cli.StringFlag{Name: flagTemplate, Value: chat.TemplateAuto, Usage: "chat template: auto (the tokenizer folder's) or a `FILE`"},
 			&cli.StringSliceFlag{Name: flagTemplateArg, Usage: "extra template variable `KEY=VALUE` (repeatable), e.g. enable_thinking=false"},
+			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today): give tokenize-prompts' --date, so that prompts render as they were generated"},
 			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			cliutil.IDPathFlag(),

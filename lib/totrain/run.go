@@ -26,10 +26,15 @@ func run(c *cli.Context) (err error) {
 	if _, err := chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
 		return err
 	}
+	templateClock, err := chat.ParseDate(c.String(flagDate))
+	if err != nil {
+		return cliutil.Usagef("--%s %v", flagDate, err)
+	}
 	if dir := c.String(flagTokenizer); dir != "" {
 		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
 			return err
 		}
+		conv.model.Now = templateClock
 	}
 	opt, err := cliutil.InputOptions(c)
 	if err != nil {
