@@ -140,9 +140,9 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		if !r.Exists() {
 			return in, fmt.Errorf("no value at --path %q", s.useCount)
 		}
-		n, ok := parseCount([]byte(r.Raw))
-		if !ok {
-			return in, fmt.Errorf("value at --path %q is %s, not a non-negative integer", s.useCount, r.Raw)
+		n, err := parseCount([]byte(r.Raw))
+		if err != nil {
+			return in, fmt.Errorf("value at --path %q is %s, %w", s.useCount, r.Raw, err)
 		}
 		in.Custom, in.HasCustom = n, true
 	}
@@ -217,24 +217,39 @@ func memberKey(raw []byte) []byte {
 // errNotCount explains a count field of the wrong type.
 var errNotCount = errors.New("not a non-negative integer")
 
+// errCountTooLarge refuses a count that no record can hold. Letting it in
+// would wrap the sums around: a budget would see a negative total and pass
+// everything after it.
+var errCountTooLarge = errors.New("more than 2^53: no record holds that many tokens")
+
 // maxExactFloat is the largest integer a float64 holds exactly (2^53).
 const maxExactFloat = 1 << 53
 
 // parseCount reads a token count: a non-negative JSON integer, or a number
-// with an integral value such as 1000.0 or 1e3 (some backends write floats)
-// up to 2^53, beyond which a float is no longer exact.
-func parseCount(raw []byte) (int64, bool) {
+// with an integral value such as 1000.0 or 1e3 (some backends write floats),
+// up to 2^53: beyond it a float is no longer exact, and sums of counts could
+// overflow.
+func parseCount(raw []byte) (int64, error) {
 	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return n, n >= 0
+		switch {
+		case n < 0:
+			return 0, errNotCount
+		case n > maxExactFloat:
+			return 0, errCountTooLarge
+		}
+		return n, nil
 	}
 	if len(raw) == 0 || raw[0] == '"' || !jsonl.Valid(raw) {
-		return 0, false
+		return 0, errNotCount
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f < 0 || f > maxExactFloat || f != math.Trunc(f) {
-		return 0, false
+	switch {
+	case err == nil && f > maxExactFloat, errors.Is(err, strconv.ErrRange) && f > 0:
+		return 0, errCountTooLarge
+	case err != nil || f < 0 || f != math.Trunc(f):
+		return 0, errNotCount
 	}
-	return int64(f), true
+	return int64(f), nil
 }
 
 // isNull reports whether a member's raw value is JSON null: an absent count.
@@ -245,9 +260,9 @@ func isNull(raw []byte) bool { return raw == nil || bytes.Equal(raw, nullLit) }
 // anywhere reads as absent.
 func countSide(countField string, count []byte, idsField string, ids, usage []byte) (int64, error) {
 	if !isNull(count) {
-		n, ok := parseCount(count)
-		if !ok {
-			return 0, fmt.Errorf("%q is %s, %w", countField, count, errNotCount)
+		n, err := parseCount(count)
+		if err != nil {
+			return 0, fmt.Errorf("%q is %s, %w", countField, count, err)
 		}
 		return n, nil
 	}
@@ -259,9 +274,9 @@ func countSide(countField string, count []byte, idsField string, ids, usage []by
 		return int64(n), nil
 	}
 	if v := usageMember(usage, countField); !isNull(v) {
-		n, ok := parseCount(v)
-		if !ok {
-			return 0, fmt.Errorf("\"usage.%s\" is %s, %w", countField, v, errNotCount)
+		n, err := parseCount(v)
+		if err != nil {
+			return 0, fmt.Errorf("\"usage.%s\" is %s, %w", countField, v, err)
 		}
 		return n, nil
 	}

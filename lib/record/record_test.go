@@ -34,7 +34,11 @@ func TestScanCounts(t *testing.T) {
 		{name: "count as string", line: `{"prompt_tokens":"6"}`, wantErr: `"prompt_tokens" is "6", not a non-negative integer`},
 		{name: "negative count", line: `{"completion_tokens":-1}`, wantErr: `"completion_tokens" is -1`},
 		{name: "fractional count", line: `{"prompt_tokens":1.5}`, wantErr: `, not a non-negative integer`},
-		{name: "count too big", line: `{"prompt_tokens":1e300}`, wantErr: `, not a non-negative integer`},
+		{name: "count too big", line: `{"prompt_tokens":1e300}`, wantErr: `"prompt_tokens" is 1e300, more than 2^53`},
+		{name: "count past float range", line: `{"prompt_tokens":1e400}`, wantErr: `"prompt_tokens" is 1e400, more than 2^53`},
+		{name: "count past 2^53", line: `{"prompt_tokens":9007199254740993}`, wantErr: `more than 2^53: no record holds that many tokens`},
+		{name: "counts whose sum would overflow", line: `{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807}`, wantErr: `more than 2^53`},
+		{name: "count of 2^53", line: `{"prompt_tokens":9007199254740992}`, prompt: 1 << 53},
 		{name: "ids with a string", line: `{"input_ids":[1,"2"]}`, wantErr: `"input_ids" must be an array of non-negative integer token ids`},
 		{name: "ids not an array", line: `{"output_ids":{"a":1}}`, wantErr: `"output_ids" must be an array`},
 		{name: "negative id", line: `{"output_ids":[1,-2]}`, wantErr: `"output_ids" must be an array`},
@@ -260,7 +264,7 @@ func refCount(raw json.RawMessage) (int64, bool) {
 		return 0, false
 	}
 	if i, err := n.Int64(); err == nil {
-		return i, i >= 0
+		return i, i >= 0 && i <= 1<<53
 	}
 	f, err := n.Float64()
 	if err != nil || f < 0 || f > 1<<53 || f != math.Trunc(f) {
