@@ -100,10 +100,14 @@ Retry-After honoured, on any server. Other failures (HTTP 400, a prompt over
 the context length) and exhausted retries become error records in --errors
 FILE: the request's own fields plus error {kind, status, message, attempts,
 retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries
-exactly those. HTTP 401, 402 and 403 (bad key, no credits, moderation) stop
-the whole run at once with exit 77. Nothing is dropped silently: the
-summary line counts ok, errors, cut (by a budget), cancelled in flight and
-not started, which add up to the records read.
+exactly those. HTTP 401, 402 and 403 (bad key, no credits, a refused key)
+stop the whole run at once with exit 77; OpenRouter's 403 for one flagged
+input is that record's error. When every server has been unreachable for as
+long as the retries would wait, the run stops with exit 75. Requests
+cancelled in flight (a budget stop, a signal, a closed stdout) are not
+errors: they are counted, and dedupe-resume finds them not done. Nothing is
+dropped silently: the summary line counts ok, errors, cut (by a budget),
+cancelled in flight and not started, which add up to the records read.
 
 Budgets. --token-budget N never writes past N tokens (counted like
 budget-cut, --count, plus the tokens of --already FILE...): every request in

@@ -32,7 +32,6 @@ func TestRetryableFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			srv, url := startSim(t, func(c *sim.Config) {
 				tc.set(&c.Faults)
 				c.Faults.RetryAfter = time.Second

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -11,21 +12,17 @@ import (
 // biased sample, since short answers finish first: early in a run they say
 // answers are short. The model also counts the requests in flight, whose
 // lengths are known to be at least what they have generated so far
-// (estimated from their age and the per-request decode rate): a
-// Kaplan-Meier estimate over every request started gives the distribution
-// as far as it has been observed, a lognormal fitted to that part extends it
-// past the longest answer seen, and each request in flight is expected to
-// run to the mean of that distribution beyond what it has generated.
+// (estimated from their age and the per-request decode rate). Together
+// they give the distribution of every request started (a lognormal fitted by maximum likelihood, the running requests counting
+// as censored observations), and each request in flight is expected to run
+// to the mean of that distribution beyond what it has generated.
 type lengthModel struct {
 	mu        sync.Mutex
 	maxTokens int
-	recent    []int // a ring of the latest completed lengths
+	recent    []int     // a ring of the latest completed lengths
+	latencies []float64 // and their latencies in seconds
 	next      int
 	completed int64
-	// decodeRate is tokens per second per request (EWMA), from completed
-	// answers: their latency includes queueing, so it errs low, which keeps
-	// the in-flight lower bounds true lower bounds.
-	decodeRate float64
 	// lastMean is the mean of the latest estimate, for callers that need
 	// it often and cheaply.
 	lastMean float64
@@ -35,7 +32,8 @@ type lengthModel struct {
 const recentLengths = 4096
 
 func newLengthModel(maxTokens int) *lengthModel {
-	return &lengthModel{maxTokens: maxTokens, recent: make([]int, 0, recentLengths), lastMean: float64(maxTokens) / 2}
+	return &lengthModel{maxTokens: maxTokens, recent: make([]int, 0, recentLengths),
+		latencies: make([]float64, 0, recentLengths), lastMean: float64(maxTokens) / 2}
 }
 
 // cachedMean is the expected answer length as of the latest estimate.
@@ -51,19 +49,37 @@ func (m *lengthModel) observe(completion int, latency time.Duration) {
 	defer m.mu.Unlock()
 	if len(m.recent) < recentLengths {
 		m.recent = append(m.recent, completion)
+		m.latencies = append(m.latencies, latency.Seconds())
 	} else {
 		m.recent[m.next] = completion
+		m.latencies[m.next] = latency.Seconds()
 		m.next = (m.next + 1) % recentLengths
 	}
 	m.completed++
-	if latency > 0 && completion > 0 {
-		r := float64(completion) / latency.Seconds()
-		if m.decodeRate == 0 {
-			m.decodeRate = r
-		} else {
-			m.decodeRate += (r - m.decodeRate) / 32
+}
+
+// decodeRate is the tokens per second one running request gets: the slope
+// of latency over answer length, so that the fixed part of every latency
+// (queueing, prefill, the round trip) does not count as slow decoding.
+func decodeRate(lengths []int, latencies []float64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for i, l := range lengths {
+		x, y := float64(l), latencies[i]
+		n++
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	if n == 0 || sy <= 0 {
+		return 0
+	}
+	if den := n*sxx - sx*sx; n >= 8 && den > 0 {
+		if slope := (n*sxy - sx*sy) / den; slope > 0 {
+			return 1 / slope
 		}
 	}
+	return sx / sy // too few answers, or no trend: the plain average
 }
 
 // lengthEstimate is what the model expects of answers.
@@ -80,6 +96,13 @@ type lengthEstimate struct {
 	// inFlightDone is the estimated number of tokens they have generated.
 	inFlightDone float64
 	samples      int64
+	// The fitted distribution, the lower bounds of the requests in flight
+	// and the answer limit, for the drain estimate.
+	fit       lognormal
+	lows      []float64
+	maxTokens float64
+	// decodeRate is tokens per second per running request.
+	decodeRate float64
 }
 
 // estimate combines completed answers with the requests in flight, given
@@ -87,11 +110,11 @@ type lengthEstimate struct {
 func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	m.mu.Lock()
 	done := slices.Clone(m.recent)
-	rate := m.decodeRate
+	rate := decodeRate(m.recent, m.latencies)
 	completed := m.completed
 	m.mu.Unlock()
 	maxT := float64(m.maxTokens)
-	est := lengthEstimate{samples: completed}
+	est := lengthEstimate{samples: completed, maxTokens: maxT, decodeRate: rate}
 	if len(done) == 0 {
 		prior := maxT / 2
 		est.mean, est.kvShare = prior, prior*2/3 // uniform on [0, max]
@@ -108,6 +131,7 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 		lows[i] = min(rate*age.Seconds(), maxT)
 	}
 	tail := fitTail(done, lows)
+	est.fit, est.lows = tail, lows
 	var sum, sumSq float64
 	for _, v := range done {
 		f := float64(v)
@@ -137,58 +161,66 @@ func (m *lengthModel) setMean(mean float64) {
 // lognormal is the fitted answer length distribution: ln L ~ N(mu, sigma).
 type lognormal struct{ mu, sigma float64 }
 
-// fitTail fits a lognormal to the Kaplan-Meier estimate of the lengths:
-// done are exact, lows are lower bounds (requests still running). It uses
-// two quantiles inside the observed part of the distribution, which works
-// however little of the distribution has been observed yet.
+// fitSample bounds the points the fit looks at, to keep it cheap.
+const fitSample = 512
+
+// fitTail fits a lognormal to the lengths by maximum likelihood with
+// censoring: done are exact lengths, lows are lower bounds (requests still
+// running). Every point informs the fit, so it holds early in a run, when
+// the completed answers are few and all short.
 func fitTail(done []int, lows []float64) lognormal {
-	type obs struct {
-		v     float64
-		event bool
+	var events, censored []float64
+	step := max(1, (len(done)+len(lows))/fitSample)
+	for i := 0; i < len(done); i += step {
+		events = append(events, math.Log(math.Max(float64(done[i]), 1)))
 	}
-	all := make([]obs, 0, len(done)+len(lows))
-	for _, v := range done {
-		all = append(all, obs{math.Max(float64(v), 1), true})
+	for i := 0; i < len(lows); i += step {
+		censored = append(censored, math.Log(math.Max(lows[i], 1)))
 	}
-	for _, v := range lows {
-		all = append(all, obs{math.Max(v, 1), false})
+	if len(events) == 0 {
+		events = append(events, math.Log(math.Max(float64(done[0]), 1)))
 	}
-	slices.SortFunc(all, func(a, b obs) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		case a.event && !b.event:
-			return -1 // an answer that ended at v was shorter than one still running at v
+	lo, hi := events[0], events[0]
+	for _, v := range append(slices.Clone(events), censored...) {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	logLik := func(mu, sigma float64) float64 {
+		ll := -float64(len(events)) * math.Log(sigma)
+		for _, x := range events {
+			z := (x - mu) / sigma
+			ll -= z * z / 2
 		}
-		return 0
-	})
-	// The cumulative distribution at each completed length.
-	var xs, ps []float64
-	surv, atRisk := 1.0, float64(len(all))
-	for _, o := range all {
-		if o.event {
-			surv *= 1 - 1/atRisk
-			xs = append(xs, o.v)
-			ps = append(ps, 1-surv)
+		for _, c := range censored {
+			ll += math.Log(math.Max(0.5*math.Erfc((c-mu)/sigma/math.Sqrt2), 1e-300))
 		}
-		atRisk--
+		return ll
 	}
-	top := ps[len(ps)-1]
-	quantile := func(p float64) float64 {
-		i, _ := slices.BinarySearch(ps, p)
-		return xs[min(i, len(xs)-1)]
+	bestMu := func(sigma float64) (float64, float64) {
+		mu := goldenMax(lo-1, hi+3, func(mu float64) float64 { return logLik(mu, sigma) })
+		return mu, logLik(mu, sigma)
 	}
-	pLo, pHi := top*0.2, top*0.9
-	xLo, xHi := quantile(pLo), quantile(pHi)
-	zLo, zHi := normalQuantile(pLo), normalQuantile(pHi)
-	sigma := 0.5
-	if zHi-zLo > 0.05 && xHi > xLo {
-		sigma = (math.Log(xHi) - math.Log(xLo)) / (zHi - zLo)
+	sigma := goldenMax(0.05, 2.5, func(sigma float64) float64 { _, ll := bestMu(sigma); return ll })
+	mu, _ := bestMu(sigma)
+	return lognormal{mu: mu, sigma: sigma}
+}
+
+// goldenMax finds the maximum of a unimodal f on [a, b].
+func goldenMax(a, b float64, f func(float64) float64) float64 {
+	const inv = 0.6180339887498949
+	c, d := b-inv*(b-a), a+inv*(b-a)
+	fc, fd := f(c), f(d)
+	for i := 0; i < 28; i++ {
+		if fc > fd {
+			b, d, fd = d, c, fc
+			c = b - inv*(b-a)
+			fc = f(c)
+		} else {
+			a, c, fc = c, d, fd
+			d = a + inv*(b-a)
+			fd = f(d)
+		}
 	}
-	sigma = min(max(sigma, 0.05), 2.5)
-	return lognormal{mu: math.Log(xHi) - sigma*zHi, sigma: sigma}
+	return (a + b) / 2
 }
 
 // beyond is E[min(L, cap) | L > low] and E[min(L, cap)^2 | L > low].
@@ -210,6 +242,38 @@ func (d lognormal) beyond(low, cap float64) (float64, float64) {
 	mean := (m1 + cap*pCap) / pAbove
 	sq := (m2 + cap*cap*pCap) / pAbove
 	return max(mean, low), max(sq, low*low)
+}
+
+// drainDraws is how many times the drain is simulated.
+const drainDraws = 16
+
+// longestRemaining is the expected largest number of tokens a request in
+// flight has still to generate: when no request is left to start, the run
+// ends with the longest of them, while the others' slots sit idle.
+func (e lengthEstimate) longestRemaining() float64 {
+	if len(e.lows) == 0 || e.fit.sigma == 0 {
+		return 0
+	}
+	rng := rand.New(rand.NewPCG(uint64(len(e.lows)), 1))
+	var sum float64
+	for range drainDraws {
+		longest := 0.0
+		for _, low := range e.lows {
+			longest = max(longest, e.fit.drawBeyond(rng, low, e.maxTokens)-low)
+		}
+		sum += longest
+	}
+	return sum / drainDraws
+}
+
+// drawBeyond draws min(L, cap) given L > low.
+func (d lognormal) drawBeyond(rng *rand.Rand, low, cap float64) float64 {
+	if low >= cap {
+		return cap
+	}
+	p := normalCDF((math.Log(math.Max(low, 1)) - d.mu) / d.sigma)
+	u := p + (1-p)*rng.Float64()
+	return min(math.Max(math.Exp(d.mu+d.sigma*normalQuantile(u)), low), cap)
 }
 
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

@@ -97,9 +97,17 @@ func (s *scheduler) progressLine(total int64) string {
 // requests in flight still have to generate, divided by the rate tokens are
 // generated at (counting the progress of the requests in flight, so that
 // the start of the run, when few answers have finished, is not read as
-// slow). With a token budget the work left stops at the budget.
+// slow). The last wave adds its drain: the run ends with the longest answer
+// in flight while the other slots sit idle. With a token budget the work
+// left stops at the budget.
 func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, meanPrompt float64, elapsed time.Duration) (time.Duration, bool) {
-	rate := (float64(t.completionTokens) + est.inFlightDone) / elapsed.Seconds()
+	// The rate tokens are generated at now: every request in flight at the
+	// per-request decode rate. The average since the start would count the
+	// first wave's ramp, when few answers had finished.
+	rate := float64(inFlight) * est.decodeRate
+	if inFlight == 0 || est.decodeRate == 0 {
+		rate = (float64(t.completionTokens) + est.inFlightDone) / elapsed.Seconds()
+	}
 	if rate <= 0 || est.mean <= 0 {
 		return 0, false
 	}
@@ -119,5 +127,11 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 		return 0, false
 	}
 	work := notStarted*est.mean + est.inFlightLeft
-	return time.Duration(work / rate * float64(time.Second)), true
+	secs := work / rate
+	if inFlight > 0 && est.decodeRate > 0 {
+		// The drain takes the longest answer's time instead of an average
+		// one's.
+		secs += max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
+	}
+	return time.Duration(secs * float64(time.Second)), true
 }
