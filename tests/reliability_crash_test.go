@@ -40,7 +40,7 @@ const crashBatch = 48
 
 func TestReliabilityCrashResume(t *testing.T) {
 	requireTools(t, crashStages...)
-	t.Parallel()
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, tc := range []struct {
 		name string
 		// budgetShare is the token budget as a share of what all records

@@ -63,6 +63,7 @@ func checkDiskFullMessage(t *testing.T, tool, stderr string) {
 
 func TestReliabilityFullDisk(t *testing.T) {
 	requireTools(t, "budget-cut", "dedupe-resume", "generate", "gen-records")
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	t.Run("budget-cut_output", fullDiskBudgetCut)
 	t.Run("pipeline_then_resume", fullDiskPipeline)
 	t.Run("generate_errors_file", fullDiskErrorsFile)

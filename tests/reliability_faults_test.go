@@ -64,8 +64,7 @@ func (c *stormCase) name() string {
 
 func TestReliabilityFaultStorm(t *testing.T) {
 	requireTools(t, "generate")
-	// Mostly waiting: it runs beside the other parallel tests.
-	t.Parallel()
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	records := scale(150, 2000)
 	limit := stormRunLimit
 	if stressRun() {

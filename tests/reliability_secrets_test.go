@@ -147,6 +147,7 @@ func echoServer(t *testing.T, status int, asJSON bool, key string) (url string, 
 
 func TestReliabilitySecrets(t *testing.T) {
 	requireTools(t, "dedupe-resume", "generate", "budget-cut")
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	key := newSecretKey(t)
 	keyEnv := []string{"OPENROUTER_API_KEY=" + key}
 

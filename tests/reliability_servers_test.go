@@ -34,6 +34,7 @@ func serverSimConfig() sim.Config {
 
 func TestReliabilityServerDeath(t *testing.T) {
 	requireTools(t, "generate")
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, tc := range []struct {
 		backend string
 		stream  bool

@@ -34,6 +34,7 @@ func signalSim(t *testing.T) *simServer {
 
 func TestReliabilitySignals(t *testing.T) {
 	requireTools(t, "dedupe-resume", "generate", "budget-cut")
+	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run("pipeline_"+sigName(sig), func(t *testing.T) { signalPipeline(t, sig) })
 		t.Run("generate_drain_"+sigName(sig), func(t *testing.T) { signalGenerate(t, sig, 10*time.Second) })
