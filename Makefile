@@ -24,7 +24,9 @@ help:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-test: vet fmt-check
+test:
+	bash scripts/ensure-test-deps.sh
+	$(MAKE) --no-print-directory vet fmt-check
 	$(GO) test ./...
 
 vet:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ensure-test-deps.sh: make sure the programs the tests run beside Go are
+# installed: GNU parallel (the fan-out recipe, scripts/fanout.sh) and flock
+# (the cron recipe, scripts/run-dataset.sh). make test runs it first, so that
+# `make test` works on a fresh Debian or Ubuntu machine. As root it installs
+# what is missing with apt-get; otherwise it says what to install and fails.
+set -euo pipefail
+
+# program -> the Debian package that provides it
+declare -A package_of=([parallel]=parallel [flock]=util-linux)
+
+missing=()
+for program in parallel flock; do
+	command -v "$program" >/dev/null 2>&1 || missing+=("${package_of[$program]}")
+done
+# moreutils also ships a program called parallel, which takes other arguments.
+if command -v parallel >/dev/null 2>&1 && ! parallel --version 2>/dev/null | grep -q '^GNU parallel'; then
+	echo "ensure-test-deps: $(command -v parallel) is not GNU parallel (moreutils' has the same name): install Debian's package parallel, which replaces it" >&2
+	exit 1
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "ensure-test-deps: the tests need these packages, not installed: ${missing[*]}; this script installs them only as root with apt-get: run 'sudo apt-get install ${missing[*]}' (or your system's equivalent) and try again" >&2
+	exit 1
+fi
+echo "ensure-test-deps: installing ${missing[*]} with apt-get (the tests need it)"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "ensure-test-deps: installed ${missing[*]}"

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# run-dataset.sh DATASET [K/N]: the whole synthpipe pipeline for one dataset
+# (or for shard K of N of it), safe to start from cron as often as you like.
+#
+#   - one run at a time per dataset and shard (flock): an overlapping start logs
+#     that another run holds the lock and exits 0 at once
+#   - resumes: records already in the output are skipped (by id, torn tail
+#     redone), so a run after a finished one adds nothing
+#   - one token budget per dataset, never passed across runs: generate refuses
+#     to start requests once the output holds the budget, and budget-cut
+#     counts what the output already holds (--append)
+#   - timestamped log lines in run.log, the tools' own messages included
+#   - exit 75 (try again later: server down, rate limited) is passed through,
+#     so the next cron run simply tries again; other failures exit non-zero too
+#
+# Layout, under $SYNTHPIPE_DATA (default ./data):
+#   DATASET/prompts.jsonl[.zst|.gz]  the prompts (any shape tokenize-prompts reads)
+#   DATASET/out.jsonl                the results (appended, whole records only);
+#                                    shard K of N: DATASET/out.shard-K-of-N.jsonl
+#   DATASET/errors.jsonl             what failed in the last run (retried next run);
+#                                    shard K of N: DATASET/errors.shard-K-of-N.jsonl
+#   DATASET/run.log                  what happened, with timestamps
+#
+# Settings (environment; the tools themselves see only the flags made from them):
+#   SYNTHPIPE_TOKENIZER      model folder for tokenize-prompts (required)
+#   SYNTHPIPE_URL            server base URL(s), space-separated (required)
+#   SYNTHPIPE_BACKEND        sglang (default) or openai
+#   SYNTHPIPE_BUDGET         token budget per dataset (default 10M); a shard gets
+#                            its N-th part
+#   SYNTHPIPE_MAX_TOKENS     answer length limit (default 4096)
+#   SYNTHPIPE_TOKENIZE_ARGS  more tokenize-prompts flags, e.g. "--date 2026-01-01"
+#   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--model m --temperature 0.6"
+#
+# Crontab line (every 10 minutes; while a run is still going the next is a no-op;
+# after a 75 the next one retries):
+#   */10 * * * * cd /srv/distill && SYNTHPIPE_TOKENIZER=/models/Kimi-K2.5 SYNTHPIPE_URL=http://gpu1:30000 /opt/synthpipe/scripts/run-dataset.sh chat >/dev/null 2>&1
+set -uo pipefail
+
+usage() {
+	echo "usage: run-dataset.sh DATASET [K/N]" >&2
+	exit 64
+}
+[ $# -ge 1 ] && [ $# -le 2 ] && [ -n "$1" ] || usage
+dataset=$1
+shard=${2:-}
+data=${SYNTHPIPE_DATA:-./data}
+dir=$data/$dataset
+tokenizer=${SYNTHPIPE_TOKENIZER:?set SYNTHPIPE_TOKENIZER to the model folder}
+url_list=${SYNTHPIPE_URL:?set SYNTHPIPE_URL to the server base URL(s)}
+backend=${SYNTHPIPE_BACKEND:-sglang}
+budget=${SYNTHPIPE_BUDGET:-10M}
+max_tokens=${SYNTHPIPE_MAX_TOKENS:-4096}
+# shellcheck disable=SC2206 # word splitting of extra flags is the point
+tokenize_extra=(${SYNTHPIPE_TOKENIZE_ARGS:-})
+# shellcheck disable=SC2206
+generate_extra=(${SYNTHPIPE_GENERATE_ARGS:-})
+
+# The tools read SYNTHPIPE_<FLAG> as defaults for their flags: generate would
+# take SYNTHPIPE_TOKENIZER as its own --tokenizer, dedupe-resume a stray
+# SYNTHPIPE_SHARD as --shard. Everything is passed as flags below instead.
+while read -r name; do export -n "$name"; done < <(compgen -e SYNTHPIPE_)
+
+# budget_share BUDGET N: BUDGET (250k, 10M, 1.5G or a number) divided by N.
+budget_share() {
+	awk -v b="$1" -v n="$2" 'BEGIN {
+		m = 1; s = b
+		if (s ~ /[kK]$/) { m = 1e3; s = substr(s, 1, length(s) - 1) }
+		else if (s ~ /[mM]$/) { m = 1e6; s = substr(s, 1, length(s) - 1) }
+		else if (s ~ /[gG]$/) { m = 1e9; s = substr(s, 1, length(s) - 1) }
+		if (s !~ /^[0-9]+(\.[0-9]+)?$/ || n < 1) exit 1
+		printf "%d\n", int(s * m / n)
+	}'
+}
+
+name=$dataset suffix= shard_flags=()
+if [ -n "$shard" ]; then
+	[[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt "${BASH_REMATCH[2]}" ] || {
+		echo "run-dataset.sh: shard $shard: want K/N with 0 <= K < N" >&2
+		exit 64
+	}
+	name="$dataset $shard" suffix=.shard-${BASH_REMATCH[1]}-of-${BASH_REMATCH[2]}
+	shard_flags=(--shard "$shard")
+	budget=$(budget_share "$budget" "${BASH_REMATCH[2]}") || {
+		echo "run-dataset.sh: SYNTHPIPE_BUDGET ${SYNTHPIPE_BUDGET:-}: want a token count such as 250k, 10M or 1.5G" >&2
+		exit 64
+	}
+fi
+out=$dir/out$suffix.jsonl
+errors=$dir/errors$suffix.jsonl
+
+prompts=
+for p in "$dir/prompts.jsonl" "$dir/prompts.jsonl.zst" "$dir/prompts.jsonl.gz"; do
+	[ -f "$p" ] && prompts=$p && break
+done
+if [ -z "$prompts" ]; then
+	echo "run-dataset.sh: no prompts for $dataset: expected $dir/prompts.jsonl (or .zst, .gz)" >&2
+	exit 66
+fi
+
+log=$dir/run.log
+# stamp prefixes each line with the time and what runs; the shards of a
+# dataset share its log, and each line goes out in one write, so they never mix.
+stamp() { while IFS= read -r line; do printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$line"; done; }
+note() { echo "run-dataset: $*" | stamp | tee -a "$log" >&2; }
+
+exec 9>"$dir/.lock$suffix"
+if ! flock -n 9; then
+	note "another run of $name holds the lock: nothing to do"
+	exit 0
+fi
+
+urls=()
+for u in $url_list; do urls+=(--url "$u"); done
+# generate reads the output for its budget (--already) as it starts, maybe
+# before budget-cut has created it: a first run must find it there.
+: >>"$out" || exit 73
+
+note "start: budget $budget, backend $backend, $url_list"
+tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
+	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
+	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
+		--token-budget "$budget" --already "$out" --progress-interval 1m "${generate_extra[@]}" 2> >(stamp >>"$log") |
+	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
+codes=("${PIPESTATUS[@]}")
+wait # for the log stampers: what the tools said is in the log before the last line
+
+status=0
+for c in "${codes[@]}"; do
+	if [ "$c" -eq 75 ]; then
+		status=75 # try again later wins: cron retries
+		break
+	fi
+	[ "$c" -ne 0 ] && [ "$status" -eq 0 ] && status=$c
+done
+note "done: exit statuses ${codes[*]} (tokenize-prompts dedupe-resume generate budget-cut) -> $status"
+exit "$status"
