@@ -22,7 +22,8 @@ import (
 // exactly the budget's share), every answer must belong to its own prompt,
 // and the errors file must agree with the output.
 
-// crashStages are the pipeline's stages in order; kill k hits stage k mod 4.
+// crashStages are the pipeline's stages in order; landed kill k hits stage
+// k mod 4.
 var crashStages = []string{"tokenize-prompts", "dedupe-resume", "generate", "budget-cut"}
 
 // crashRunTime is about how long one undisturbed run takes against the
@@ -38,13 +39,17 @@ const crashMaxTokens = 96
 // upstream stage cuts its input short.
 const crashBatch = 48
 
+// crashKillsPerCycle is how many kills a dataset goes through before its
+// clean run. More would find it done: each run finishes part of the work.
+const crashKillsPerCycle = 5
+
 func TestReliabilityCrashResume(t *testing.T) {
 	requireTools(t, crashStages...)
 	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, tc := range []struct {
 		name string
 		// budgetShare is the token budget as a share of what all records
-		// take; 0: no budget, every record must end in the output.
+		// take (about); 0: no budget, every record must end in the output.
 		budgetShare float64
 	}{
 		{"no_budget", 0},
@@ -52,10 +57,10 @@ func TestReliabilityCrashResume(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cycles := scale(2, 4)
-			for cycle := range cycles {
+			// make test: 2 datasets x 5 kills x 2 budget modes = 20 kills.
+			for cycle := range scale(2, 4) {
 				t.Run(fmt.Sprintf("cycle%d", cycle), func(t *testing.T) {
-					crashAndResume(t, uint64(cycle)*7919+uint64(len(tc.name)), scale(5, 5), tc.budgetShare)
+					crashAndResume(t, uint64(cycle)*7919+uint64(len(tc.name)), crashKillsPerCycle, tc.budgetShare)
 				})
 			}
 		})
@@ -78,8 +83,9 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	var budget int64
 	cutArgs := []string{"-o", outPath, "--append"}
 	if budgetShare > 0 {
-		// An answer has at most crashMaxTokens tokens (EOS included), so
-		// the budget is a share of the most all records could take.
+		// Answers average half of crashMaxTokens (their lengths are
+		// uniform), so half the most all records could take is about what
+		// they do take.
 		var most int64
 		for _, r := range rs.byID {
 			most += int64(len(r.InputIDs) + crashMaxTokens)

@@ -132,9 +132,8 @@ type request struct {
 
 // requestSet is a test's input: the file holding it and its records by id.
 type requestSet struct {
-	path  string
-	byID  map[string]request
-	order []string // ids in file order, first occurrence
+	path string
+	byID map[string]request
 }
 
 // ids returns the distinct input ids, sorted.
@@ -169,7 +168,6 @@ func syntheticRequests(t *testing.T, dir string, n int, seed uint64) requestSet 
 		buf.Write(line)
 		buf.WriteByte('\n')
 		rs.byID[id] = request{ID: id, InputIDs: inputIDs, Messages: msgs}
-		rs.order = append(rs.order, id)
 	}
 	if err := os.WriteFile(rs.path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
@@ -223,7 +221,6 @@ func bundledPrompts(t *testing.T, dir string) (promptsPath string, rs requestSet
 			continue // identical prompts share an id; dedupe-resume keeps the first
 		}
 		rs.byID[r.ID] = request{ID: r.ID, InputIDs: r.InputIDs, Messages: r.Messages}
-		rs.order = append(rs.order, r.ID)
 	}
 	return promptsPath, rs
 }
