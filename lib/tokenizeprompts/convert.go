@@ -95,9 +95,7 @@ func (cv *converter) convert(src sourceLine) converted {
 // renderConversation renders the messages with the template and encodes the
 // text. Special tokens are always recognised here: the template writes them.
 func (cv *converter) renderConversation(p *prompt) (msgs []byte, ids []int, err error) {
-	if msgs, err = marshal(p.messages); err != nil {
-		return nil, nil, err
-	}
+	msgs = messagesJSON(p.messages)
 	opt := cv.render
 	opt.Messages = msgs
 	opt.Tools = p.tools

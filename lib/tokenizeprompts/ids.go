@@ -87,11 +87,7 @@ func canonicalPrompt(p *prompt) ([]byte, error) {
 	if p.isText() {
 		doc = map[string]any{"text": p.text}
 	} else {
-		msgs, err := marshal(p.messages)
-		if err != nil {
-			return nil, err
-		}
-		doc = map[string]any{"messages": msgs}
+		doc = map[string]any{"messages": json.RawMessage(messagesJSON(p.messages))}
 		if p.tools != nil {
 			doc["tools"] = p.tools
 		}

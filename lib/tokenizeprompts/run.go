@@ -20,7 +20,10 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), cfg.input)
+	batches := &batcher{}
+	opt := cfg.input
+	opt.BeforeRead = batches.flush
+	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
 		return err
 	}
@@ -33,31 +36,50 @@ func run(c *cli.Context) (err error) {
 	}()
 
 	var sum summary
-	p := pipeline[sourceLine, converted]{
+	write := func(r converted) error {
+		if err := sum.add(r, cfg.input.SkipInvalid); err != nil {
+			return err
+		}
+		if r.out == nil {
+			return nil
+		}
+		if err := out.Write(r.out); err != nil {
+			return err
+		}
+		if cfg.limit > 0 && sum.written >= cfg.limit {
+			sum.limitReached = true
+			return errStop
+		}
+		return nil
+	}
+	p := pipeline[[]sourceLine, []converted]{
 		workers: cfg.jobs,
-		produce: func(ctx context.Context, send func(sourceLine) bool) error {
+		produce: func(ctx context.Context, send func([]sourceLine) bool) error {
+			batches.start(ctx, send)
 			for in.Next() {
-				// The reader reuses its buffer: the worker gets a copy.
-				if !send(sourceLine{pos: in.Pos(), line: append([]byte(nil), in.Bytes()...)}) {
-					return nil
+				if err := batches.add(in.Pos(), in.Bytes()); err != nil {
+					return err
 				}
 			}
-			return in.Err()
+			// The records before a bad line are written before its error.
+			flushErr := batches.flush()
+			if err := in.Err(); err != nil {
+				return err
+			}
+			return flushErr
 		},
-		work: cfg.convert.convert,
-		consume: func(r converted) error {
-			if err := sum.add(r, cfg.input.SkipInvalid); err != nil {
-				return err
+		work: func(lines []sourceLine) []converted {
+			results := make([]converted, len(lines))
+			for i, l := range lines {
+				results[i] = cfg.convert.convert(l)
 			}
-			if r.out == nil {
-				return nil
-			}
-			if err := out.Write(r.out); err != nil {
-				return err
-			}
-			if cfg.limit > 0 && sum.written >= cfg.limit {
-				sum.limitReached = true
-				return errStop
+			return results
+		},
+		consume: func(results []converted) error {
+			for _, r := range results {
+				if err := write(r); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
@@ -72,6 +94,50 @@ func run(c *cli.Context) (err error) {
 		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", sum.String(cfg))
 	}
 	return err
+}
+
+// Batches are cut at this many records or bytes, whichever comes first.
+const (
+	batchRecords = 256
+	batchBytes   = 1 << 20
+)
+
+// batcher hands the workers records in batches: a record takes tens of
+// microseconds, so one channel hand-off per record would cost more in
+// wake-ups than the work itself on a busy machine. A batch also goes out
+// whenever the reader is about to wait for input (jsonl's BeforeRead), so
+// that a slow producer's records are not held back.
+type batcher struct {
+	ctx   context.Context
+	send  func([]sourceLine) bool
+	lines []sourceLine
+	bytes int
+}
+
+func (b *batcher) start(ctx context.Context, send func([]sourceLine) bool) {
+	b.ctx, b.send = ctx, send
+}
+
+// add copies a record (the reader reuses its buffer) into the batch.
+func (b *batcher) add(pos string, line []byte) error {
+	b.lines = append(b.lines, sourceLine{pos: pos, line: append([]byte(nil), line...)})
+	b.bytes += len(line)
+	if len(b.lines) >= batchRecords || b.bytes >= batchBytes {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush sends the batch so far, if any.
+func (b *batcher) flush() error {
+	if len(b.lines) == 0 || b.send == nil {
+		return nil
+	}
+	if !b.send(b.lines) {
+		return context.Cause(b.ctx)
+	}
+	b.lines, b.bytes = nil, 0
+	return nil
 }
 
 // summary counts what happened to the records, in input order.

@@ -60,8 +60,15 @@ type message struct {
 }
 
 // MarshalJSON writes role, content, then the other members.
-func (m message) MarshalJSON() ([]byte, error) {
-	b := append([]byte(`{"role":`), jsonString(m.Role)...)
+func (m message) MarshalJSON() ([]byte, error) { return m.appendJSON(nil), nil }
+
+// appendJSON is MarshalJSON without encoding/json's reflection and
+// re-validation: the parts are valid JSON already (role is one of the known
+// names), and this runs for every record.
+func (m message) appendJSON(b []byte) []byte {
+	b = append(b, `{"role":"`...)
+	b = append(b, m.Role...)
+	b = append(b, '"')
 	if m.Content != nil {
 		b = append(b, `,"content":`...)
 		b = append(b, m.Content...)
@@ -70,9 +77,34 @@ func (m message) MarshalJSON() ([]byte, error) {
 		b = append(b, ',', '"')
 		b = append(b, o.Key...)
 		b = append(b, '"', ':')
-		b = append(b, o.Value...)
+		b = appendCompact(b, o.Value)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
+}
+
+// messagesJSON writes the messages as a JSON array.
+func messagesJSON(msgs []message) []byte {
+	b := []byte{'['}
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = m.appendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// appendCompact appends a raw JSON value without the spaces a source may
+// have put between its tokens.
+func appendCompact(b, raw []byte) []byte {
+	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+		return append(b, raw...)
+	}
+	buf := bytes.NewBuffer(b)
+	if json.Compact(buf, raw) != nil {
+		return append(b, raw...) // not reached: the scanner validated raw
+	}
+	return buf.Bytes()
 }
 
 // prompt is what a source record asks the model for, whatever its shape:

@@ -30,41 +30,45 @@ BYTES=$(stat -c %s "$WORK/prompts.jsonl")
 RECORDS=$(wc -l < "$WORK/prompts.jsonl")
 : > "$WORK/empty.jsonl"
 
-# best_of CMD...: the shortest wall time of RUNS runs, in seconds.
+# best_of CMD...: "WALL CPU" in seconds for the run with the shortest wall
+# time of RUNS runs; CPU is user + system time, which tells a machine busy
+# with other work (CPU/WALL well under the -j asked for) from a tool that
+# does not scale.
 best_of() {
-  local best="" t0 t1 t
+  local best="" cpu="" wall used
   for ((r = 0; r < RUNS; r++)); do
-    t0=$(date +%s.%N)
-    "$@" > /dev/null
-    t1=$(date +%s.%N)
-    t=$(echo "$t1 - $t0" | bc -l)
-    if [[ -z $best ]] || (($(echo "$t < $best" | bc -l))); then best=$t; fi
+    /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" > /dev/null
+    read -r wall user sys < "$WORK/time"
+    used=$(echo "$user + $sys" | bc -l)
+    if [[ -z $best ]] || (($(echo "$wall < $best" | bc -l))); then best=$wall cpu=$used; fi
   done
-  echo "$best"
+  echo "$best $cpu"
 }
 
 note "timing the tokenizer load (empty input)..."
-STARTUP=$(best_of "$TOOL" -q --tokenizer builtin:kimi-k2.5 "$WORK/empty.jsonl")
+read -r STARTUP STARTUP_CPU < <(best_of "$TOOL" -q --tokenizer builtin:kimi-k2.5 "$WORK/empty.jsonl")
 PROMPT_TOKENS=$("$TOOL" --tokenizer builtin:kimi-k2.5 -j 2 "$WORK/prompts.jsonl" 2>&1 >/dev/null |
   sed -n 's/.*wrote [0-9,]* (\([0-9,]*\) prompt tokens.*/\1/p' | tr -d ,)
 
-declare -A WALL
+declare -A WALL CPU
 for j in $JOBS; do
   note "timing -j $j (best of $RUNS)..."
-  WALL[$j]=$(best_of "$TOOL" -q -j "$j" --tokenizer builtin:kimi-k2.5 "$WORK/prompts.jsonl")
+  read -r "WALL[$j]" "CPU[$j]" < <(best_of "$TOOL" -q -j "$j" --tokenizer builtin:kimi-k2.5 "$WORK/prompts.jsonl")
 done
 
 printf '\ntokenize-prompts on the bundled prompts x%d: %s records, %.1f MB, %s prompt tokens\n' \
   "$COPIES" "$RECORDS" "$(echo "$BYTES / 1000000" | bc -l)" "$PROMPT_TOKENS"
 printf 'tokenizer load (builtin:kimi-k2.5): %.2f s; cores: %s; load average: %s\n\n' \
   "$STARTUP" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %8s %10s %12s %10s %12s %8s\n' jobs "wall s" "steady s" "records/s" "MB/s" "tokens/s" speedup
+printf '%-6s %8s %10s %12s %8s %12s %8s %8s\n' jobs "wall s" "steady s" "records/s" "MB/s" "tokens/s" speedup "cores"
 first=""
 for j in $JOBS; do
   steady=$(echo "${WALL[$j]} - $STARTUP" | bc -l)
   if (($(echo "$steady <= 0" | bc -l))); then steady=0.001; fi
   [[ -n $first ]] || first=$steady
-  printf '%-6s %8.2f %10.2f %12.0f %10.2f %12.0f %7.2fx\n' "-j $j" "${WALL[$j]}" "$steady" \
+  printf '%-6s %8.2f %10.2f %12.0f %8.2f %12.0f %7.2fx %8.2f\n' "-j $j" "${WALL[$j]}" "$steady" \
     "$(echo "$RECORDS / $steady" | bc -l)" "$(echo "$BYTES / 1000000 / $steady" | bc -l)" \
-    "$(echo "$PROMPT_TOKENS / $steady" | bc -l)" "$(echo "$first / $steady" | bc -l)"
+    "$(echo "$PROMPT_TOKENS / $steady" | bc -l)" "$(echo "$first / $steady" | bc -l)" \
+    "$(echo "(${CPU[$j]} - $STARTUP_CPU) / $steady" | bc -l)"
 done
+echo "(cores: CPU time over steady wall time; on a machine busy with other work it stays below -j, and so does the speedup)"
