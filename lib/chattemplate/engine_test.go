@@ -179,3 +179,9 @@ func TestJSONNumbers(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+func TestReprEscapesNonPrintable(t *testing.T) {
+	runTable(t, []tableCase{
+		{`{{ ['a\u00a0b\u3000c\u200bd\ue000e🙂\x85', 'x'] }}`, `['a\xa0b\u3000c\u200bd\ue000e🙂\x85', 'x']`},
+	})
+}

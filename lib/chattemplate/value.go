@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"unicode"
 )
 
 // Values are plain Go values so that the evaluator can dispatch with type
@@ -201,13 +201,18 @@ func undefinedItem(obj value, key value) *undefinedValue {
 	return &undefinedValue{hint: "'" + describeForUndefined(obj) + "' has no attribute " + pyRepr(key)}
 }
 
-// describeForUndefined follows jinja2's object_type_repr.
+// describeForUndefined follows jinja2's object_type_repr: builtins by type
+// name, jinja2's own classes with their module.
 func describeForUndefined(obj value) string {
 	switch obj.(type) {
 	case nil:
 		return "None"
-	case bool, int64, float64, string:
-		return typeName(obj) + " object"
+	case *namespaceValue:
+		return "jinja2.utils.Namespace object"
+	case *loopState:
+		return "jinja2.runtime.LoopContext object"
+	case *macroValue:
+		return "jinja2.runtime.Macro object"
 	}
 	return typeName(obj) + " object"
 }
@@ -403,10 +408,17 @@ func writeStringRepr(b *strings.Builder, s string) {
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
 			b.WriteString(`\x` + hex2(int(r)))
-		case r >= 0x80 && r < 0xa0:
-			b.WriteString(`\x` + hex2(int(r)))
-		case r == utf8.RuneError:
-			b.WriteRune(r)
+		case r >= 0x80 && !unicode.IsPrint(r):
+			// Python escapes what str.isprintable rejects: other
+			// separators, format and private-use characters.
+			switch {
+			case r < 0x100:
+				b.WriteString(`\x` + hex2(int(r)))
+			case r < 0x10000:
+				b.WriteString(`\u` + hex4(int(r)))
+			default:
+				b.WriteString(`\U` + hex4(int(r>>16)) + hex4(int(r&0xffff)))
+			}
 		default:
 			b.WriteRune(r)
 		}
