@@ -71,6 +71,7 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 	"httpget":  httpCmd("GET"),
 	"urlenv":   urlEnv,
 	"waitfile": waitFile,
+	"sleep":    sleepCmd,
 	"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
 		// truncate FILE N: keep the first N bytes
 		if len(args) != 2 {
