@@ -1,16 +1,13 @@
 package tokenizer
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "strings"
 
-// byteLevelRune is GPT-2's bytes_to_unicode: printable Latin-1 bytes stand
+// byteLevelByte inverts GPT-2's bytes_to_unicode: printable Latin-1 bytes stand
 // for themselves, the others are shifted to U+0100 and up so that every
 // vocabulary entry of a byte-level tokenizer.json is printable text.
-var byteLevelRune, byteLevelByte = buildByteLevelAlphabet()
+var byteLevelByte = buildByteLevelAlphabet()
 
-func buildByteLevelAlphabet() ([256]rune, map[rune]byte) {
+func buildByteLevelAlphabet() map[rune]byte {
 	var toRune [256]rune
 	toByte := make(map[rune]byte, 256)
 	next := rune(256)
@@ -24,7 +21,7 @@ func buildByteLevelAlphabet() ([256]rune, map[rune]byte) {
 		}
 		toByte[toRune[b]] = byte(b)
 	}
-	return toRune, toByte
+	return toByte
 }
 
 // fromByteLevel turns a vocabulary entry back into the bytes it stands for.
@@ -41,19 +38,4 @@ func fromByteLevel(tok string) (raw string, ok bool) {
 		b.WriteByte(c)
 	}
 	return b.String(), true
-}
-
-// toByteLevel is the inverse of fromByteLevel.
-func toByteLevel(raw string) string {
-	var b strings.Builder
-	b.Grow(2 * len(raw))
-	for i := 0; i < len(raw); i++ {
-		r := byteLevelRune[raw[i]]
-		if r < utf8.RuneSelf {
-			b.WriteByte(byte(r))
-		} else {
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
