@@ -111,6 +111,7 @@ type (
 	forStmt struct {
 		pos
 		undef     []string // names that start undefined in the loop body (see scope.go)
+		elseUndef []string // the same for the else block, which has its own scope
 		target    assignTarget
 		iter      expr
 		filter    expr // the "if" clause, or nil

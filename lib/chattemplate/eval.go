@@ -427,7 +427,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		}
 	}
 	if !completed {
-		return r.execBody(s.otherwise, f, w)
+		return r.execBody(s.otherwise, newScope(f, s.elseUndef), w)
 	}
 	return nil
 }

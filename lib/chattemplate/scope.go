@@ -147,7 +147,7 @@ func (s *scopeInfo) stmt(st stmt) {
 				c.expr(x.filter)
 			}
 		}, x.body, func(names []string) { x.undef = names })
-		s.body(x.otherwise)
+		s.child(nil, x.otherwise, func(names []string) { x.elseUndef = names })
 	case *setStmt:
 		s.expr(x.x)
 		s.target(x.target)
