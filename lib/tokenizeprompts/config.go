@@ -58,11 +58,11 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
-	if !c.IsSet(flagJobs) {
-		cfg.jobs = runtime.GOMAXPROCS(0)
+	if cfg.jobs < 0 {
+		return nil, cliutil.Usagef("--%s %d: must be 0 (one per CPU) or more", flagJobs, cfg.jobs)
 	}
-	if cfg.jobs < 1 {
-		return nil, cliutil.Usagef("--%s %d: must be at least 1", flagJobs, cfg.jobs)
+	if cfg.jobs == 0 {
+		cfg.jobs = runtime.GOMAXPROCS(0)
 	}
 	if cfg.limit, err = countFlag(c, flagLimit); err != nil {
 		return nil, err
