@@ -1,0 +1,501 @@
+package tests
+
+// Tests of the recipes in scripts/: the bash scripts run as a user or cron
+// runs them, calling the real tools (TestMain puts them on PATH) against
+// llm-sim processes on loopback ports. The simulator's answers depend only
+// on the prompt, so runs can be compared record for record.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/bundle"
+)
+
+// recipeTimeout bounds one script run; the machine may be busy.
+const recipeTimeout = 3 * time.Minute
+
+// recipeRecord is the part of an output record the recipe tests read.
+type recipeRecord struct {
+	ID               string `json:"id"`
+	Dataset          string `json:"dataset"`
+	OutputIDs        []int  `json:"output_ids"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	Gen              struct {
+		Endpoint string `json:"endpoint"`
+	} `json:"gen"`
+}
+
+// startLLMSim starts an llm-sim process with short answers and returns its
+// URL; the test's cleanup stops it.
+func startLLMSim(t *testing.T, extra ...string) string {
+	t.Helper()
+	urlFile := filepath.Join(t.TempDir(), "url")
+	args := append([]string{"--url-file", urlFile, "--lengths", "uniform:1,24"}, extra...)
+	cmd := exec.Command("llm-sim", args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start llm-sim: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(urlFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		select {
+		case <-done:
+			t.Fatalf("llm-sim exited before it was ready:\n%s", stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("llm-sim did not write its URL within 30s")
+		}
+	}
+}
+
+// closedPortURL is a loopback URL with nothing listening: every connection
+// is refused.
+func closedPortURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	return url
+}
+
+// recipeData lays out the bundled sample prompts as the recipes expect
+// them, DATA/DATASET/prompts.jsonl, for the datasets named, and returns DATA.
+func recipeData(t *testing.T, datasets ...string) string {
+	t.Helper()
+	data := t.TempDir()
+	src, err := bundle.Prompts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	byDataset := map[string]*strings.Builder{}
+	for _, d := range datasets {
+		byDataset[d] = &strings.Builder{}
+	}
+	sc := bufio.NewScanner(src)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		if b := byDataset[gjson.GetBytes(sc.Bytes(), "dataset").String()]; b != nil {
+			b.Write(sc.Bytes())
+			b.WriteByte('\n')
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for d, b := range byDataset {
+		if b.Len() == 0 {
+			t.Fatalf("no bundled prompts of dataset %q", d)
+		}
+		if err := os.MkdirAll(filepath.Join(data, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(data, d, "prompts.jsonl"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+// recipeEnv is the recipes' settings for a data folder and servers, with
+// short answers and a fixed template date.
+func recipeEnv(data string, urls ...string) []string {
+	return []string{
+		"SYNTHPIPE_DATA=" + data,
+		"SYNTHPIPE_TOKENIZER=builtin:" + bundle.TokenizerName,
+		"SYNTHPIPE_URL=" + strings.Join(urls, " "),
+		"SYNTHPIPE_MAX_TOKENS=24",
+		"SYNTHPIPE_TOKENIZE_ARGS=--date 2026-01-01 -j 1",
+	}
+}
+
+// runRecipe runs scripts/SCRIPT with args and env added to the test's
+// environment, and returns its exit status and stderr.
+func runRecipe(t *testing.T, env []string, script string, args ...string) (int, string) {
+	t.Helper()
+	code, _, stderr := runTool(t, recipeTimeout, env, nil, "bash", append([]string{filepath.Join("..", "scripts", script)}, args...)...)
+	return code, string(stderr)
+}
+
+// mustRunRecipe runs a recipe that must succeed.
+func mustRunRecipe(t *testing.T, env []string, script string, args ...string) string {
+	t.Helper()
+	code, stderr := runRecipe(t, env, script, args...)
+	if code != 0 {
+		t.Fatalf("%s %s: exit %d\n%s", script, strings.Join(args, " "), code, tail(stderr, 3000))
+	}
+	return stderr
+}
+
+// readRecipeOutput reads an output file whole; it must hold complete
+// records only, each id once.
+func readRecipeOutput(t *testing.T, paths ...string) map[string]recipeRecord {
+	t.Helper()
+	byID := map[string]recipeRecord{}
+	for _, path := range paths {
+		f, err := readJSONL(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.torn) > 0 {
+			t.Fatalf("%s ends in a torn line", path)
+		}
+		for _, line := range f.lines {
+			var r recipeRecord
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if _, dup := byID[r.ID]; dup {
+				t.Fatalf("id %s is written twice (second time in %s)", r.ID, path)
+			}
+			if len(r.OutputIDs) == 0 {
+				t.Fatalf("%s: record %s has no output_ids", path, r.ID)
+			}
+			byID[r.ID] = r
+		}
+	}
+	return byID
+}
+
+func totalTokens(recs map[string]recipeRecord) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.PromptTokens + r.CompletionTokens
+	}
+	return n
+}
+
+// promptCount is the number of distinct prompts of a dataset.
+func promptCount(t *testing.T, data, dataset string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, dataset, "prompts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// deleteLines rewrites path without the records whose ids are given.
+func deleteLines(t *testing.T, path string, ids ...string) {
+	t.Helper()
+	f, err := readJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []byte
+	for _, line := range f.lines {
+		if !slices.Contains(ids, gjson.GetBytes(line, "id").String()) {
+			kept = append(append(kept, line...), '\n')
+		}
+	}
+	if err := os.WriteFile(path, kept, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var logLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \S+( \d+/\d+)? \S+: `)
+
+// checkLog: every line of a dataset's run.log starts with a timestamp and
+// says which run and which tool wrote it.
+func checkLog(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if !logLine.MatchString(line) {
+			t.Errorf("%s: line without a timestamp and a source: %q", path, line)
+		}
+	}
+	return string(b)
+}
+
+func TestRecipeRunDatasetResumes(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	data := recipeData(t, "math")
+	env := recipeEnv(data, startLLMSim(t))
+	out := filepath.Join(data, "math", "out.jsonl")
+
+	mustRunRecipe(t, env, "run-dataset.sh", "math")
+	first := readRecipeOutput(t, out)
+	if want := promptCount(t, data, "math"); len(first) != want {
+		t.Fatalf("first run wrote %d records, want one per prompt, %d", len(first), want)
+	}
+	firstBytes, _ := os.ReadFile(out)
+
+	mustRunRecipe(t, env, "run-dataset.sh", "math")
+	if again, _ := os.ReadFile(out); string(again) != string(firstBytes) {
+		t.Fatalf("a second run changed out.jsonl (%d bytes, then %d)", len(firstBytes), len(again))
+	}
+
+	ids := sortedKeys(first)
+	removed := []string{ids[3], ids[40], ids[len(ids)-1]}
+	deleteLines(t, out, removed...)
+	mustRunRecipe(t, env, "run-dataset.sh", "math")
+	third := readRecipeOutput(t, out)
+	if !reflect.DeepEqual(sortedKeys(third), ids) {
+		t.Fatalf("after deleting %v, a run left %d records, want the %d of the first run", removed, len(third), len(ids))
+	}
+	f, _ := readJSONL(out)
+	var added []string
+	for _, line := range f.lines[len(f.lines)-len(removed):] {
+		added = append(added, gjson.GetBytes(line, "id").String())
+	}
+	slices.Sort(added)
+	if !reflect.DeepEqual(added, removed) {
+		t.Errorf("the run appended %v, want exactly the deleted %v", added, removed)
+	}
+	for _, id := range removed {
+		if !reflect.DeepEqual(third[id].OutputIDs, first[id].OutputIDs) {
+			t.Errorf("%s: the redone answer differs from the first", id)
+		}
+	}
+	log := checkLog(t, filepath.Join(data, "math", "run.log"))
+	if n := strings.Count(log, "run-dataset: done: "); n != 3 {
+		t.Errorf("run.log records %d finished runs, want 3:\n%s", n, log)
+	}
+}
+
+func TestRecipeRunDatasetBudget(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	data := recipeData(t, "math")
+	const budget = 1500
+	env := append(recipeEnv(data, startLLMSim(t)), fmt.Sprintf("SYNTHPIPE_BUDGET=%d", budget))
+	out := filepath.Join(data, "math", "out.jsonl")
+
+	mustRunRecipe(t, env, "run-dataset.sh", "math")
+	first := readRecipeOutput(t, out)
+	if n := totalTokens(first); n > budget || len(first) == 0 || len(first) == promptCount(t, data, "math") {
+		t.Fatalf("first run: %d records, %d tokens; want some records but not all, at most %d tokens", len(first), n, budget)
+	}
+	for range 2 {
+		mustRunRecipe(t, env, "run-dataset.sh", "math")
+		again := readRecipeOutput(t, out)
+		if n := totalTokens(again); n > budget {
+			t.Fatalf("a later run passed the budget: %d tokens, budget %d", n, budget)
+		}
+		if len(again) != len(first) {
+			// A record that still fits may be added; none may be lost.
+			for id := range first {
+				if _, ok := again[id]; !ok {
+					t.Fatalf("a later run lost %s", id)
+				}
+			}
+		}
+	}
+}
+
+func TestRecipeRunDatasetLock(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	data := recipeData(t, "math")
+	// Slow decode steps keep the first run busy for seconds, long after
+	// the second has started.
+	env := recipeEnv(data, startLLMSim(t, "--step-time", "100ms"))
+
+	type result struct {
+		code   int
+		stderr string
+		ended  time.Time
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		cmd := exec.Command("bash", filepath.Join("..", "scripts", "run-dataset.sh"), "math")
+		cmd.Env = append(os.Environ(), env...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			cmd.Wait()
+			results <- result{cmd.ProcessState.ExitCode(), stderr.String(), time.Now()}
+		}()
+	}
+	var ended []result // in the order the runs ended
+	for range 2 {
+		select {
+		case r := <-results:
+			ended = append(ended, r)
+		case <-time.After(recipeTimeout):
+			t.Fatalf("run-dataset.sh still running after %v", recipeTimeout)
+		}
+	}
+	a, b := ended[0], ended[1]
+	for _, r := range []result{a, b} {
+		if r.code != 0 {
+			t.Fatalf("run-dataset.sh exited %d:\n%s", r.code, tail(r.stderr, 3000))
+		}
+	}
+	if !strings.Contains(a.stderr, "another run of math holds the lock: nothing to do") {
+		t.Fatalf("the run that ended first did not step aside for the lock holder:\n%s\nthe other:\n%s", a.stderr, b.stderr)
+	}
+	if strings.Contains(b.stderr, "holds the lock") {
+		t.Fatalf("both runs found the lock taken:\n%s", b.stderr)
+	}
+	if wait := b.ended.Sub(a.ended); wait < time.Second {
+		t.Errorf("the run that stepped aside ended only %v before the working one: it should not wait for it", wait)
+	}
+	if got, want := len(readRecipeOutput(t, filepath.Join(data, "math", "out.jsonl"))), promptCount(t, data, "math"); got != want {
+		t.Errorf("out.jsonl holds %d records, want %d", got, want)
+	}
+	log := checkLog(t, filepath.Join(data, "math", "run.log"))
+	if n := strings.Count(log, "holds the lock: nothing to do"); n != 1 {
+		t.Errorf("run.log tells of %d runs stepping aside, want 1:\n%s", n, log)
+	}
+}
+
+func TestRecipeRunDatasetRetryLater(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	data := recipeData(t, "math")
+	down := append(recipeEnv(data, closedPortURL(t)), "SYNTHPIPE_GENERATE_ARGS=--retries 1")
+
+	code, stderr := runRecipe(t, down, "run-dataset.sh", "math")
+	if code != 75 {
+		t.Fatalf("with no server listening: exit %d, want 75 (try again later)\n%s", code, tail(stderr, 3000))
+	}
+	log := checkLog(t, filepath.Join(data, "math", "run.log"))
+	if !strings.Contains(log, "-> 75") || !strings.Contains(log, "generate: ") {
+		t.Errorf("run.log does not tell why the run must be retried:\n%s", log)
+	}
+
+	// The next cron run, with the server back, does the work.
+	mustRunRecipe(t, recipeEnv(data, startLLMSim(t)), "run-dataset.sh", "math")
+	if got, want := len(readRecipeOutput(t, filepath.Join(data, "math", "out.jsonl"))), promptCount(t, data, "math"); got != want {
+		t.Errorf("the retry wrote %d records, want %d", got, want)
+	}
+}
+
+func TestRecipeFanoutDatasets(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	if _, err := exec.LookPath("parallel"); err != nil {
+		t.Fatalf("GNU parallel is needed (scripts/ensure-test-deps.sh installs it): %v", err)
+	}
+	datasets := []string{"math", "tools"}
+	data := recipeData(t, datasets...)
+	const budget = 1500
+	env := append(recipeEnv(data, startLLMSim(t)), fmt.Sprintf("SYNTHPIPE_BUDGET=%d", budget))
+
+	mustRunRecipe(t, env, "fanout.sh", append([]string{"datasets"}, datasets...)...)
+	var sum int64
+	for _, d := range datasets {
+		recs := readRecipeOutput(t, filepath.Join(data, d, "out.jsonl"))
+		n := totalTokens(recs)
+		if len(recs) == 0 || n > budget {
+			t.Errorf("%s: %d records, %d tokens; want some, within its own budget of %d", d, len(recs), n, budget)
+		}
+		for _, r := range recs {
+			if r.Dataset != d {
+				t.Errorf("%s/out.jsonl holds %s of dataset %q", d, r.ID, r.Dataset)
+			}
+		}
+		checkLog(t, filepath.Join(data, d, "run.log"))
+		sum += n
+	}
+	if sum <= budget {
+		t.Errorf("the datasets hold %d tokens together: each should have had a budget of %d of its own", sum, budget)
+	}
+}
+
+func TestRecipeFanoutShards(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	if _, err := exec.LookPath("parallel"); err != nil {
+		t.Fatalf("GNU parallel is needed (scripts/ensure-test-deps.sh installs it): %v", err)
+	}
+	data := recipeData(t, "chat")
+	env := recipeEnv(data, startLLMSim(t))
+	dir := filepath.Join(data, "chat")
+
+	mustRunRecipe(t, env, "run-dataset.sh", "chat")
+	whole := readRecipeOutput(t, filepath.Join(dir, "out.jsonl"))
+
+	const shards = 4
+	mustRunRecipe(t, env, "fanout.sh", "shards", "chat", fmt.Sprint(shards))
+	var paths []string
+	for k := range shards {
+		p := filepath.Join(dir, fmt.Sprintf("out.shard-%d-of-%d.jsonl", k, shards))
+		if len(readRecipeOutput(t, p)) == 0 {
+			t.Errorf("shard %d/%d wrote nothing", k, shards)
+		}
+		paths = append(paths, p)
+	}
+	union := readRecipeOutput(t, paths...) // fails on an id in two shards
+	if !reflect.DeepEqual(sortedKeys(union), sortedKeys(whole)) {
+		t.Fatalf("the shards hold %d ids, the unsharded run %d: they should be the same", len(union), len(whole))
+	}
+	for id, r := range whole {
+		if !reflect.DeepEqual(union[id].OutputIDs, r.OutputIDs) {
+			t.Errorf("%s: the shard's output_ids differ from the unsharded run's", id)
+		}
+	}
+	log := checkLog(t, filepath.Join(dir, "run.log"))
+	for k := range shards {
+		if !strings.Contains(log, fmt.Sprintf("chat %d/%d run-dataset: done: ", k, shards)) {
+			t.Errorf("run.log does not record shard %d/%d finishing:\n%s", k, shards, log)
+		}
+	}
+
+	// Resuming the shards adds nothing.
+	before := len(union)
+	mustRunRecipe(t, env, "fanout.sh", "shards", "chat", fmt.Sprint(shards))
+	if after := len(readRecipeOutput(t, paths...)); after != before {
+		t.Errorf("a second sharded run changed the shards from %d records to %d", before, after)
+	}
+}
+
+func TestRecipeSeveralServers(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	dir := t.TempDir()
+	_, rs := bundledPrompts(t, dir)
+	servers := []string{startLLMSim(t), startLLMSim(t), startLLMSim(t)}
+	out := filepath.Join(dir, "out.jsonl")
+
+	mustRunRecipe(t, []string{"SYNTHPIPE_MAX_TOKENS=24"}, "several-servers.sh", append([]string{rs.path, out}, servers...)...)
+	recs := readRecipeOutput(t, out)
+	if !reflect.DeepEqual(sortedKeys(recs), rs.ids()) {
+		t.Fatalf("wrote %d records, want one for each of the %d requests", len(recs), len(rs.ids()))
+	}
+	perServer := map[string]int{}
+	for _, r := range recs {
+		perServer[r.Gen.Endpoint]++
+	}
+	for _, s := range servers {
+		if perServer[s] == 0 {
+			t.Errorf("server %s answered none of the requests (answers per server: %v)", s, perServer)
+		}
+	}
+}
