@@ -105,15 +105,27 @@ func run(c *cli.Context) (err error) {
 		}()
 	}
 
+	// Lines skipped by --skip-invalid, in the --already files and the input
+	// alike: a skipped line of an earlier output is tokens not counted.
+	var skipped int64
+	input := cfg.input
+	input.Skipped = func(string, error) { skipped++ }
+	noteSkipped := func() {
+		if skipped > 0 { // shown even with -q: it is about the data
+			cliutil.Notef(stderr, name, "skipped %s (--skip-invalid)", plural(skipped, "invalid line"))
+		}
+	}
+
 	spent := cfg.used
 	if len(cfg.already) > 0 {
-		n, _, err := record.SumTokens(c.App.Reader, cfg.already, cfg.input, scan, cfg.mode)
+		n, _, err := record.SumTokens(c.App.Reader, cfg.already, input, scan, cfg.mode)
 		if err != nil {
 			return err
 		}
 		spent += n
 	}
 	if spent >= cfg.budget {
+		noteSkipped()
 		if !cfg.quiet {
 			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
 				cliutil.Thousands(spent), cliutil.Thousands(cfg.budget), cfg.unit())
@@ -121,7 +133,7 @@ func run(c *cli.Context) (err error) {
 		return nil
 	}
 
-	opt := cfg.input
+	opt := input
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
@@ -165,9 +177,7 @@ func run(c *cli.Context) (err error) {
 	if err := in.Err(); err != nil {
 		return err
 	}
-	if n := in.Stats().Invalid; n > 0 { // shown even with -q: it is about the data
-		cliutil.Notef(stderr, name, "skipped %s (--skip-invalid)", plural(n, "invalid line"))
-	}
+	noteSkipped()
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
 		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
