@@ -13,7 +13,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// Shape names, as the summary and error messages use them.
+// Shape names: what a record was read as.
 const (
 	shapeOpenAI    = "messages"
 	shapeShareGPT  = "sharegpt"
@@ -135,8 +135,8 @@ func parseFields(line []byte) (*fields, error) {
 	return f, err
 }
 
-// get returns the raw value of the member named key, or nil. Keys with
-// escapes are compared decoded only when they need it, which is rare.
+// get returns the raw value of the member named key, or nil. Keys are
+// compared as written: one spelled with escapes ("\u0069d") is not found.
 func (f *fields) get(key string) []byte {
 	for _, m := range f.members {
 		if string(m.Key) == key {
@@ -198,14 +198,16 @@ func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
 }
 
 func detect(f *fields, messagesPath string) (*prompt, error) {
-	if raw := f.path(messagesPath); messagesPath != "" && raw != nil {
-		p := &prompt{shape: shapePath}
-		if isTopLevelKey(messagesPath) {
-			p.consumed = []string{messagesPath}
+	if messagesPath != "" {
+		if raw := f.path(messagesPath); raw != nil {
+			p := &prompt{shape: shapePath}
+			if isTopLevelKey(messagesPath) {
+				p.consumed = []string{messagesPath}
+			}
+			var err error
+			p.messages, err = readTurns(messagesPath, raw)
+			return p, err
 		}
-		var err error
-		p.messages, err = readTurns(messagesPath, raw)
-		return p, err
 	}
 	if raw := f.get(fieldMessages); raw != nil {
 		msgs, err := readTurns(fieldMessages, raw)
