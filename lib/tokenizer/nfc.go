@@ -27,12 +27,19 @@ func mayChangeUnderNFC(r rune) bool {
 	return i < len(nfcUnstableRanges) && nfcUnstableRanges[i][0] <= r
 }
 
-// isNFC is the quick check: runes below U+0300 never need attention.
+// isNFC is the quick check: runes below U+0300 never need attention, the
+// others are looked up in the class table.
 func isNFC(s string) bool {
-	for _, r := range s {
-		if r >= 0x300 && mayChangeUnderNFC(r) {
+	for i := 0; i < len(s); {
+		if s[i] < 0xCC { // lead bytes below 0xCC start runes below U+0300
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if classOf(r)&classNFCUnstable != 0 {
 			return false
 		}
+		i += n
 	}
 	return true
 }

@@ -13,19 +13,20 @@ import (
 type runeClass uint16
 
 const (
-	classLu      runeClass = 1 << iota // \p{Lu}
-	classLl                            // \p{Ll}
-	classLt                            // \p{Lt}
-	classLm                            // \p{Lm}
-	classLo                            // \p{Lo}
-	classM                             // \p{M}
-	classN                             // \p{N}
-	classP                             // \p{P}
-	classS                             // \p{S}
-	classSpace                         // \s: the White_Space property, as Oniguruma and Rust's regex read \s
-	classHan                           // \p{Han}
-	classPySpace                       // Python's str.isspace
-	classLetter  = classLu | classLl | classLt | classLm | classLo
+	classLu          runeClass = 1 << iota // \p{Lu}
+	classLl                                // \p{Ll}
+	classLt                                // \p{Lt}
+	classLm                                // \p{Lm}
+	classLo                                // \p{Lo}
+	classM                                 // \p{M}
+	classN                                 // \p{N}
+	classP                                 // \p{P}
+	classS                                 // \p{S}
+	classSpace                             // \s: the White_Space property, as Oniguruma and Rust's regex read \s
+	classHan                               // \p{Han}
+	classPySpace                           // Python's str.isspace
+	classNFCUnstable                       // may make a text differ from its NFC form
+	classLetter      = classLu | classLl | classLt | classLm | classLo
 )
 
 var (
@@ -46,7 +47,7 @@ var (
 func computeClass(r rune) runeClass {
 	var c runeClass
 	if u, ok := findClassUpdate(r); ok {
-		return u | spaceClasses(r)
+		return u | otherClasses(r)
 	}
 	switch {
 	case unicode.Is(unicode.Lu, r):
@@ -71,11 +72,15 @@ func computeClass(r rune) runeClass {
 	if unicode.Is(unicode.Han, r) {
 		c |= classHan
 	}
-	return c | spaceClasses(r)
+	return c | otherClasses(r)
 }
 
-func spaceClasses(r rune) runeClass {
+// otherClasses are the bits that do not come from the general category.
+func otherClasses(r rune) runeClass {
 	var c runeClass
+	if mayChangeUnderNFC(r) {
+		c |= classNFCUnstable
+	}
 	if unicode.Is(unicode.White_Space, r) {
 		c |= classSpace | classPySpace
 	}
