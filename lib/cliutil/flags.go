@@ -69,7 +69,8 @@ func InputOptions(c *cli.Context) (jsonl.Options, error) {
 	if s := c.String(FlagMaxLine); s != "" {
 		n, err := ParseCount(s)
 		if err != nil {
-			return opt, Usagef("--%s: %v", FlagMaxLine, err)
+			// ParseCount's hints are token counts (250k, 10M); this is bytes.
+			return opt, Usagef("--%s %q: not a size in bytes (try 64Mi, 256Mi or 1Gi)", FlagMaxLine, s)
 		}
 		if n < 1 || n > jsonl.MaxLineLimit {
 			return opt, Usagef("--%s %s: must be between 1 and 1Gi", FlagMaxLine, s)
