@@ -32,8 +32,10 @@
 #   SYNTHPIPE_TOKENIZE_ARGS  more tokenize-prompts flags, e.g. "--date 2026-01-01"
 #   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--model m --temperature 0.6"
 #
-# Crontab line (every 10 minutes; while a run is still going the next is a no-op;
-# after a 75 the next one retries):
+# Crontab lines (every 10 minutes; while a run is still going the next is a
+# no-op; after a 75 the next one retries). Cron's own PATH is /usr/bin:/bin,
+# without /usr/local/bin where make install puts the tools: set it.
+#   PATH=/usr/local/bin:/usr/bin:/bin
 #   */10 * * * * cd /srv/distill && SYNTHPIPE_TOKENIZER=/models/Kimi-K2.5 SYNTHPIPE_URL=http://gpu1:30000 /opt/synthpipe/scripts/run-dataset.sh chat >/dev/null 2>&1
 set -uo pipefail
 

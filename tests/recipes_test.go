@@ -499,3 +499,50 @@ func TestRecipeSeveralServers(t *testing.T) {
 		}
 	}
 }
+
+// TestRecipeCrontabLine runs the crontab lines documented in run-dataset.sh
+// as cron would: through sh, with cron's bare environment and the documented
+// PATH, the tools standing where make install puts them.
+func TestRecipeCrontabLine(t *testing.T) {
+	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	script, err := os.ReadFile(filepath.Join("..", "scripts", "run-dataset.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathLine := regexp.MustCompile(`(?m)^#   PATH=(\S+)$`).FindSubmatch(script)
+	cronLine := regexp.MustCompile(`(?m)^#   \*/10 \* \* \* \* (.+)$`).FindSubmatch(script)
+	if pathLine == nil || cronLine == nil {
+		t.Fatal("run-dataset.sh documents no PATH line and */10 crontab line")
+	}
+	toolPath, err := exec.LookPath("generate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scripts, err := filepath.Abs(filepath.Join("..", "scripts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	data := recipeData(t, "chat")
+	if err := os.Rename(data, filepath.Join(work, "data")); err != nil {
+		t.Fatal(err)
+	}
+	command := strings.NewReplacer(
+		"/srv/distill", work,
+		"/models/Kimi-K2.5", "builtin:"+bundle.TokenizerName,
+		"http://gpu1:30000", startLLMSim(t),
+		"/opt/synthpipe/scripts", scripts,
+	).Replace(string(cronLine[1]))
+	// The tools are in the first folder of the documented PATH.
+	path := strings.Replace(string(pathLine[1]), "/usr/local/bin", filepath.Dir(toolPath), 1)
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Env = []string{"HOME=" + work, "LOGNAME=cron", "SHELL=/bin/sh", "PATH=" + path, "SYNTHPIPE_MAX_TOKENS=24"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	recs := readRecipeOutput(t, filepath.Join(work, "data", "chat", "out.jsonl"))
+	if want := promptCount(t, filepath.Join(work, "data"), "chat"); len(recs) != want {
+		t.Errorf("the cron run wrote %d records, want %d", len(recs), want)
+	}
+	checkLog(t, filepath.Join(work, "data", "chat", "run.log"))
+}
