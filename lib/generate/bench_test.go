@@ -9,9 +9,13 @@ import (
 
 // BenchmarkThroughput runs generate against a zero-latency simulator in the
 // same process; b.N is the number of requests.
-var benchConc = "auto"
-
 func BenchmarkThroughput(b *testing.B) {
+	for _, conc := range []string{"8", "64", "auto"} {
+		b.Run("concurrency="+conc, func(b *testing.B) { benchmarkThroughput(b, conc) })
+	}
+}
+
+func benchmarkThroughput(b *testing.B, benchConc string) {
 	_, url := startSim(b, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 16} })
 	input := sglangRequests(b.N, 64)
 	b.ResetTimer()

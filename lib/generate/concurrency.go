@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
 // limiter decides how many requests one server may have in flight.
@@ -104,7 +105,7 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
 	fit := float64(k.kvTokens) / perRequest
 	n := int(math.Ceil(fit * (1 + queueMargin)))
 	why := fmt.Sprintf("KV %s tokens / (%s prompt + %s held by answers) = %.0f, +%.0f%% queue margin",
-		group(int64(k.kvTokens)), group(int64(meanPrompt)), group(int64(kvShare)), fit, queueMargin*100)
+		cliutil.Thousands(int64(k.kvTokens)), cliutil.Thousands(int64(meanPrompt)), cliutil.Thousands(int64(kvShare)), fit, queueMargin*100)
 	if k.maxRunning > 0 {
 		capped := int(math.Ceil(float64(k.maxRunning) * (1 + queueMargin)))
 		if n > capped {

@@ -118,9 +118,20 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.params, err = sampling(c); err != nil {
 		return nil, err
 	}
-	if cfg.retries < 0 || cfg.timeout < 0 || cfg.drainTimeout < 0 || cfg.window < 1 {
-		return nil, cliutil.Usagef("--%s, --%s, --%s must not be negative and --%s must be positive",
-			flagRetries, flagTimeout, flagDrainTimeout, flagReorderWindow)
+	for _, f := range []struct {
+		name string
+		bad  bool
+		why  string
+	}{
+		{flagRetries, cfg.retries < 0, "must not be negative"},
+		{flagTimeout, cfg.timeout < 0, "must not be negative"},
+		{flagDrainTimeout, cfg.drainTimeout < 0, "must not be negative"},
+		{flagProgressInterval, cfg.progressEvery < 0, "must not be negative"},
+		{flagReorderWindow, cfg.window < 1, "must be at least 1"},
+	} {
+		if f.bad {
+			return nil, cliutil.Usagef("--%s %s: %s", f.name, c.Value(f.name), f.why)
+		}
 	}
 	if s := c.String(flagConcurrency); s != "auto" {
 		n, err := strconv.Atoi(s)

@@ -36,6 +36,10 @@ var responseKeys = map[string]bool{
 	record.FieldCompletionTokens: true, record.FieldUsage: true, "gen": true,
 }
 
+// maxCount is the largest token count a record may state: 2^53, as in every
+// tool, since sums beyond it are no longer exact.
+const maxCount = 1 << 53
+
 // errNoInputIDs and errNoMessages explain a record the backend cannot send.
 var (
 	errNoInputIDs = errors.New(`no "input_ids": --backend sglang sends token ids (run tokenize-prompts first, or use --backend openai with messages)`)
@@ -105,11 +109,14 @@ func (p *parser) parse(line []byte) (*job, error) {
 		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.idPath)
 	}
 	if len(promptTok) > 0 && !bytes.Equal(promptTok, []byte("null")) {
-		n, err := strconv.Atoi(string(promptTok))
+		n, err := strconv.ParseInt(string(promptTok), 10, 64)
+		if err != nil && errors.Is(err, strconv.ErrRange) || err == nil && n > maxCount {
+			return nil, fmt.Errorf("%q is %s, more than 2^53: no record holds that many tokens", record.FieldPromptTokens, promptTok)
+		}
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, promptTok)
 		}
-		j.promptTokens, j.hasPromptTokens = n, true
+		j.promptTokens, j.hasPromptTokens = int(n), true
 	}
 	switch p.backend {
 	case backendSGLang:

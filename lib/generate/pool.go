@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
 // server is one --url with its load and health.
@@ -20,6 +22,20 @@ type server struct {
 	failures  int
 	openUntil time.Time
 	probing   bool
+	// connectErrors and lastError say why the server is down, for the
+	// message that ends a run in which none could be reached.
+	connectErrors int
+	lastError     string
+	lastFailure   time.Time
+}
+
+// markUnreachable sidelines s after a failed connection (at start-up, its
+// capacity query).
+func (s *server) markUnreachable(cause string) {
+	s.failures = breakAfter
+	s.openUntil = time.Now().Add(firstSideline)
+	s.connectErrors++
+	s.lastError, s.lastFailure = cause, time.Now()
 }
 
 // Circuit breaker settings.
@@ -147,8 +163,9 @@ const (
 	attemptCancelled // we gave up: says nothing about the server
 )
 
-// release returns the slot of an attempt and learns from how it went.
-func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.Duration) {
+// release returns the slot of an attempt and learns from how it went; cause
+// says why it failed.
+func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.Duration, cause string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s.inFlight--
@@ -168,6 +185,8 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 	case attemptUnreachable:
 		s.failures++
 		s.probing = false
+		s.connectErrors++
+		s.lastError, s.lastFailure = cause, time.Now()
 		if s.failures >= breakAfter {
 			d := firstSideline << min(s.failures-breakAfter, 5)
 			s.openUntil = time.Now().Add(min(d, longestSidline))
@@ -177,6 +196,20 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 	}
 	p.updateDownLocked()
 	p.notifyLocked()
+}
+
+// unreachable is the error that ends a run in which no server could be
+// reached: the server that failed last, why, and how often.
+func (p *pool) unreachable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := p.servers[0]
+	for _, s := range p.servers {
+		if s.lastFailure.After(last.lastFailure) {
+			last = s
+		}
+	}
+	return exitcode.TempFailf("%s: %s after %d attempts; no server is reachable", last.url, last.lastError, last.connectErrors)
 }
 
 func later(a, b time.Time) time.Time {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
@@ -79,13 +80,13 @@ func (s *scheduler) progressLine(total int64) string {
 	done := t.finished()
 	var b strings.Builder
 	if total > 0 {
-		fmt.Fprintf(&b, "%s/%s done (%.1f%%)", group(done), group(total), 100*float64(done)/float64(total))
+		fmt.Fprintf(&b, "%s/%s done (%.1f%%)", cliutil.Thousands(done), cliutil.Thousands(total), 100*float64(done)/float64(total))
 	} else {
-		fmt.Fprintf(&b, "%s done", group(done))
+		fmt.Fprintf(&b, "%s done", cliutil.Thousands(done))
 	}
 	fmt.Fprintf(&b, ", %s ok, %s err, %s trunc, %.1f req/s, %s tok/s out, mean completion %s, %d in flight, %s elapsed",
-		group(t.ok), group(t.errors), group(t.truncated), float64(t.ok)/secs,
-		group(int64(float64(t.completionTokens)/secs)), group(int64(est.mean)), inFlight, elapsed.Round(time.Second))
+		cliutil.Thousands(t.ok), cliutil.Thousands(t.errors), cliutil.Thousands(t.truncated), float64(t.ok)/secs,
+		cliutil.Thousands(int64(float64(t.completionTokens)/secs)), cliutil.Thousands(int64(est.mean)), inFlight, elapsed.Round(time.Second))
 	if eta, ok := s.eta(t, total, inFlight, est, meanPrompt, elapsed); ok {
 		fmt.Fprintf(&b, ", ETA %s", eta.Round(time.Second))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
@@ -44,4 +45,17 @@ func poolOutcome(e *backend.Error) outcomeKind {
 		return attemptRateLimited
 	}
 	return attemptFailed
+}
+
+// shortCause is what an attempt's failure says, without the transport's
+// wrapping: "connection refused" rather than "dial tcp 10.0.0.1:30000:
+// connect: connection refused", since the URL is named beside it.
+func shortCause(e *backend.Error) string {
+	if e.Kind != backend.KindConnect {
+		return e.Message
+	}
+	if i := strings.LastIndex(e.Message, ": "); i >= 0 {
+		return e.Message[i+2:]
+	}
+	return e.Message
 }

@@ -32,6 +32,18 @@ func run(c *cli.Context) (err error) {
 	// The first signal drains the requests in flight: Main must wait for it.
 	cliutil.SetSignalGrace(c.Context, cfg.drainTimeout+3*time.Second)
 
+	// The inputs are checked first: a typo must not wait on a slow server.
+	// Reading stops when dispatching does.
+	dispatchCtx, stopDispatch := context.WithCancelCause(context.Background())
+	defer stopDispatch(nil)
+	opt := cfg.input
+	opt.Context = dispatchCtx
+	in, err := jsonl.Open(c.App.Reader, cfg.inputs, opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+
 	spent := int64(0)
 	if len(cfg.already) > 0 {
 		scan := record.NewScanner(cfg.idPath, false, "")
@@ -39,7 +51,7 @@ func run(c *cli.Context) (err error) {
 			return err
 		}
 		if spent >= cfg.tokenBudget {
-			note("already at or over budget: %s of %s %s tokens spent; sending nothing", group(spent), group(cfg.tokenBudget), cfg.countMode)
+			note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(spent), cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 			return nil
 		}
 	}
@@ -69,7 +81,7 @@ func run(c *cli.Context) (err error) {
 	}
 	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
 	servers := newServers(c.Context, cfg, be, note)
-	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note)
+	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note, dispatchCtx, stopDispatch)
 	if cfg.tokenizer != "" {
 		m, err := chat.Load(cfg.tokenizer, chat.TemplateAuto, nil)
 		if err != nil {
@@ -77,14 +89,6 @@ func run(c *cli.Context) (err error) {
 		}
 		s.retok = &retokenizer{model: m}
 	}
-
-	opt := cfg.input
-	opt.Context = s.dispatchCtx
-	in, err := jsonl.Open(c.App.Reader, cfg.inputs, opt)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
 
 	prog := newProgress(stderr, cfg.progressEvery, total)
 	if cfg.quiet {
@@ -100,6 +104,9 @@ func run(c *cli.Context) (err error) {
 	close(stopProgress)
 	<-progressDone
 
+	if n := in.Stats().Invalid; n > 0 { // shown even with -q: it is about the data
+		cliutil.Notef(stderr, c.App.Name, "skipped %s invalid line%s (--%s)", cliutil.Thousands(n), plural(n), cliutil.FlagSkipInvalid)
+	}
 	if !cfg.quiet {
 		s.mu.Lock()
 		t, reason := s.tally, s.stopReason
@@ -109,13 +116,20 @@ func run(c *cli.Context) (err error) {
 	}
 	if s.retok != nil {
 		if n := s.retok.fallbacks.Load(); n > 0 {
-			cliutil.Notef(stderr, c.App.Name, "%s answers were re-tokenized from their text alone: the chat template does not render them after the prompt", group(n))
+			cliutil.Notef(stderr, c.App.Name, "%s answers were re-tokenized from their text alone: the chat template does not render them after the prompt", cliutil.Thousands(n))
 		}
 	}
 	if ferr := out.Flush(); err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
 		err = ferr
 	}
 	return err
+}
+
+func plural(n int64) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // startLine says what the run will do, naming the limits a user should know
@@ -128,7 +142,7 @@ func startLine(cfg *config, maxTokensSet bool) string {
 	s := fmt.Sprintf("%s backend, %d server(s), max_tokens %d (%s), retries %d, timeout %v",
 		cfg.backend, len(cfg.urls), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
 	if cfg.tokenBudget > 0 {
-		s += fmt.Sprintf(", token budget %s %s", group(cfg.tokenBudget), cfg.countMode)
+		s += fmt.Sprintf(", token budget %s %s", cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 	}
 	if cfg.costBudget > 0 {
 		s += fmt.Sprintf(", cost budget $%.2f", cfg.costBudget)
@@ -170,8 +184,7 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 			var be *backend.Error
 			if errors.As(err, &be) && be.Kind == backend.KindConnect {
 				// Unreachable now: sideline it, the breaker will probe.
-				srv.failures = breakAfter
-				srv.openUntil = time.Now().Add(firstSideline)
+				srv.markUnreachable(shortCause(be))
 			}
 		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
 			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", u, aimdStart)

@@ -3,7 +3,6 @@ package generate
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,22 +65,27 @@ type scheduler struct {
 	readErr    error
 }
 
-func newScheduler(cfg *config, be backend.Backend, servers []*server, b *budget, out, errs *jsonl.Writer, note func(string, ...any)) *scheduler {
+// newScheduler prepares a run; dispatch is the context that reading and
+// dispatching stop with, and stop ends it.
+func newScheduler(cfg *config, be backend.Backend, servers []*server, b *budget, out, errs *jsonl.Writer, note func(string, ...any),
+	dispatch context.Context, stop context.CancelCauseFunc) *scheduler {
 	s := &scheduler{
-		cfg:         cfg,
-		be:          be,
-		backendName: be.Name(),
-		paramsJSON:  paramsJSON(cfg.params),
-		pool:        newPool(servers, giveUpAfter(cfg)),
-		budget:      b,
-		lengths:     newLengthModel(cfg.params.MaxTokens),
-		parser:      newParser(cfg),
-		out:         out,
-		errs:        errs,
-		note:        note,
-		results:     make(chan *outcome, 256),
-		inFlight:    map[*job]time.Time{},
-		start:       time.Now(),
+		cfg:          cfg,
+		be:           be,
+		backendName:  be.Name(),
+		paramsJSON:   paramsJSON(cfg.params),
+		pool:         newPool(servers, giveUpAfter(cfg)),
+		budget:       b,
+		lengths:      newLengthModel(cfg.params.MaxTokens),
+		parser:       newParser(cfg),
+		out:          out,
+		errs:         errs,
+		note:         note,
+		results:      make(chan *outcome, 256),
+		inFlight:     map[*job]time.Time{},
+		start:        time.Now(),
+		dispatchCtx:  dispatch,
+		stopDispatch: stop,
 	}
 	for _, srv := range servers {
 		if k, ok := srv.limiter.(*kvSizer); ok {
@@ -91,7 +95,6 @@ func newScheduler(cfg *config, be backend.Backend, servers []*server, b *budget,
 	if cfg.ordered {
 		s.reorder = newReorder(cfg.window)
 	}
-	s.dispatchCtx, s.stopDispatch = context.WithCancelCause(context.Background())
 	s.runCtx, s.cancelRun = context.WithCancelCause(context.Background())
 	return s
 }
@@ -250,7 +253,7 @@ func (s *scheduler) dispatch(records <-chan *job) {
 		if err != nil {
 			s.budget.cancel(r)
 			if errors.Is(err, errNoServer) {
-				s.stop("no server reachable", exitcode.TempFailf("%s: no server is reachable", strings.Join(s.cfg.urls, ", ")), true)
+				s.stop("no server reachable", s.pool.unreachable(), true)
 			}
 			return
 		}
@@ -345,13 +348,13 @@ func (s *scheduler) estimate() (lengthEstimate, float64) {
 func (s *scheduler) work(j *job) {
 	defer s.wg.Done()
 	o := &outcome{job: j}
-	var last *backend.Error
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			srv, err := s.pool.acquire(s.runCtx, j.kvTokens)
 			if errors.Is(err, errNoServer) {
-				o.err = last
-				s.stop("no server reachable", exitcode.TempFailf("%s: %s after %d attempts; no server is reachable", j.server.url, last.Message, o.attempts), true)
+				// Not this record's failure: a later run does it.
+				s.stop("no server reachable", s.pool.unreachable(), true)
+				o.cancelled = true
 				break
 			}
 			if err != nil {
@@ -363,7 +366,7 @@ func (s *scheduler) work(j *job) {
 		j.req.Attempt, o.attempts = attempt, attempt
 		res, err := s.attempt(j)
 		if err == nil {
-			s.pool.release(j.server, j.kvTokens, attemptOK, 0)
+			s.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
 			if s.retok != nil && res.OutputIDs == nil {
 				res.OutputIDs = s.retok.outputIDs(j, res)
 			}
@@ -371,18 +374,17 @@ func (s *scheduler) work(j *job) {
 			break
 		}
 		if s.runCtx.Err() != nil {
-			s.pool.release(j.server, j.kvTokens, attemptCancelled, 0)
+			s.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
 			o.cancelled = true
 			break
 		}
 		e := err.(*backend.Error)
-		s.pool.release(j.server, j.kvTokens, poolOutcome(e), e.RetryAfter)
+		s.pool.release(j.server, j.kvTokens, poolOutcome(e), e.RetryAfter, shortCause(e))
 		if e.Fatal {
 			o.err = e
 			s.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
 			break
 		}
-		last = e
 		if !e.Retryable || attempt > s.cfg.retries {
 			o.err = e
 			break

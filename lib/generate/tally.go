@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
 // tally counts what became of the records, for the progress line and the
@@ -28,19 +30,19 @@ func (t *tally) finished() int64 { return t.ok + t.errors + t.cut + t.cancelled 
 func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, reason string) string {
 	notStarted := t.read - t.finished()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s records read: %s ok", group(t.read), group(t.ok))
+	fmt.Fprintf(&b, "%s records read: %s ok", cliutil.Thousands(t.read), cliutil.Thousands(t.ok))
 	if t.truncated+t.empty+t.aborted > 0 {
-		fmt.Fprintf(&b, " (%s truncated, %s empty, %s aborted)", group(t.truncated), group(t.empty), group(t.aborted))
+		fmt.Fprintf(&b, " (%s truncated, %s empty, %s aborted)", cliutil.Thousands(t.truncated), cliutil.Thousands(t.empty), cliutil.Thousands(t.aborted))
 	}
-	fmt.Fprintf(&b, ", %s errors", group(t.errors))
+	fmt.Fprintf(&b, ", %s errors", cliutil.Thousands(t.errors))
 	if t.errors > 0 && errorsFile != "" {
 		fmt.Fprintf(&b, " (in %s)", errorsFile)
 	}
-	fmt.Fprintf(&b, ", %s cut by budget, %s cancelled in flight, %s not started", group(t.cut), group(t.cancelled), group(notStarted))
+	fmt.Fprintf(&b, ", %s cut by budget, %s cancelled in flight, %s not started", cliutil.Thousands(t.cut), cliutil.Thousands(t.cancelled), cliutil.Thousands(notStarted))
 	secs := max(elapsed.Seconds(), 1e-3)
 	fmt.Fprintf(&b, "; %s prompt + %s completion tokens in %s (%.1f req/s, %s tok/s out)",
-		group(t.promptTokens), group(t.completionTokens), elapsed.Round(100*time.Millisecond),
-		float64(t.ok)/secs, group(int64(float64(t.completionTokens)/secs)))
+		cliutil.Thousands(t.promptTokens), cliutil.Thousands(t.completionTokens), elapsed.Round(100*time.Millisecond),
+		float64(t.ok)/secs, cliutil.Thousands(int64(float64(t.completionTokens)/secs)))
 	if usd > 0 {
 		fmt.Fprintf(&b, ", $%.4f", usd)
 	}
@@ -48,16 +50,4 @@ func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, r
 		b.WriteString("; " + reason)
 	}
 	return b.String()
-}
-
-// group writes n with thousands separators.
-func group(n int64) string {
-	if n < 0 {
-		return "-" + group(-n)
-	}
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
