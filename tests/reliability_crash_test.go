@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
 // The crash-and-resume test runs the documented pipeline
@@ -38,6 +41,9 @@ const crashMaxTokens = 96
 // generate holds only part of the input at a time, so that killing an
 // upstream stage cuts its input short.
 const crashBatch = 48
+
+// crashRefusedShare is the share of requests the server refuses for good.
+const crashRefusedShare = 0.02
 
 // crashKillsPerCycle is how many kills a dataset goes through before its
 // clean run. More would find it done: each run finishes part of the work.
@@ -76,7 +82,12 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	for _, r := range rs.byID {
 		maxPrompt = max(maxPrompt, len(r.InputIDs))
 	}
-	srv := startSim(t, pacedSimConfig(crashRunTime, len(rs.byID), crashBatch, maxPrompt, crashMaxTokens))
+	cfg := pacedSimConfig(crashRunTime, len(rs.byID), crashBatch, maxPrompt, crashMaxTokens)
+	// A few records are refused for their content (403 moderation, not
+	// retryable), so that every run leaves some in the errors file, and
+	// the kills meet it being written too.
+	cfg.Faults.Moderation = crashRefusedShare
+	srv := startSim(t, cfg)
 	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: crashMaxTokens}
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
 
@@ -169,6 +180,7 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 		// Between runs the output may end in a torn line (budget-cut killed
 		// mid-write); everything before it must already be sound.
 		o := checkOutcome(t, rs, ans, outPath, errPath, true)
+		checkCrashErrors(t, o)
 		t.Logf("run %d: %s killed %s; the run took %v; %d records done", k, victim.name, moment,
 			time.Since(start).Round(10*time.Millisecond), len(o.okIDs))
 		if t.Failed() {
@@ -188,29 +200,31 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	o := checkOutcome(t, rs, ans, outPath, errPath, false)
 	checkCrashErrors(t, o)
 	if budget == 0 {
-		if len(o.okIDs) != len(rs.byID) {
-			t.Errorf("after the clean run %d of %d records are in the output", len(o.okIDs), len(rs.byID))
-		}
+		o.checkPartition(t, rs)
 	} else {
 		checkBudgetShare(t, rs, o, budget, crashMaxTokens)
 	}
 	if _, err := os.Stat(outPath + ".torn"); err == nil {
 		t.Logf("a torn line was cut off out.jsonl on resume (kept in out.jsonl.torn)")
 	}
-	t.Logf("%d kills landed of %d; %d records in the output, %d error lines; server: %d requests, %d aborted",
-		landed, kills, len(o.okIDs), len(o.errors), srv.Stats().Requests, srv.Stats().Aborted)
+	t.Logf("%d kills landed of %d; %d records in the output, %d refused in the last run; server: %d requests, %d aborted, %d refused",
+		landed, kills, len(o.okIDs), len(o.errors), srv.Stats().Requests, srv.Stats().Aborted, srv.Stats().Faults[sim.FaultModeration])
 }
 
-// checkCrashErrors: without injected faults, nothing a kill does is a
-// record's failure. A request cancelled because a neighbour died is not an
-// error either (it is simply not done, and the next run does it), so the
-// errors file may only hold records that were later completed.
+// checkCrashErrors: the errors file holds the failures of the last run,
+// which dedupe-resume passed because they were not done, and which failed
+// instead of being written, so none can be in the output. A request
+// cancelled because a neighbour died is no failure either: it is simply
+// not done, and the next run does it. Only the refusals are failures.
 func checkCrashErrors(t *testing.T, o outcome) {
 	t.Helper()
 	for _, id := range sortedKeys(o.errIDs) {
-		e := o.errIDs[id]
-		if !o.okIDs[id] {
-			t.Errorf("id %s is in the errors file (%s: %s) and was never completed", id, e.Error.Kind, e.Error.Message)
+		e := o.errIDs[id].Error
+		if o.okIDs[id] {
+			t.Errorf("id %s is in the output and in the errors file (%s: %s)", id, e.Kind, e.Message)
+		}
+		if e.Status != http.StatusForbidden {
+			t.Errorf("id %s is in the errors file with %s (status %d: %s); only refusals (403) were injected", id, e.Kind, e.Status, e.Message)
 		}
 	}
 }
