@@ -29,6 +29,7 @@ func TestRetryableFaults(t *testing.T) {
 		{"mid-stream error sglang", sim.FaultMidStreamError, func(f *sim.FaultConfig) { f.MidStreamError = 0.3 }, "sglang", true, nil},
 		{"garbage body", sim.FaultGarbage, func(f *sim.FaultConfig) { f.Garbage = 0.3 }, "sglang", false, nil},
 		{"html proxy page", sim.FaultHTML, func(f *sim.FaultConfig) { f.HTML = 0.3 }, "openai", false, nil},
+		{"sglang abort", sim.FaultAbort, func(f *sim.FaultConfig) { f.Abort = 0.3 }, "sglang", false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
