@@ -96,6 +96,13 @@ func (p *pool) notifyLocked() {
 	p.changed = make(chan struct{})
 }
 
+// wake lets waiting requests look again: the limits changed.
+func (p *pool) wake() {
+	p.mu.Lock()
+	p.notifyLocked()
+	p.mu.Unlock()
+}
+
 // acquire waits for a server with a free slot and charges it tokens. It
 // fails with errNoServer once every server has been down for giveUp.
 func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {

@@ -32,7 +32,7 @@ type scheduler struct {
 	backendName string
 	paramsJSON  []byte
 	pool        *pool
-	sizers      []*kvSizer
+	kvServers   []*server // the servers sized from their KV cache
 	budget      *budget
 	lengths     *lengthModel
 	parser      *parser
@@ -88,8 +88,8 @@ func newScheduler(cfg *config, be backend.Backend, servers []*server, b *budget,
 		stopDispatch: stop,
 	}
 	for _, srv := range servers {
-		if k, ok := srv.limiter.(*kvSizer); ok {
-			s.sizers = append(s.sizers, k)
+		if _, ok := srv.limiter.(*kvSizer); ok {
+			s.kvServers = append(s.kvServers, srv)
 		}
 	}
 	if cfg.ordered {
@@ -275,34 +275,20 @@ func (s *scheduler) sizeFirst(j *job) {
 	first := !s.sized
 	s.sized = true
 	s.mu.Unlock()
-	if first && len(s.sizers) > 0 {
+	if first && len(s.kvServers) > 0 {
 		s.resize(float64(j.promptTokens), s.lengths.estimate(nil).kvShare)
 	}
 }
 
 // resize re-sizes every KV-bound server and logs significant changes.
 func (s *scheduler) resize(meanPrompt, kvShare float64) {
-	for i, k := range s.sizers {
+	for _, srv := range s.kvServers {
+		k := srv.limiter.(*kvSizer)
 		if k.resize(meanPrompt, kvShare) {
-			s.note("%s: %s", s.sizerURL(i), k)
+			s.note("%s: %s", srv.url, k)
 		}
 	}
-	s.pool.mu.Lock()
-	s.pool.notifyLocked()
-	s.pool.mu.Unlock()
-}
-
-func (s *scheduler) sizerURL(i int) string {
-	n := 0
-	for _, srv := range s.pool.servers {
-		if _, ok := srv.limiter.(*kvSizer); ok {
-			if n == i {
-				return srv.url
-			}
-			n++
-		}
-	}
-	return ""
+	s.pool.wake()
 }
 
 // expectedCompletion is the mean answer length expected now.
@@ -321,7 +307,7 @@ func (s *scheduler) tune() {
 		case <-t.C:
 		}
 		est, meanPrompt := s.estimate()
-		if len(s.sizers) > 0 && meanPrompt > 0 {
+		if len(s.kvServers) > 0 && meanPrompt > 0 {
 			s.resize(meanPrompt, est.kvShare)
 		}
 	}
