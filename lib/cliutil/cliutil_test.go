@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +37,14 @@ func TestParseCount(t *testing.T) {
 		{in: "64Mi", want: 64 << 20},
 		{in: "1Gi", want: 1 << 30},
 		{in: "1.5Ki", want: 1536},
+		{in: "1.005k", want: 1005},
+		{in: "1.015M", want: 1_015_000},
+		{in: "9.995M", want: 9_995_000},
+		{in: "0.000001M", want: 1},
+		{in: "4611686018427387903", want: 4611686018427387903},
+		{in: "4611686018427387904", wantErr: "too large"},
+		{in: "1.0000001M", wantErr: "not a whole number"},
+		{in: "1.0001Ki", wantErr: "not a whole number"},
 		{in: " 7 ", want: 7},
 		{in: "-5", wantErr: `"-5" is negative`},
 		{in: "-1.5M", wantErr: "is negative"},
@@ -228,4 +238,27 @@ func TestManPage(t *testing.T) {
 			t.Errorf("man page has no %s section", sec)
 		}
 	}
+}
+
+// FuzzParseCount checks ParseCount against exact integer arithmetic: a count
+// it accepts is whole and non-negative, a plain integer reads as
+// strconv.ParseInt reads it, and N with a k suffix is N*1000.
+func FuzzParseCount(f *testing.F) {
+	for _, s := range []string{"250k", "10M", "1.5G", "12345", "-5", "1.005k", "0x10", "64Ki", ".5k", "1."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseCount(s)
+		if err == nil && n < 0 {
+			t.Fatalf("ParseCount(%q) = %d", s, n)
+		}
+		if i, perr := strconv.ParseInt(s, 10, 64); perr == nil && i >= 0 && i <= math.MaxInt64/2 && s[0] != '+' {
+			if err != nil || n != i {
+				t.Fatalf("ParseCount(%q) = %d, %v; want %d", s, n, err, i)
+			}
+			if k, err := ParseCount(s + "k"); i <= math.MaxInt64/2/1000 && (err != nil || k != i*1000) {
+				t.Fatalf("ParseCount(%q) = %d, %v; want %d", s+"k", k, err, i*1000)
+			}
+		}
+	})
 }

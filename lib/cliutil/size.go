@@ -3,24 +3,25 @@ package cliutil
 import (
 	"fmt"
 	"math"
-	"strconv"
+	"math/big"
 	"strings"
 )
 
 // ParseCount reads a count such as 250k, 10M, 1.5G or 12345. Suffixes are
 // powers of ten (k, M, G, T; case-insensitive except that "m" is accepted for
 // "M" since nobody means milli-tokens); Ki, Mi, Gi, Ti are powers of two, for
-// byte sizes. The result must be a whole, non-negative number.
+// byte sizes. The result must be a whole, non-negative number. The arithmetic
+// is exact: 1.005k is 1005, where floating point would make it 1004.999...
 func ParseCount(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return 0, fmt.Errorf("empty number")
 	}
-	mult := 1.0
+	mult := int64(1)
 	lower := strings.ToLower(t)
 	for _, u := range []struct {
 		suffix string
-		mult   float64
+		mult   int64
 	}{
 		{"ki", 1 << 10}, {"mi", 1 << 20}, {"gi", 1 << 30}, {"ti", 1 << 40},
 		{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12},
@@ -31,24 +32,21 @@ func ParseCount(s string) (int64, error) {
 			break
 		}
 	}
-	if !isDecimal(t) {
+	v, ok := new(big.Rat).SetString(t)
+	if !isDecimal(t) || !ok {
 		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
 	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a number (try 250k, 10M, 1.5G or 12345)", s)
-	}
-	if f < 0 {
+	if v.Sign() < 0 {
 		return 0, fmt.Errorf("%q is negative", s)
 	}
-	v := f * mult
-	if v != math.Trunc(v) {
+	v.Mul(v, new(big.Rat).SetInt64(mult))
+	if !v.IsInt() {
 		return 0, fmt.Errorf("%q is not a whole number", s)
 	}
-	if v > math.MaxInt64/2 {
+	if n := v.Num(); !n.IsInt64() || n.Int64() > math.MaxInt64/2 {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
-	return int64(v), nil
+	return v.Num().Int64(), nil
 }
 
 // isDecimal reports whether t is digits with at most one '.', optionally
