@@ -26,6 +26,18 @@ import (
 	"github.com/synthpipe/synthpipe/lib/bundle"
 )
 
+// recipeTools are the synthpipe tools the recipes run.
+var recipeTools = []string{"llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut"}
+
+// requireGNUParallel fails the test when GNU parallel, which the fan-out
+// recipe runs, is missing: make test installs it first (ensure-test-deps.sh).
+func requireGNUParallel(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("parallel"); err != nil {
+		t.Fatalf("GNU parallel is needed for scripts/fanout.sh: run scripts/ensure-test-deps.sh (make test does): %v", err)
+	}
+}
+
 // recipeTimeout bounds one script run; the machine may be busy.
 const recipeTimeout = 3 * time.Minute
 
@@ -245,8 +257,17 @@ func checkLog(t *testing.T, path string) string {
 	return string(b)
 }
 
+// checkLogTells checks a run.log (see checkLog) and that it tells what
+// phrase says exactly want times.
+func checkLogTells(t *testing.T, path, phrase string, want int) {
+	t.Helper()
+	if log := checkLog(t, path); strings.Count(log, phrase) != want {
+		t.Errorf("%s tells %q %d times, want %d:\n%s", path, phrase, strings.Count(log, phrase), want, log)
+	}
+}
+
 func TestRecipeRunDatasetResumes(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	env := recipeEnv(data, startLLMSim(t))
 	out := filepath.Join(data, "math", "out.jsonl")
@@ -285,14 +306,11 @@ func TestRecipeRunDatasetResumes(t *testing.T) {
 			t.Errorf("%s: the redone answer differs from the first", id)
 		}
 	}
-	log := checkLog(t, filepath.Join(data, "math", "run.log"))
-	if n := strings.Count(log, "run-dataset: done: "); n != 3 {
-		t.Errorf("run.log records %d finished runs, want 3:\n%s", n, log)
-	}
+	checkLogTells(t, filepath.Join(data, "math", "run.log"), "run-dataset: done: ", 3)
 }
 
 func TestRecipeRunDatasetBudget(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	const budget = 1500
 	env := append(recipeEnv(data, startLLMSim(t)), fmt.Sprintf("SYNTHPIPE_BUDGET=%d", budget))
@@ -321,7 +339,7 @@ func TestRecipeRunDatasetBudget(t *testing.T) {
 }
 
 func TestRecipeRunDatasetLock(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	// Slow decode steps keep the first run busy for seconds, long after
 	// the second has started.
@@ -373,14 +391,11 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 	if got, want := len(readRecipeOutput(t, filepath.Join(data, "math", "out.jsonl"))), promptCount(t, data, "math"); got != want {
 		t.Errorf("out.jsonl holds %d records, want %d", got, want)
 	}
-	log := checkLog(t, filepath.Join(data, "math", "run.log"))
-	if n := strings.Count(log, "holds the lock: nothing to do"); n != 1 {
-		t.Errorf("run.log tells of %d runs stepping aside, want 1:\n%s", n, log)
-	}
+	checkLogTells(t, filepath.Join(data, "math", "run.log"), "holds the lock: nothing to do", 1)
 }
 
 func TestRecipeRunDatasetRetryLater(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	down := append(recipeEnv(data, closedPortURL(t)), "SYNTHPIPE_GENERATE_ARGS=--retries 1")
 
@@ -401,10 +416,8 @@ func TestRecipeRunDatasetRetryLater(t *testing.T) {
 }
 
 func TestRecipeFanoutDatasets(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
-	if _, err := exec.LookPath("parallel"); err != nil {
-		t.Fatalf("GNU parallel is needed (scripts/ensure-test-deps.sh installs it): %v", err)
-	}
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
 	data := recipeData(t, datasets...)
 	const budget = 1500
@@ -432,10 +445,8 @@ func TestRecipeFanoutDatasets(t *testing.T) {
 }
 
 func TestRecipeFanoutShards(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
-	if _, err := exec.LookPath("parallel"); err != nil {
-		t.Fatalf("GNU parallel is needed (scripts/ensure-test-deps.sh installs it): %v", err)
-	}
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
 	data := recipeData(t, "chat")
 	env := recipeEnv(data, startLLMSim(t))
 	dir := filepath.Join(data, "chat")
@@ -478,7 +489,7 @@ func TestRecipeFanoutShards(t *testing.T) {
 }
 
 func TestRecipeSeveralServers(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	dir := t.TempDir()
 	_, rs := bundledPrompts(t, dir)
 	servers := []string{startLLMSim(t), startLLMSim(t), startLLMSim(t)}
@@ -504,7 +515,7 @@ func TestRecipeSeveralServers(t *testing.T) {
 // as cron would: through sh, with cron's bare environment and the documented
 // PATH, the tools standing where make install puts them.
 func TestRecipeCrontabLine(t *testing.T) {
-	requireTools(t, "llm-sim", "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, recipeTools...)
 	script, err := os.ReadFile(filepath.Join("..", "scripts", "run-dataset.sh"))
 	if err != nil {
 		t.Fatal(err)
