@@ -22,10 +22,12 @@ type row struct {
 
 func rowsOf(cfg *config, total *stats, groups []*stats) []row {
 	rows := make([]row, 0, len(groups)+1)
-	for _, s := range append(groups[:len(groups):len(groups)], total) {
+	for _, s := range groups {
 		rows = append(rows, row{stats: s, dist: s.distribution(), budget: s.budgetUse(cfg.budget)})
 	}
-	return rows
+	// The budget is per group: the total stands against all of them together.
+	totalBudget := cfg.budget * int64(max(len(groups), 1))
+	return append(rows, row{stats: total, dist: total.distribution(), budget: total.budgetUse(totalBudget)})
 }
 
 // kind says how a metric is printed.

@@ -63,12 +63,7 @@ func TestConformanceEveryFamily(t *testing.T) {
 	cases, renders := loadReferences(t)
 	for _, fam := range conformanceFamilies {
 		t.Run(fam.tokenizer, func(t *testing.T) {
-			dir := unpackTokenizerFolder(t, fam.tokenizer)
-			model, err := chat.Load(dir, filepath.Join(conformanceDir, fam.template+".jinja"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			model.Now = func() time.Time { return referenceDate }
+			_, model := loadReferenceModel(t, fam.tokenizer, fam.template)
 			for _, name := range answeredCases {
 				t.Run(name, func(t *testing.T) {
 					ref, ok := renders[fam.template+"/"+name]
@@ -80,6 +75,52 @@ func TestConformanceEveryFamily(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// loadReferenceModel unpacks a family's tokenizer folder and loads it with
+// the reference template, seeing the reference date.
+func loadReferenceModel(t *testing.T, family, template string) (dir string, model *chat.Model) {
+	t.Helper()
+	dir = unpackTokenizerFolder(t, family)
+	model, err := chat.Load(dir, templatePath(template), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.Now = func() time.Time { return referenceDate }
+	return dir, model
+}
+
+func templatePath(template string) string {
+	return filepath.Join(conformanceDir, template+".jinja")
+}
+
+// TestDateFlag: to-train --date gives the template the day tokenize-prompts
+// --date gave it (gpt-oss prints it in the system turn), so the sample
+// matches the reference rendered on that day.
+func TestDateFlag(t *testing.T) {
+	cases, renders := loadReferences(t)
+	dir, model := loadReferenceModel(t, "gptoss", "gptoss")
+	records := filepath.Join(t.TempDir(), "generated.jsonl")
+	if err := os.WriteFile(records, append(generatedRecord(t, cases["train_full"]), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"to-train", "-q", "--format", "tokens", "--tokenizer", dir, "--template", templatePath("gptoss"),
+		"--date", referenceDate.Format(time.DateOnly), records}, nil, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var sample struct {
+		InputIDs []int `json:"input_ids"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sample); err != nil {
+		t.Fatalf("%v: %s", err, stdout.Bytes())
+	}
+	ref := renders["gptoss/train_full"].Output
+	if !reflect.DeepEqual(sample.InputIDs, model.Encode(ref)) {
+		got, _ := model.Tok.Decode(sample.InputIDs)
+		t.Errorf("input_ids are not the reference rendering's ids\n got: %q\nwant: %q", got, ref)
 	}
 }
 

@@ -23,6 +23,10 @@ const (
 // no output ids.
 var errNoAnswer = errors.New("no generated answer (no text, tool_calls or output_ids)")
 
+// errNoConversation marks a record whose prompt was pre-rendered text (no
+// messages): it has token ids but no conversation to write out.
+var errNoConversation = errors.New("no messages: the prompt was pre-rendered text")
+
 // converter turns one generated record into one training sample.
 type converter struct {
 	format string
@@ -73,7 +77,7 @@ func answerTurn(rec []byte) ([]byte, error) {
 func withAnswer(rec []byte) (json.RawMessage, error) {
 	msgs := gjson.GetBytes(rec, "messages")
 	if !msgs.IsArray() {
-		return nil, fmt.Errorf("no messages array: to-train reads generate's output (prompts made by tokenize-prompts)")
+		return nil, errNoConversation
 	}
 	answer, err := answerTurn(rec)
 	if err != nil {

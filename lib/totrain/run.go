@@ -13,7 +13,7 @@ import (
 
 // tally counts what became of the records read.
 type tally struct {
-	written, errors, truncated, noAnswer, invalid int64
+	written, errors, truncated, noAnswer, noConversation, invalid int64
 }
 
 func run(c *cli.Context) (err error) {
@@ -88,8 +88,12 @@ func run(c *cli.Context) (err error) {
 			continue
 		}
 		buf, err = conv.convert(buf[:0], in.Bytes())
-		if errors.Is(err, errNoAnswer) {
+		switch {
+		case errors.Is(err, errNoAnswer):
 			t.noAnswer++
+			continue
+		case errors.Is(err, errNoConversation):
+			t.noConversation++
 			continue
 		}
 		if err != nil {
@@ -109,8 +113,8 @@ func run(c *cli.Context) (err error) {
 	// The reader's count includes the lines it skipped itself (too long).
 	t.invalid = in.Stats().Invalid
 	if !c.Bool(cliutil.FlagQuiet) {
-		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %d samples (%s); skipped %d with errors, %d truncated, %d without an answer, %d invalid",
-			t.written, conv.format, t.errors, t.truncated, t.noAnswer, t.invalid)
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %d samples (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
+			t.written, conv.format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
 	}
 	return nil
 }
