@@ -83,27 +83,16 @@ func run(c *cli.Context) (err error) {
 	stderr, name := c.App.ErrWriter, c.App.Name
 	scan := record.NewScanner(cfg.idPath, false, cfg.path)
 
-	var out *jsonl.Writer
-	if cfg.output != "" {
-		// Open (and repair) the output before counting it as already spent.
-		f, err := jsonl.CreateOutput(cfg.output, cfg.appendTo, cliutil.Warner(c))
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		out = f.Writer
-	} else {
-		out = jsonl.NewWriter(c.App.Writer)
-		defer func() {
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
-		}()
+	// Open (and repair) the output before counting it as already spent.
+	out, finishOutput, err := jsonl.OpenOutput(cfg.output, cfg.appendTo, c.App.Writer, cliutil.Warner(c))
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if ferr := finishOutput(); err == nil {
+			err = ferr
+		}
+	}()
 
 	// Lines skipped by --skip-invalid, in the --already files and the input
 	// alike: a skipped line of an earlier output is tokens not counted.

@@ -43,6 +43,22 @@ func CreateOutput(path string, appendMode bool, warn func(string)) (*OutputFile,
 	return &OutputFile{Writer: w, f: sf, path: path}, nil
 }
 
+// OpenOutput returns where a tool writes its records: the file at path (-o;
+// see CreateOutput), or stdout when path is empty. finish flushes, and for a
+// file closes it: call it once at the end and keep its error, so that what
+// was done reaches the output even when the run fails.
+func OpenOutput(path string, appendMode bool, stdout io.Writer, warn func(string)) (w *Writer, finish func() error, err error) {
+	if path == "" {
+		w = NewWriter(stdout)
+		return w, w.Flush, nil
+	}
+	f, err := CreateOutput(path, appendMode, warn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.Writer, f.Close, nil
+}
+
 // Close flushes and closes the file.
 func (o *OutputFile) Close() error {
 	ferr := o.Flush()

@@ -40,26 +40,15 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	var out *jsonl.Writer
-	if path := c.String(flagOutput); path != "" {
-		f, err := jsonl.CreateOutput(path, false, cliutil.Warner(c))
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		out = f.Writer
-	} else {
-		out = jsonl.NewWriter(c.App.Writer)
-		defer func() {
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
-		}()
+	out, finishOutput, err := jsonl.OpenOutput(c.String(flagOutput), false, c.App.Writer, cliutil.Warner(c))
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if ferr := finishOutput(); err == nil {
+			err = ferr
+		}
+	}()
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
