@@ -9,10 +9,15 @@ set -euo pipefail
 # program -> the Debian package that provides it
 declare -A package_of=([parallel]=parallel [flock]=util-linux)
 
-missing=()
-for program in parallel flock; do
-	command -v "$program" >/dev/null 2>&1 || missing+=("${package_of[$program]}")
-done
+# missing_packages prints the packages whose programs are not on PATH.
+missing_packages() {
+	local program
+	for program in "${!package_of[@]}"; do
+		command -v "$program" >/dev/null 2>&1 || echo "${package_of[$program]}"
+	done
+}
+
+mapfile -t missing < <(missing_packages)
 # moreutils also ships a program called parallel, which takes other arguments.
 if command -v parallel >/dev/null 2>&1 && ! parallel --version 2>/dev/null | grep -q '^GNU parallel'; then
 	echo "ensure-test-deps: $(command -v parallel) is not GNU parallel (moreutils' has the same name): install Debian's package parallel, which replaces it" >&2
@@ -28,6 +33,14 @@ if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "ensure-test-deps: installing ${missing[*]} with apt-get (the tests need it)"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_failed() {
+	echo "ensure-test-deps: apt-get $1 failed (see above): install ${missing[*]} by hand and run make test again" >&2
+	exit 1
+}
+apt-get update -qq || apt_failed update
+apt-get install -y -qq --no-install-recommends "${missing[@]}" || apt_failed install
+if [ -n "$(missing_packages)" ]; then
+	echo "ensure-test-deps: apt-get installed ${missing[*]}, yet $(missing_packages | tr '\n' ' ')is still not on PATH ($PATH)" >&2
+	exit 1
+fi
 echo "ensure-test-deps: installed ${missing[*]}"
