@@ -3,10 +3,12 @@ package tests
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -64,14 +66,15 @@ func setupEnv(env *testscript.Env) error {
 
 // scriptCommands are script verbs that run inside the test process.
 var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"status":   statusCmd,
 	"gzip":     compressCmd("gzip"),
 	"zstd":     compressCmd("zstd"),
 	"bigline":  bigLine,
-	"httppost": httpCmd("POST"),
-	"httpget":  httpCmd("GET"),
-	"urlenv":   urlEnv,
 	"waitfile": waitFile,
 	"sleep":    sleepCmd,
+	"urlenv":   urlEnv,
+	"httpget":  httpCmd("GET"),
+	"httppost": httpCmd("POST"),
 	"truncate": func(ts *testscript.TestScript, neg bool, args []string) {
 		// truncate FILE N: keep the first N bytes
 		if len(args) != 2 {
@@ -81,6 +84,29 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 		ts.Check(err)
 		ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
 	},
+}
+
+// statusCmd: status N COMMAND [ARGS...] runs COMMAND like exec and checks
+// that it exits with status N exactly (exec only tells zero from non-zero).
+// Its stdout and stderr are kept for the stdout and stderr commands.
+func statusCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status N COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = exitErr.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
 }
 
 // compressCmd: gzip|zstd SRC DST compresses a file.
