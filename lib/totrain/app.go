@@ -33,8 +33,9 @@ func NewApp() *cli.App {
 
 --format specforge writes {"id", "conversations", "tools"}: the prompt's
 messages followed by the generated answer as the last assistant turn, with its
-reasoning as reasoning_content and its tool calls as tool_calls, the way
-SpecForge reads them.
+reasoning as reasoning_content and again as thinking (chat templates read one
+name or the other: Qwen3, DeepSeek and Kimi the first, gpt-oss the second) and
+its tool calls as tool_calls, the way SpecForge reads them.
 
 --format tokens writes {"id", "input_ids", "loss_mask"}: the whole
 conversation as the model sees it, with loss on the generated answer only.

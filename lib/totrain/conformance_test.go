@@ -40,7 +40,7 @@ var conformanceFamilies = []struct{ tokenizer, template string }{
 // answeredCases are the reference cases whose conversation ends with an
 // assistant turn: a generated record is their messages up to that turn plus
 // the turn as generate's answer fields.
-var answeredCases = []string{"train_full", "tools_dict_args"}
+var answeredCases = []string{"train_full", "tools_dict_args", "reasoning_history"}
 
 type referenceCase struct {
 	Name     string            `json:"name"`

@@ -61,8 +61,12 @@ func answerTurn(rec []byte) ([]byte, error) {
 	content, _ := json.Marshal(text.String())
 	b.Write(content)
 	if s := reasoning.String(); s != "" {
-		b.WriteString(`,"reasoning_content":`)
+		// Chat templates read the reasoning under one of two names:
+		// reasoning_content (Qwen3, DeepSeek, Kimi) or thinking (gpt-oss).
 		q, _ := json.Marshal(s)
+		b.WriteString(`,"reasoning_content":`)
+		b.Write(q)
+		b.WriteString(`,"thinking":`)
 		b.Write(q)
 	}
 	if hasCalls {
