@@ -16,6 +16,12 @@ func (s *scheduler) collect(done chan<- struct{}) {
 		if len(s.results) == 0 {
 			s.flush()
 		}
+		if s.unwritten.Add(-1) < maxUnwritten {
+			select {
+			case s.written <- struct{}{}:
+			default:
+			}
+		}
 	}
 	s.flush()
 	if s.reorder != nil {

@@ -44,6 +44,11 @@ type scheduler struct {
 
 	results chan *outcome
 	wg      sync.WaitGroup
+	// unwritten counts outcomes handed to the collector and not yet
+	// written: a slow reader of stdout must hold back the dispatching, or
+	// finished answers would pile up in memory.
+	unwritten atomic.Int64
+	written   chan struct{}
 
 	// dispatchCtx ends the dispatching; runCtx the requests in flight.
 	dispatchCtx  context.Context
@@ -226,6 +231,9 @@ func (s *scheduler) dispatch(records <-chan *job) {
 		if s.reorder != nil && !s.reorder.waitRoom(s.dispatchCtx, next) {
 			return
 		}
+		if !s.waitWritten() {
+			return
+		}
 		var j *job
 		select {
 		case r, ok := <-records:
@@ -383,7 +391,24 @@ func (s *scheduler) work(j *job) {
 	s.mu.Lock()
 	delete(s.inFlight, j)
 	s.mu.Unlock()
+	s.unwritten.Add(1)
 	s.results <- o
+}
+
+// maxUnwritten bounds the finished answers waiting for stdout.
+const maxUnwritten = 1024
+
+// waitWritten waits while too many answers wait for stdout; false when
+// dispatching stopped meanwhile.
+func (s *scheduler) waitWritten() bool {
+	for s.unwritten.Load() >= maxUnwritten {
+		select {
+		case <-s.written:
+		case <-s.dispatchCtx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // attempt sends one attempt; a failure is always a *backend.Error.
