@@ -58,6 +58,12 @@ func (s *Server) parseGenerate(doc gjson.Result) (generateInput, error) {
 				bad = fmt.Errorf("input_ids must be non-negative integers, got %s", v.Raw)
 				return false
 			}
+			if int(v.Num) >= s.cfg.VocabSize {
+				// SGLang's own check, with its wording: an id past the
+				// vocabulary would index past the embedding table.
+				bad = fmt.Errorf("The input_ids %s contains values greater than the vocab size (%d).", ids.Raw, s.cfg.VocabSize)
+				return false
+			}
 			list = append(list, int(v.Num))
 			return true
 		})
