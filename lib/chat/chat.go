@@ -5,6 +5,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -128,4 +129,44 @@ func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool
 // encodes its output the same way.
 func (m *Model) Encode(rendered string) []int {
 	return m.Tok.Encode(rendered, true)
+}
+
+// AssistantTurn is the JSON of the assistant message that holds an answer:
+// its text as content, its reasoning under both names chat templates read it
+// by (reasoning_content: Qwen3, DeepSeek, Kimi; thinking: gpt-oss), and its
+// tool calls (a JSON array, or nil for none).
+func AssistantTurn(text, reasoning string, toolCalls json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"role":"assistant","content":`)
+	writeJSONString(&b, text)
+	if reasoning != "" {
+		b.WriteString(`,"reasoning_content":`)
+		writeJSONString(&b, reasoning)
+		b.WriteString(`,"thinking":`)
+		writeJSONString(&b, reasoning)
+	}
+	if len(toolCalls) > 0 {
+		b.WriteString(`,"tool_calls":`)
+		b.Write(toolCalls)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s) // a string cannot fail
+	b.Write(q)
+}
+
+// AppendMessage returns the JSON array messages with msg appended, without
+// decoding either: numbers and key order stay as they were.
+func AppendMessage(messages, msg json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(messages)
+	out := make([]byte, 0, len(trimmed)+len(msg)+1)
+	out = append(out, trimmed[:len(trimmed)-1]...)
+	if len(bytes.TrimSpace(trimmed[1:len(trimmed)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, msg...)
+	return append(out, ']')
 }

@@ -1,7 +1,6 @@
 package totrain
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,34 +46,19 @@ func (c *converter) convert(dst, rec []byte) ([]byte, error) {
 }
 
 // answerTurn builds the assistant message of the generated answer.
-func answerTurn(rec []byte) ([]byte, error) {
+func answerTurn(rec []byte) (json.RawMessage, error) {
 	r := gjson.GetManyBytes(rec, "text", "reasoning", "tool_calls")
 	text, reasoning, calls := r[0], r[1], r[2]
-	hasCalls := calls.IsArray() && len(calls.Array()) > 0
-	if text.String() == "" && !hasCalls {
+	var toolCalls json.RawMessage
+	if calls.IsArray() && len(calls.Array()) > 0 {
+		toolCalls = json.RawMessage(calls.Raw)
+	}
+	if text.String() == "" && toolCalls == nil {
 		if ids := gjson.GetBytes(rec, "output_ids"); !ids.IsArray() || len(ids.Array()) == 0 {
 			return nil, errNoAnswer
 		}
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"role":"assistant","content":`)
-	content, _ := json.Marshal(text.String())
-	b.Write(content)
-	if s := reasoning.String(); s != "" {
-		// Chat templates read the reasoning under one of two names:
-		// reasoning_content (Qwen3, DeepSeek, Kimi) or thinking (gpt-oss).
-		q, _ := json.Marshal(s)
-		b.WriteString(`,"reasoning_content":`)
-		b.Write(q)
-		b.WriteString(`,"thinking":`)
-		b.Write(q)
-	}
-	if hasCalls {
-		b.WriteString(`,"tool_calls":`)
-		b.WriteString(calls.Raw)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return chat.AssistantTurn(text.String(), reasoning.String(), toolCalls), nil
 }
 
 // withAnswer returns the record's messages with the answer appended.
@@ -87,15 +71,7 @@ func withAnswer(rec []byte) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := strings.TrimSpace(msgs.Raw)
-	var b bytes.Buffer
-	b.WriteString(raw[:len(raw)-1])
-	if len(msgs.Array()) > 0 {
-		b.WriteByte(',')
-	}
-	b.Write(answer)
-	b.WriteByte(']')
-	return b.Bytes(), nil
+	return chat.AppendMessage(json.RawMessage(msgs.Raw), answer), nil
 }
 
 func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, error) {
