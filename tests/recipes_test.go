@@ -306,7 +306,24 @@ func TestRecipeRunDatasetResumes(t *testing.T) {
 			t.Errorf("%s: the redone answer differs from the first", id)
 		}
 	}
-	checkLogTells(t, filepath.Join(data, "math", "run.log"), "run-dataset: done: ", 3)
+
+	// A run killed while it wrote leaves a torn last line: the next run
+	// redoes that record.
+	f, _ = readJSONL(out)
+	tornID := gjson.GetBytes(f.lines[len(f.lines)-1], "id").String()
+	info, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(out, info.Size()-10); err != nil {
+		t.Fatal(err)
+	}
+	mustRunRecipe(t, env, "run-dataset.sh", "math")
+	fourth := readRecipeOutput(t, out)
+	if !reflect.DeepEqual(sortedKeys(fourth), ids) || !reflect.DeepEqual(fourth[tornID].OutputIDs, first[tornID].OutputIDs) {
+		t.Errorf("after tearing the last line (%s), a run left %d records, want the %d of the first run", tornID, len(fourth), len(ids))
+	}
+	checkLogTells(t, filepath.Join(data, "math", "run.log"), "run-dataset: done: ", 4)
 }
 
 func TestRecipeRunDatasetBudget(t *testing.T) {
