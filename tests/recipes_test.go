@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
 // recipeTools are the synthpipe tools the recipes run.
@@ -53,12 +55,36 @@ type recipeRecord struct {
 	} `json:"gen"`
 }
 
-// startLLMSim starts an llm-sim process with short answers and returns its
-// URL; the test's cleanup stops it.
+// bundledVocabSize is the vocabulary size of the bundled tokenizer, which
+// the recipes tokenize with: llm-sim, like SGLang, refuses ids past its own.
+var bundledVocabSize = sync.OnceValues(func() (int, error) {
+	dir, err := os.MkdirTemp("", "synthpipe-recipes-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	tokDir, err := bundle.ExtractTokenizer(dir)
+	if err != nil {
+		return 0, err
+	}
+	tok, err := tokenizer.Load(tokDir)
+	if err != nil {
+		return 0, err
+	}
+	return tok.VocabSize(), nil
+})
+
+// startLLMSim starts an llm-sim process serving the bundled tokenizer's
+// vocabulary with short answers and returns its URL; the test's cleanup
+// stops it.
 func startLLMSim(t *testing.T, extra ...string) string {
 	t.Helper()
+	vocab, err := bundledVocabSize()
+	if err != nil {
+		t.Fatalf("the bundled tokenizer: %v", err)
+	}
 	urlFile := filepath.Join(t.TempDir(), "url")
-	args := append([]string{"--url-file", urlFile, "--lengths", "uniform:1,24"}, extra...)
+	args := append([]string{"--url-file", urlFile, "--lengths", "uniform:1,24", "--vocab-size", fmt.Sprint(vocab)}, extra...)
 	cmd := exec.Command("llm-sim", args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -568,9 +594,9 @@ func TestRecipeCrontabLine(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", command, err, out)
 	}
+	log := checkLog(t, filepath.Join(work, "data", "chat", "run.log"))
 	recs := readRecipeOutput(t, filepath.Join(work, "data", "chat", "out.jsonl"))
 	if want := promptCount(t, filepath.Join(work, "data"), "chat"); len(recs) != want {
-		t.Errorf("the cron run wrote %d records, want %d", len(recs), want)
+		t.Errorf("the cron run wrote %d records, want %d; run.log:\n%s", len(recs), want, log)
 	}
-	checkLog(t, filepath.Join(work, "data", "chat", "run.log"))
 }
