@@ -30,7 +30,9 @@
 #                            its N-th part
 #   SYNTHPIPE_MAX_TOKENS     answer length limit (default 4096)
 #   SYNTHPIPE_TOKENIZE_ARGS  more tokenize-prompts flags, e.g. "--date 2026-01-01"
-#   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--model m --temperature 0.6"
+#   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--temperature 0.6"; with the
+#                            openai backend "--model NAME --tokenizer DIR" (the
+#                            model folder, for output_ids)
 #
 # Crontab lines (every 10 minutes; while a run is still going the next is a
 # no-op; after a 75 the next one retries). Cron's own PATH is /usr/bin:/bin,
