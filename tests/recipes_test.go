@@ -600,3 +600,15 @@ func TestRecipeCrontabLine(t *testing.T) {
 		t.Errorf("the cron run wrote %d records, want %d; run.log:\n%s", len(recs), want, log)
 	}
 }
+
+// TestRecipeFanoutRetryLater: when the runs find no server, fanout.sh exits
+// 75 as each run-dataset.sh did, so that cron tries the fan-out again.
+func TestRecipeFanoutRetryLater(t *testing.T) {
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
+	data := recipeData(t, "math", "tools")
+	env := append(recipeEnv(data, closedPortURL(t)), "SYNTHPIPE_GENERATE_ARGS=--retries 1")
+	if code, stderr := runRecipe(t, env, "fanout.sh", "datasets", "math", "tools"); code != 75 {
+		t.Fatalf("with no server listening: exit %d, want 75 (try again later)\n%s", code, tail(stderr, 3000))
+	}
+}
