@@ -53,7 +53,9 @@ datasets)
 		"$here/run-dataset.sh" {} ::: "$@"
 	;;
 shards)
-	[ $# -eq 2 ] && [[ $2 =~ ^[1-9][0-9]*$ ]] || usage
+	if [ $# -ne 2 ] || ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
+		usage
+	fi
 	dataset=$1 n=$2
 	parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-$n}" \
 		"$here/run-dataset.sh" "$dataset" {}/"$n" ::: $(seq 0 $((n - 1)))

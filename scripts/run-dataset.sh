@@ -45,7 +45,9 @@ usage() {
 	echo "usage: run-dataset.sh DATASET [K/N]" >&2
 	exit 64
 }
-[ $# -ge 1 ] && [ $# -le 2 ] && [ -n "$1" ] || usage
+if [ $# -lt 1 ] || [ $# -gt 2 ] || [ -z "$1" ]; then
+	usage
+fi
 dataset=$1
 shard=${2:-}
 data=${SYNTHPIPE_DATA:-./data}
@@ -63,6 +65,7 @@ generate_extra=(${SYNTHPIPE_GENERATE_ARGS:-})
 # The tools read SYNTHPIPE_<FLAG> as defaults for their flags: generate would
 # take SYNTHPIPE_TOKENIZER as its own --tokenizer, dedupe-resume a stray
 # SYNTHPIPE_SHARD as --shard. Everything is passed as flags below instead.
+# shellcheck disable=SC2163 # the variable named by $name is the one meant
 while read -r name; do export -n "$name"; done < <(compgen -e SYNTHPIPE_)
 
 # budget_share BUDGET N: BUDGET (250k, 10M, 1.5G or a number) divided by N.
@@ -77,12 +80,12 @@ budget_share() {
 	}'
 }
 
-name=$dataset suffix= shard_flags=()
+name=$dataset suffix='' shard_flags=()
 if [ -n "$shard" ]; then
-	[[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -lt "${BASH_REMATCH[2]}" ] || {
+	if ! [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -ge "${BASH_REMATCH[2]}" ]; then
 		echo "run-dataset.sh: shard $shard: want K/N with 0 <= K < N" >&2
 		exit 64
-	}
+	fi
 	name="$dataset $shard" suffix=.shard-${BASH_REMATCH[1]}-of-${BASH_REMATCH[2]}
 	shard_flags=(--shard "$shard")
 	budget=$(budget_share "$budget" "${BASH_REMATCH[2]}") || {
