@@ -122,7 +122,7 @@ func run(c *cli.Context) (err error) {
 		return nil
 	}
 
-	opt := input
+	opt := record.ScanAhead(input, scan)
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
@@ -133,7 +133,7 @@ func run(c *cli.Context) (err error) {
 	var passed, tokens int64
 	reason := "input ended"
 	for in.Next() {
-		info, err := scan.Scan(in.Bytes())
+		info, err := record.Scanned(in)
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
 				return err

@@ -36,11 +36,52 @@ func (e *hookError) Error() string { return e.err.Error() }
 
 // source is one open input: the file, its decompressor and the line splitter.
 type source struct {
-	lines  *lineSplitter
-	closer []io.Closer
+	lines   *lineSplitter
+	closer  []io.Closer
+	served  int64     // results of lines.next so far
+	prepare prepareFn // makes a line ready for Next
+	ahead   *pipeline // non-nil: lines are read and prepared ahead, on other goroutines
+}
+
+// prepareFn makes one line ready for Next (see Reader.prepare); first says it
+// is the file's first line, the only one that may start with a BOM.
+type prepareFn func(line []byte, first bool) prepared
+
+// prepared is a line made ready for Next: trimmed, checked, and given to
+// Options.Prepare.
+type prepared struct {
+	line    []byte // the record, trimmed; nil when blank or invalid
+	rawLen  int    // the line's length as read, for Stats.Bytes
+	blank   bool
+	invalid error // why Options.Validate refused it
+	value   any   // what Options.Prepare returned
+}
+
+// next returns the next line, prepared, or the splitter's error for it
+// (io.EOF at the end).
+func (s *source) next() (prepared, error) {
+	if s.ahead != nil {
+		return s.ahead.next()
+	}
+	line, first, err := s.nextLine()
+	if err != nil {
+		return prepared{}, err
+	}
+	return s.prepare(line, first), nil
+}
+
+// nextLine is the splitter's next line, and whether it is the file's first.
+func (s *source) nextLine() (line []byte, first bool, err error) {
+	line, err = s.lines.next()
+	first = s.served == 0
+	s.served++
+	return line, first, err
 }
 
 func (s *source) close() {
+	if s.ahead != nil {
+		s.ahead.stop() // the goroutines read the file: they end first
+	}
 	for i := len(s.closer) - 1; i >= 0; i-- {
 		s.closer[i].Close()
 	}
@@ -73,8 +114,10 @@ func (d *decodingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error) (*source, error) {
-	src := &source{}
+// newSource opens raw (closed with closer, if not nil): it sniffs the
+// compression and sets up the splitter. hook runs before every read.
+func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error, prepare prepareFn) (*source, error) {
+	src := &source{prepare: prepare}
 	if closer != nil {
 		src.closer = append(src.closer, closer)
 	}
@@ -114,14 +157,24 @@ type lineSplitter struct {
 	scanned  int // bytes after start already searched for '\n'
 	eof      bool
 	err      error
+	size     int // of a new buffer (longer lines get longer ones)
 	maxLine  int
 	skipping bool // discarding the rest of an overlong line
+	// keepLines leaves the lines already returned untouched: a full buffer
+	// is replaced by a new one instead of being reused, so that lines can
+	// wait in a pipeline while the splitter reads on. The garbage collector
+	// frees a buffer once no line of it is referenced.
+	keepLines bool
+	// newBuffer, if not nil, gives the new buffers of keepLines (recycled
+	// ones, when it has them); generation counts them.
+	newBuffer  func(size int) []byte
+	generation int
 }
 
 const minBuffer = 256 << 10
 
 func newLineSplitter(r io.Reader, maxLine int) *lineSplitter {
-	return &lineSplitter{r: r, buf: make([]byte, minBuffer), maxLine: maxLine}
+	return &lineSplitter{r: r, buf: make([]byte, minBuffer), size: minBuffer, maxLine: maxLine}
 }
 
 // next returns the next line without its newline; io.EOF at the end; a
@@ -167,6 +220,13 @@ func (l *lineSplitter) next() ([]byte, error) {
 // fill reads more data, first moving the partial line to the front of the
 // buffer, growing the buffer when a line is longer than it.
 func (l *lineSplitter) fill() {
+	if l.keepLines {
+		if l.end == len(l.buf) {
+			l.moveToNewBuffer()
+		}
+		l.read()
+		return
+	}
 	if l.start > 0 {
 		n := copy(l.buf, l.buf[l.start:l.end])
 		l.start, l.end = 0, n
@@ -178,6 +238,30 @@ func (l *lineSplitter) fill() {
 	} else if l.end == 0 && len(l.buf) > 4*minBuffer {
 		l.buf = make([]byte, minBuffer) // give back the memory of a huge line
 	}
+	l.read()
+}
+
+// moveToNewBuffer copies the partial line to the front of a new buffer of
+// the splitter's size, or of twice the line's length when it is long.
+func (l *lineSplitter) moveToNewBuffer() {
+	partial := l.buf[l.start:l.end]
+	size := l.size
+	if 2*len(partial) > size {
+		size = 2 * len(partial)
+	}
+	var buf []byte
+	if l.newBuffer != nil {
+		buf = l.newBuffer(size)
+	} else {
+		buf = make([]byte, size)
+	}
+	l.start, l.end = 0, copy(buf, partial)
+	l.buf = buf
+	l.generation++
+}
+
+// read appends what the stream has to the buffer, which has room.
+func (l *lineSplitter) read() {
 	n, err := l.r.Read(l.buf[l.end:])
 	l.end += n
 	if err != nil {

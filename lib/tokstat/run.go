@@ -142,7 +142,7 @@ func newCollector(cfg *config, warn func(string)) *collector {
 	if cfg.format != formatTotal {
 		col.ids = idset.New(0)
 	}
-	col.input = cfg.input
+	col.input = record.ScanAhead(cfg.input, col.scan)
 	col.input.Skipped = col.nameInvalid
 	return col
 }
@@ -182,7 +182,7 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		fileGroup = col.group(display)
 	}
 	for in.Next() {
-		info, err := col.scan.Scan(in.Bytes())
+		info, err := record.Scanned(in)
 		if err != nil {
 			in.Invalid(err) // with SkipInvalid it counts and names the line: never an error
 			continue
