@@ -4,7 +4,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// cpuMeter reports "cpu-MB/s", the bytes encoded per second of process CPU
+// time, beside the wall-time MB/s of SetBytes.
+type cpuMeter struct {
+	start time.Duration
+	ok    bool
+}
+
+func startCPUMeter() cpuMeter {
+	t, ok := processCPUTime()
+	return cpuMeter{start: t, ok: ok}
+}
+
+func (m cpuMeter) report(b *testing.B, bytesPerOp int64) {
+	end, ok := processCPUTime()
+	if !m.ok || !ok || end <= m.start {
+		return
+	}
+	b.ReportMetric(float64(bytesPerOp)*float64(b.N)/(end-m.start).Seconds()/1e6, "cpu-MB/s")
+}
 
 // benchTexts is the corpus without its "long" category, the set the
 // reference implementations are timed on (scripts/bench/tokenize.sh).
@@ -31,11 +52,13 @@ func BenchmarkEncode(b *testing.B) {
 			var ids []int
 			b.SetBytes(size)
 			b.ResetTimer()
+			cpu := startCPUMeter()
 			for b.Loop() {
 				for _, t := range texts {
 					ids = tok.AppendEncode(ids[:0], t, true)
 				}
 			}
+			cpu.report(b, size)
 		})
 	}
 }
@@ -51,6 +74,7 @@ func BenchmarkEncodeColdCache(b *testing.B) {
 			var ids []int
 			b.SetBytes(size)
 			b.ResetTimer()
+			cpu := startCPUMeter()
 			for b.Loop() {
 				b.StopTimer()
 				tok.model.cache = newPieceCache()
@@ -59,6 +83,7 @@ func BenchmarkEncodeColdCache(b *testing.B) {
 					ids = tok.AppendEncode(ids[:0], t, true)
 				}
 			}
+			cpu.report(b, size)
 		})
 	}
 }
