@@ -87,27 +87,55 @@ func encode(v any) ([]byte, error) {
 
 // generator draws every choice from one seeded source.
 type generator struct {
-	r   *rand.Rand
-	out bytes.Buffer
-	n   int
+	r    *rand.Rand
+	out  bytes.Buffer
+	n    int
+	seen map[string]bool // the fields of the records written without an id
 }
 
 func generate() []byte {
-	g := &generator{r: rand.New(rand.NewPCG(2026, 11))}
-	for i := range chatRecords {
-		g.emit("chat", i, g.chat(i))
-	}
-	for i := range codeRecords {
-		g.emit("code", i, g.code(i))
-	}
-	for i := range mathRecords {
-		g.emit("math", i, g.math(i))
-	}
-	for i := range toolsRecords {
-		g.emit("tools", i, g.tools(i))
+	g := &generator{r: rand.New(rand.NewPCG(2026, 11)), seen: map[string]bool{}}
+	for _, d := range []struct {
+		name  string
+		count int
+		make  func(i int) obj
+	}{
+		{"chat", chatRecords, g.chat},
+		{"code", codeRecords, g.code},
+		{"math", mathRecords, g.math},
+		{"tools", toolsRecords, g.tools},
+	} {
+		for i := range d.count {
+			g.emit(d.name, i, g.unique(func() obj { return d.make(i) }))
+		}
 	}
 	return g.out.Bytes()
 }
+
+// unique draws fields until they differ from those of every record so far
+// that had no id either: such records get ids derived from their prompt,
+// and the same prompt twice would share one (the demo's dedupe-resume would
+// drop it). Records with ids may repeat a prompt, as real datasets do.
+func (g *generator) unique(draw func() obj) obj {
+	for range 1000 {
+		fields := draw()
+		if g.n%5 != noIDSlot {
+			return fields
+		}
+		key, err := encode(fields)
+		if err != nil {
+			panic(err)
+		}
+		if !g.seen[string(key)] {
+			g.seen[string(key)] = true
+			return fields
+		}
+	}
+	panic("gen: no new prompt in 1000 draws: widen the word lists")
+}
+
+// noIDSlot is the record, one in five, written without an id.
+const noIDSlot = 4
 
 // emit writes one record: an id in one of the three forms sources use (a
 // string, a number, none), the dataset, the shape's fields.
@@ -118,6 +146,7 @@ func (g *generator) emit(dataset string, i int, fields obj) {
 		rec = append(rec, kv{"id", fmt.Sprintf("%s-%04d", dataset, i)})
 	case 3:
 		rec = append(rec, kv{"id", 100000 + g.n})
+	case noIDSlot: // no id: tokenize-prompts derives one
 	}
 	rec = append(rec, kv{"dataset", dataset})
 	rec = append(rec, fields...)
