@@ -1,7 +1,9 @@
 package deduperesume
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 
@@ -34,6 +36,8 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 		return nil, jsonl.Stats{}, err
 	}
 	defer in.Close()
+	set = idset.New(expectedIDs(existing) / max(int(cfg.shard.n), 1))
+	scan = scan.BorrowingIDs() // fill.add copies each id at once
 	fill := newSetFiller(set)
 	defer fill.wait() // on every path: the filler must not outlive the call
 	for in.Next() {
@@ -51,6 +55,37 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 	}
 	fill.wait()
 	return set, in.Stats(), in.Err()
+}
+
+// sampleSize is how much of each done file expectedIDs reads.
+const sampleSize = 64 << 10
+
+// expectedIDs estimates how many ids the done files hold, from their sizes
+// and the length of the lines they start with, so that the set is made its
+// final size at once: growing by doubling places every id again and, at its
+// peak, holds the old table and the new one. A compressed file (or one that
+// cannot be read) adds nothing: the set grows for it as it must.
+func expectedIDs(paths []string) int {
+	total := 0
+	buf := make([]byte, sampleSize)
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			continue // jsonl.Open has reported it
+		}
+		fi, err := f.Stat()
+		n, _ := io.ReadFull(f, buf)
+		f.Close()
+		sample := buf[:n]
+		lines := bytes.Count(sample, []byte{'\n'})
+		if err != nil || !fi.Mode().IsRegular() || lines == 0 || jsonl.Compressed(sample) {
+			continue
+		}
+		lineSize := (bytes.LastIndexByte(sample, '\n') + 1) / lines
+		ids := int(fi.Size() / int64(lineSize))
+		total += ids + ids/16 // room for later lines a little shorter
+	}
+	return total
 }
 
 // batchIDs is how many ids the reader hands the filler at a time: enough to

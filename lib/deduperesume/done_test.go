@@ -99,3 +99,20 @@ func TestSetFiller(t *testing.T) {
 		t.Error("first or last id missing")
 	}
 }
+
+// TestExpectedIDs: the estimate from the first lines is close for files of
+// lines of one length, and compressed or missing files add nothing.
+func TestExpectedIDs(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	writeLines(t, a, 50000, `{"id":"dataset-%012d-abcdefghi"}`)
+	writeLines(t, b, 100, `{"id":"x-%06d"}`)
+	gz := filepath.Join(dir, "c.jsonl.gz")
+	if err := os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, '\n'}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := expectedIDs([]string{a, b, gz, filepath.Join(dir, "missing.jsonl")})
+	if want := 50100; got < want || got > want+want/10 {
+		t.Errorf("expectedIDs = %d, want %d to 10%% more", got, want)
+	}
+}

@@ -161,21 +161,11 @@ func (r *Reader) Next() bool {
 			continue
 		}
 		r.lineNo++
-		var torn *tornError
-		switch {
-		case errors.As(err, &torn):
-			r.stats.Torn++
-			r.warn(fmt.Sprintf("%s:%d: torn last line (%d bytes with no final newline) ignored: the writer was probably stopped mid-record; that record counts as not done", r.Name(), r.lineNo, torn.n))
-			r.closeCur()
-			continue
-		case errors.Is(err, errLineTooLong):
-			if e := r.Invalid(&tooLongError{limit: r.maxLine, flag: r.flagName()}); e != nil {
+		if err != nil {
+			if !r.goesOnAfter(err) {
 				return false
 			}
 			continue
-		case err != nil:
-			r.err = r.readError(err)
-			return false
 		}
 		r.stats.Bytes += int64(p.rawLen) + 1
 		if p.blank {
@@ -192,6 +182,24 @@ func (r *Reader) Next() bool {
 		r.stats.Records++
 		return true
 	}
+}
+
+// goesOnAfter handles an error of the splitter in place of a line (kept
+// apart from the path of records, where errors.As would cost an allocation)
+// and reports whether reading goes on.
+func (r *Reader) goesOnAfter(err error) bool {
+	var torn *tornError
+	switch {
+	case errors.As(err, &torn):
+		r.stats.Torn++
+		r.warn(fmt.Sprintf("%s:%d: torn last line (%d bytes with no final newline) ignored: the writer was probably stopped mid-record; that record counts as not done", r.Name(), r.lineNo, torn.n))
+		r.closeCur()
+		return true
+	case errors.Is(err, errLineTooLong):
+		return r.Invalid(&tooLongError{limit: r.maxLine, flag: r.flagName()}) == nil
+	}
+	r.err = r.readError(err)
+	return false
 }
 
 // prepare makes a line ready for Next: it drops a BOM from the file's first

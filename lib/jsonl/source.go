@@ -15,6 +15,12 @@ var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
+// Compressed reports whether head, the first bytes of a file, starts a gzip
+// or zstd stream (which the Reader decompresses).
+func Compressed(head []byte) bool {
+	return bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, zstdMagic)
+}
+
 // errLineTooLong is returned by lineSplitter when a line passes the cap; the
 // splitter has then skipped to the start of the next line.
 var errLineTooLong = errors.New("line too long")

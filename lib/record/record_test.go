@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -140,21 +141,47 @@ func TestScanIDs(t *testing.T) {
 		{name: "empty", need: true, line: `{"id":""}`, wantErr: `"id" is an empty string`},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			in, err := NewScanner(tc.path, tc.need, "").Scan([]byte(tc.line))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+		// A scanner that borrows ids reads the same ones.
+		for _, borrow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, borrowing %v", tc.name, borrow), func(t *testing.T) {
+				s := NewScanner(tc.path, tc.need, "")
+				if borrow {
+					s = s.BorrowingIDs()
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if in.ID != tc.id || in.HasID != tc.hasID {
-				t.Errorf("id = %q (%v), want %q (%v)", in.ID, in.HasID, tc.id, tc.hasID)
-			}
-		})
+				in, err := s.Scan([]byte(tc.line))
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("error = %v, want %q", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if in.ID != tc.id || in.HasID != tc.hasID {
+					t.Errorf("id = %q (%v), want %q (%v)", in.ID, in.HasID, tc.id, tc.hasID)
+				}
+			})
+		}
+	}
+}
+
+// TestBorrowedIDSharesTheLine: a borrowed id is a view of the line (no copy),
+// and the scanner it was made from still copies.
+func TestBorrowedIDSharesTheLine(t *testing.T) {
+	line := []byte(`{"id":"abc"}`)
+	s := NewScanner("", true, "")
+	borrowed, err := s.BorrowingIDs().Scan(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := s.Scan(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line[8] = 'X' // the b
+	if borrowed.ID != "aXc" || copied.ID != "abc" {
+		t.Errorf("after changing the line: borrowed id %q (want aXc), copied id %q (want abc)", borrowed.ID, copied.ID)
 	}
 }
 
