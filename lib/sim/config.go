@@ -42,7 +42,9 @@ type Config struct {
 	// snapshots, SGLang's default.
 	IncrementalStreaming bool
 
-	// VocabSize bounds the generated token ids: 0 <= id < VocabSize.
+	// VocabSize bounds the token ids: prompts with an id past it are refused
+	// (as SGLang refuses them) and generated ids are below it. The default is
+	// the bundled Kimi-K2.5 tokenizer's, so bundled prompts are accepted.
 	VocabSize int
 	// EOSTokenID is appended as the last output id when an answer stops
 	// naturally (finish_reason {type: stop, matched: EOSTokenID}). It must be
@@ -135,7 +137,7 @@ func Default() Config {
 		MaxRunningRequests:        1024,
 		ContextLength:             32768,
 		DefaultMaxNewTokens:       128,
-		VocabSize:                 32000,
+		VocabSize:                 163840,
 		EOSTokenID:                2,
 		EOSText:                   "</s>",
 		Seed:                      1,
