@@ -101,9 +101,11 @@ func parse(c *cli.Context) (*config, error) {
 	return cfg, nil
 }
 
-// countFlag reads an optional count flag (4k, 10M, 12345); 0 when unset.
+// countFlag reads an optional count flag (4k, 10M, 12345); 0 when unset or
+// empty (an empty environment variable, as cron lines leave them, sets
+// nothing).
 func countFlag(c *cli.Context, name string) (int64, error) {
-	if !c.IsSet(name) {
+	if c.String(name) == "" {
 		return 0, nil
 	}
 	n, err := cliutil.ParseCount(c.String(name))
