@@ -85,7 +85,7 @@ func TestPipelineStops(t *testing.T) {
 
 	errRead := errors.New("read failed")
 	var consumed int
-	p = pipeline[int, int]{
+	readFails := pipeline[int, int]{
 		workers: 2,
 		produce: func(ctx context.Context, send func(int) bool) error {
 			for i := range 5 {
@@ -96,7 +96,7 @@ func TestPipelineStops(t *testing.T) {
 		work:    func(i int) int { return i },
 		consume: func(int) error { consumed++; return nil },
 	}
-	if err := p.run(context.Background()); err != errRead || consumed != 5 {
+	if err := readFails.run(context.Background()); err != errRead || consumed != 5 {
 		t.Fatalf("got %v after %d items, want %v after 5", err, consumed, errRead)
 	}
 }
@@ -105,7 +105,7 @@ func TestPipelineStops(t *testing.T) {
 // producer instead of letting results pile up behind it.
 func TestPipelineBoundsWork(t *testing.T) {
 	release := make(chan struct{})
-	sent := 0
+	var sent atomic.Int64
 	done := make(chan error)
 	p := pipeline[int, int]{
 		workers: 2,
@@ -114,7 +114,7 @@ func TestPipelineBoundsWork(t *testing.T) {
 				if !send(i) {
 					return nil
 				}
-				sent++
+				sent.Add(1)
 			}
 			return nil
 		},
@@ -128,8 +128,8 @@ func TestPipelineBoundsWork(t *testing.T) {
 	}
 	go func() { done <- p.run(context.Background()) }()
 	time.Sleep(100 * time.Millisecond)
-	if limit := 2 * inFlightPerWorker; sent > limit {
-		t.Errorf("%d items sent while the first was stuck; at most %d may be in flight", sent, limit)
+	if limit := int64(2 * inFlightPerWorker); sent.Load() > limit {
+		t.Errorf("%d items sent while the first was stuck; at most %d may be in flight", sent.Load(), limit)
 	}
 	close(release)
 	if err := <-done; err != nil {

@@ -52,10 +52,10 @@ func run(c *cli.Context) (err error) {
 		}
 		return nil
 	}
-	p := pipeline[[]sourceLine, []converted]{
+	p := pipeline[batch, batchResult]{
 		workers: cfg.jobs,
-		produce: func(ctx context.Context, send func([]sourceLine) bool) error {
-			batches.start(ctx, send)
+		produce: func(ctx context.Context, send func(batch) bool) error {
+			batches.start(ctx, send, func() int64 { return in.Stats().Invalid })
 			for in.Next() {
 				if err := batches.add(in.Pos(), in.Bytes()); err != nil {
 					return err
@@ -68,19 +68,20 @@ func run(c *cli.Context) (err error) {
 			}
 			return flushErr
 		},
-		work: func(lines []sourceLine) []converted {
-			results := make([]converted, len(lines))
-			for i, l := range lines {
+		work: func(b batch) batchResult {
+			results := make([]converted, len(b.lines))
+			for i, l := range b.lines {
 				results[i] = cfg.convert.convert(l)
 			}
-			return results
+			return batchResult{results: results, skippedLines: b.skippedLines}
 		},
-		consume: func(results []converted) error {
-			for _, r := range results {
+		consume: func(b batchResult) error {
+			for _, r := range b.results {
 				if err := write(r); err != nil {
 					return err
 				}
 			}
+			sum.skippedLines = b.skippedLines
 			return nil
 		},
 		idle: out.Flush,
@@ -90,7 +91,6 @@ func run(c *cli.Context) (err error) {
 		err = nil
 	}
 	if err == nil && !cfg.quiet {
-		sum.invalid += in.Stats().Invalid
 		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", sum.String(cfg))
 	}
 	return err
@@ -108,14 +108,31 @@ const (
 // whenever the reader is about to wait for input (jsonl's BeforeRead), so
 // that a slow producer's records are not held back.
 type batcher struct {
-	ctx   context.Context
-	send  func([]sourceLine) bool
-	lines []sourceLine
-	bytes int
+	ctx     context.Context
+	send    func(batch) bool
+	skipped func() int64 // lines the reader has skipped so far
+	lines   []sourceLine
+	bytes   int
+	sent    int64 // skipped() as last sent
 }
 
-func (b *batcher) start(ctx context.Context, send func([]sourceLine) bool) {
-	b.ctx, b.send = ctx, send
+// batch is records in input order, and how many lines the reader has
+// skipped (--skip-invalid) up to the last of them: counted in order, by
+// the writer, the summary needs no look at the reader, which may still be
+// running when the writer stops (--limit).
+type batch struct {
+	lines        []sourceLine
+	skippedLines int64
+}
+
+// batchResult is a batch's records converted.
+type batchResult struct {
+	results      []converted
+	skippedLines int64
+}
+
+func (b *batcher) start(ctx context.Context, send func(batch) bool, skipped func() int64) {
+	b.ctx, b.send, b.skipped = ctx, send, skipped
 }
 
 // add copies a record (the reader reuses its buffer) into the batch.
@@ -128,21 +145,27 @@ func (b *batcher) add(pos string, line []byte) error {
 	return nil
 }
 
-// flush sends the batch so far, if any.
+// flush sends the batch so far, if it holds records or news of skipped
+// lines.
 func (b *batcher) flush() error {
-	if len(b.lines) == 0 || b.send == nil {
+	if b.send == nil {
 		return nil
 	}
-	if !b.send(b.lines) {
+	skipped := b.skipped()
+	if len(b.lines) == 0 && skipped == b.sent {
+		return nil
+	}
+	if !b.send(batch{lines: b.lines, skippedLines: skipped}) {
 		return context.Cause(b.ctx)
 	}
-	b.lines, b.bytes = nil, 0
+	b.lines, b.bytes, b.sent = nil, 0, skipped
 	return nil
 }
 
 // summary counts what happened to the records, in input order.
 type summary struct {
 	read, written, tooLong, truncated, invalid int64
+	skippedLines                               int64 // unreadable lines (too long) skipped by the reader
 	tokens                                     int64
 	longest, longestDropped                    int
 	longestID, longestDroppedID                string
@@ -181,7 +204,7 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 // 512, id "b"); skipped 1 invalid".
 func (s *summary) String(cfg *config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read, "record"), cliutil.Thousands(s.written), cliutil.Thousands(s.tokens))
+	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read+s.skippedLines, "record"), cliutil.Thousands(s.written), cliutil.Thousands(s.tokens))
 	if s.written > 0 {
 		fmt.Fprintf(&b, "; longest %s, id %q", cliutil.Thousands(int64(s.longest)), s.longestID)
 	}
@@ -192,8 +215,8 @@ func (s *summary) String(cfg *config) string {
 	if s.truncated > 0 {
 		fmt.Fprintf(&b, "; cut %s to %s tokens (--truncate %s)", cliutil.Thousands(s.truncated), cliutil.Thousands(int64(cfg.convert.maxTokens)), cfg.convert.truncate)
 	}
-	if s.invalid > 0 {
-		fmt.Fprintf(&b, "; skipped %s invalid", cliutil.Thousands(s.invalid))
+	if invalid := s.invalid + s.skippedLines; invalid > 0 {
+		fmt.Fprintf(&b, "; skipped %s invalid", cliutil.Thousands(invalid))
 	}
 	if s.limitReached {
 		fmt.Fprintf(&b, "; stopped at --limit %s", cliutil.Thousands(cfg.limit))
