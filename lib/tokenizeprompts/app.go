@@ -54,6 +54,10 @@ is the instruction, then a blank line and the input when the input is not
 empty); "text", a prompt already rendered. The fields a shape is read from
 (messages, conversations, prompt, instruction, input, output, history, text,
 and system where the shape reads it) are not copied: "messages" replaces them.
+Nor are the answer's fields of the record contract (output_ids,
+completion_tokens, text, reasoning, tool_calls, finish_reason, usage, gen,
+error), so that an earlier output can be read again as prompts without a
+stale completion counting against a budget.
 A list of content parts becomes the string of its text parts joined with a
 newline; other parts (images, audio) are refused. "tools" may be an OpenAI
 array or a string holding one; bare function schemas are wrapped as

@@ -152,13 +152,21 @@ func (cv *converter) outputLine(f *fields, p *prompt, id string, msgs []byte, id
 	return append(b, '}')
 }
 
-// written reports whether a source field is replaced in the output: the
-// contract's prompt fields and the shape's own fields. A field --id-path
-// names elsewhere stays, since it may hold a number or more than the id.
+// responseFields are the answer's side of the record contract. A source
+// that is an earlier output (to generate again with another model) carries
+// them; they are dropped, since the output is a prompt, and a stale
+// completion_tokens would count against budget-cut's budget.
+var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionTokens, "text", "reasoning",
+	"tool_calls", record.FieldFinishReason, record.FieldUsage, "gen", record.FieldError}
+
+// written reports whether a source field is replaced or dropped in the
+// output: the contract's fields and the shape's own fields. A field
+// --id-path names elsewhere stays, since it may hold a number or more than
+// the id.
 func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
 	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens:
 		return true
 	}
-	return slices.Contains(p.consumed, key)
+	return slices.Contains(p.consumed, key) || slices.Contains(responseFields, key)
 }
