@@ -308,11 +308,11 @@ func (s *scanner) array(depth int) error {
 //
 // Token-id arrays are most of the bytes of generated data, and the length of
 // each number is random, so a byte-at-a-time loop spends its time in
-// mispredicted branches. Instead it checks 8 bytes at a time with SWAR masks:
-// a chunk of digits and commas whose elements are well formed only adds its
-// commas to the count. Anything unusual in a chunk (white space, the closing
-// ']', an element "0", a run of 8 digits) sends one element through the
-// byte-at-a-time path, which then hands back to the fast one.
+// mispredicted branches. Instead it checks 16 bytes at a time with SWAR
+// masks: a chunk of digits and commas whose elements are well formed only
+// adds its commas to the count. Anything unusual in a chunk (white space, the
+// closing ']', an element "0", a run of 8 digits) sends one element through
+// the byte-at-a-time path, which then hands back to the fast one.
 func (s *scanner) intRun() (n int, ok bool) {
 	b, i := s.b, s.i
 	for i < len(b) && class[b[i]] == clSpace {
@@ -322,33 +322,34 @@ func (s *scanner) intRun() (n int, ok bool) {
 		s.i = i + 1
 		return 0, true
 	}
-	first := i      // no element starts before this
-	atStart := true // b[i] is the first byte of an element
-	commas := 0     // separators seen: the count is commas+1
+	first := i            // no element starts before this
+	start := uint64(0x80) // 0x80 when b[i] is the first byte of an element, else 0
+	commas := 0           // separators seen: the count is commas+1
 	for {
-		for i+8 <= len(b) {
-			w := binary.LittleEndian.Uint64(b[i:])
-			digits := digitMask(w)
-			sep := byteMask(w, ',')
-			if digits|sep != hiBits || digits == hiBits {
-				break // not only digits and commas, or maybe a number too long for the fast path
+		// 16 bytes at a time, as two words: the second's checks do not wait
+		// for the first's, so the processor overlaps them. A word may be
+		// only digits and commas (no white space, no closing ']'), with no
+		// empty element, no element that starts with '0' (a leading zero,
+		// or the id 0), and not 8 digits in a row (maybe a number too long
+		// for a uint64); else the byte-at-a-time path takes one element.
+		for i+16 <= len(b) {
+			w0 := binary.LittleEndian.Uint64(b[i:])
+			w1 := binary.LittleEndian.Uint64(b[i+8:])
+			d0, sep0 := digitMask(w0), byteMask(w0, ',')
+			d1, sep1 := digitMask(w1), byteMask(w1, ',')
+			if d0|sep0 != hiBits || d1|sep1 != hiBits || d0 == hiBits || d1 == hiBits {
+				break
 			}
-			starts := sep << 8
-			if atStart {
-				starts |= 0x80
+			starts0 := sep0<<8 | start    // bytes that begin an element
+			starts1 := sep1<<8 | sep0>>56 // (w1's first, if w0 ends in a comma)
+			if starts0&(sep0|zeroMask(w0))|starts1&(sep1|zeroMask(w1)) != 0 {
+				break
 			}
-			// Of the digits, '0' is the one whose low nibble is 0: adding
-			// 0x0f to the nibble carries into bit 4 for every other one.
-			nonzero := (w&0x0f0f0f0f0f0f0f0f + 0x0f0f0f0f0f0f0f0f) & 0x1010101010101010
-			zeros := (^nonzero & 0x1010101010101010) << 3
-			if starts&(sep|zeros) != 0 {
-				break // an empty element, or one that starts with 0 (a leading zero, or the id 0)
-			}
-			commas += bits.OnesCount64(sep)
-			atStart = sep>>56 != 0
-			i += 8
+			commas += bits.OnesCount64(sep0 | sep1>>1) // the two masks' bits do not overlap
+			start = sep1 >> 56
+			i += 16
 		}
-		if !atStart { // back up to the start of the number the fast path was in
+		if start == 0 { // back up to the start of the number the fast path was in
 			for i > first && class[b[i-1]] == clDigit {
 				i--
 			}
@@ -380,7 +381,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 			for i < len(b) && class[b[i]] == clSpace {
 				i++
 			}
-			atStart = true
+			start = 0x80
 		case ']':
 			s.i = i + 1
 			return commas + 1, true
@@ -427,6 +428,14 @@ func digitMask(w uint64) uint64 {
 	ge0 := t + loBits*(0x80-'0')     // high bit set iff byte >= '0'
 	gt9 := t + loBits*(0x80-('9'+1)) // high bit set iff byte > '9'
 	return ge0 &^ gt9 &^ w & hiBits
+}
+
+// zeroMask marks the bytes of w that are '0', given that all of them are
+// digits or commas: of those, '0' is the one whose low nibble is 0, and
+// adding 0x0f to the nibble carries into bit 4 for every other one.
+func zeroMask(w uint64) uint64 {
+	nonzero := (w&0x0f0f0f0f0f0f0f0f + 0x0f0f0f0f0f0f0f0f) & 0x1010101010101010
+	return (^nonzero & 0x1010101010101010) << 3
 }
 
 // stringStopMask marks the bytes of w that end a run of plain string bytes:

@@ -222,3 +222,21 @@ func FuzzIntArrayLen(f *testing.F) {
 		}
 	})
 }
+
+// TestIntArrayLenEveryOffset puts each element the fast path must hand to
+// the byte-at-a-time one (a leading zero, an empty element, the id 0, a run
+// of digits) at every offset of the 16-byte chunks, and compares with
+// encoding/json.
+func TestIntArrayLenEveryOffset(t *testing.T) {
+	for _, odd := range []string{"00", "", "0", "012", "123456789012", "18446744073709551616"} {
+		for pad := 0; pad < 40; pad++ {
+			in := "[" + strings.Repeat("7", pad%7+1) + "," + strings.Repeat("12,", pad) + odd + ",345,6789,1,23456,7,89]"
+			var ids []uint64
+			jerr := json.Unmarshal([]byte(in), &ids)
+			n, ok := IntArrayLen([]byte(in))
+			if ok != (jerr == nil) || ok && n != len(ids) {
+				t.Errorf("IntArrayLen(%q) = %d, %v; encoding/json: %d ids, error %v", in, n, ok, len(ids), jerr)
+			}
+		}
+	}
+}

@@ -6,8 +6,9 @@
 # and peak memory per id. Run from anywhere:
 #   bash scripts/bench/records.sh
 # Settings (environment): BENCH_SIZE (default 200MB), BENCH_IDS (default
-# 10000000), BENCH_RUNS (default 3: best of, for the fast tools), BENCH_DIR
-# (default tests/bench/out, where generated data is kept and reused).
+# 10000000), BENCH_RUNS (default 3: every command runs that many times and
+# the best is kept), BENCH_DIR (default tests/bench/out, where generated data
+# is kept and reused).
 # Tools run one at a time, so that two cores are enough.
 set -euo pipefail
 
@@ -27,12 +28,9 @@ note() { printf '%s\n' "$*" >&2; }
 
 # --- what to measure -------------------------------------------------------
 
-note "building budget-cut from the working tree..."
-go build -o bin/budget-cut ./cmd/budget-cut
-for tool in tokstat dedupe-resume; do
-  if [[ ! -x bin/$tool ]]; then
-    note "bin/$tool does not exist (make build did not make it): its row is skipped"
-  fi
+note "building budget-cut, tokstat and dedupe-resume from the working tree..."
+for tool in budget-cut tokstat dedupe-resume; do
+  go build -o "bin/$tool" "./cmd/$tool"
 done
 if ! command -v jq >/dev/null; then
   note "jq not found: installing it with apt-get"
@@ -55,8 +53,11 @@ MB=$(awk -v b="$BYTES" 'BEGIN { printf "%.0f", b / 1e6 }')
 
 # --- timing ----------------------------------------------------------------
 # Wall time is what a user waits for on a quiet machine; CPU time (user+sys)
-# is what a tool costs, and stays meaningful when other work shares the cores
-# (every tool here runs on one core, so on a quiet machine the two agree).
+# is what a tool costs, and stays meaningful when other work shares the cores.
+# The references run on one core, so for them the two agree on a quiet
+# machine; tokstat and budget-cut scan large files on every core, so their
+# wall time is below their CPU time when the cores are free (and is what
+# other work on the machine slows first).
 
 # run_best N OUT CMD...: runs CMD N times (stdout to OUT, stderr to
 # $WORK/err) and prints "WALL CPU", the smallest of each, in seconds.
@@ -97,6 +98,7 @@ for line in open(sys.argv[1], "rb"):
     t += r["prompt_tokens"] + r["completion_tokens"]
 print(t)'
 
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 note "warming the page cache with $DATA ($MB MB)..."
 cat "$DATA" >/dev/null
 
@@ -105,9 +107,9 @@ measure "wc -l" "$RUNS" wc -l "$DATA"
 # its records go to /dev/null and the count is read from its summary (the
 # shell and sed around it cost a millisecond or two)
 measure "budget-cut" "$RUNS" bash -c 'bin/budget-cut --tokens 1000G "$1" 2>&1 >/dev/null | sed -E "s/.*, ([0-9,]+) total tokens.*/\1/"' _ "$DATA"
-measure "python3 json" 1 python3 -c "$PY_COUNT" "$DATA"
+measure "python3 json" "$RUNS" python3 -c "$PY_COUNT" "$DATA"
 if command -v jq >/dev/null; then
-  measure "jq" 1 jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
+  measure "jq" "$RUNS" jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
 fi
 
 # --- dedupe-resume: loading the done ids ----------------------------------
@@ -146,19 +148,22 @@ col_of() { # col_of NAME ARRAY: the row's value in that column, or nothing
 }
 PY_CPU=$(col_of "python3 json" CPUS)
 JQ_CPU=$(col_of "jq" CPUS)
+PY_WALL=$(col_of "python3 json" WALLS)
+JQ_WALL=$(col_of "jq" WALLS)
 
-printf '\nToken count of %s (%s bytes, %s records), best of %s for wc, tokstat and budget-cut;\n' \
+printf '\nToken count of %s (%s bytes, %s records), best of %s runs;\n' \
   "$DATA" "$BYTES" "$(wc -l <"$DATA")" "$RUNS"
-printf 'MB/s by wall and by CPU time (user+sys); the ratios by CPU time:\n\n'
-printf '%-16s %8s %8s %10s %10s %10s %8s  %s\n' tool "wall s" "CPU s" "MB/s wall" "MB/s CPU" "vs python" "vs jq" "tokens (lines for wc)"
+printf 'MB/s and the ratios to python and jq by wall and by CPU time (user+sys):\n\n'
+printf '%-16s %8s %8s %10s %10s %10s %10s %8s %8s  %s\n' tool "wall s" "CPU s" "MB/s wall" "MB/s CPU" "py wall" "py CPU" "jq wall" "jq CPU" "tokens (lines for wc)"
 for i in "${!NAMES[@]}"; do
-  awk -v n="${NAMES[$i]}" -v w="${WALLS[$i]}" -v c="${CPUS[$i]}" -v b="$BYTES" -v py="$PY_CPU" -v jq="$JQ_CPU" -v r="${RESULTS[$i]}" '
+  awk -v n="${NAMES[$i]}" -v w="${WALLS[$i]}" -v c="${CPUS[$i]}" -v b="$BYTES" -v r="${RESULTS[$i]}" \
+    -v pyw="$PY_WALL" -v pyc="$PY_CPU" -v jqw="$JQ_WALL" -v jqc="$JQ_CPU" '
     function rate(s) { return (s > 0) ? sprintf("%.0f", b / 1e6 / s) : "-" }
     function ratio(ref, s) { return (ref != "" && s > 0) ? sprintf("%.1fx", ref / s) : "-" }
-    BEGIN { printf "%-16s %8.3f %8.3f %10s %10s %10s %8s  %s\n", n, w, c, rate(w), rate(c), ratio(py, c), ratio(jq, c), r }'
+    BEGIN { printf "%-16s %8.3f %8.3f %10s %10s %10s %10s %8s %8s  %s\n", n, w, c, rate(w), rate(c), ratio(pyw, w), ratio(pyc, c), ratio(jqw, w), ratio(jqc, c), r }'
 done
-printf '\ntargets: budget-cut and tokstat >= 1000 MB/s, >= 20x python, >= 50x jq\n'
-printf 'load average when done: %s (other work on this machine slows every row)\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '\ntargets: budget-cut and tokstat >= 1000 MB/s, >= 20x python, >= 50x jq (wall time, quiet machine)\n'
+printf 'load average before: %s, when done: %s (other work on this machine slows every row, wall time most)\n' "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ -n $DD_LINE ]]; then
   printf '\n%s\n' "$DD_LINE"
 fi
