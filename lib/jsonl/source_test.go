@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -175,6 +177,17 @@ func FuzzReader(f *testing.F) {
 		}
 		if int64(len(res.warns)) != want.Torn {
 			t.Fatalf("read %q: warnings %q, want %d", data, res.warns, want.Torn)
+		}
+		// Read ahead from a file, in buffers and batches smaller than most
+		// lines: the same lines, counts and warnings.
+		forceReadAhead(t, 16, 2)
+		path := filepath.Join(t.TempDir(), "in.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ahead := readAll(t, nil, []string{path}, Options{Validate: true, SkipInvalid: true, Parallel: true})
+		if ahead.err != nil || ahead.stats != res.stats || strings.Join(ahead.lines, "\n") != strings.Join(res.lines, "\n") || len(ahead.warns) != len(res.warns) {
+			t.Fatalf("read %q ahead:\n got %+v %q %v\nwant %+v %q", data, ahead.stats, ahead.lines, ahead.err, res.stats, res.lines)
 		}
 	})
 }
