@@ -117,9 +117,9 @@ type batcher struct {
 }
 
 // batch is records in input order, and how many lines the reader has
-// skipped (--skip-invalid) up to the last of them: counted in order, by
-// the writer, the summary needs no look at the reader, which may still be
-// running when the writer stops (--limit).
+// skipped (--skip-invalid) up to the last of them. The writer takes that
+// count from the batches, in order, rather than from the reader, which may
+// still be running when the writer stops (--limit).
 type batch struct {
 	lines        []sourceLine
 	skippedLines int64
