@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,6 +115,8 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 		stage("budget-cut", cutArgs...),
 	}
 
+	// tokenizedSize is what tokenize-prompts writes in a whole run.
+	tokenizedSize := fileSize(rs.path)
 	// expected is about how many records the dataset ends with: all of
 	// them, or as many as the budget buys; the record size is guessed
 	// until the output shows it.
@@ -147,17 +150,18 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 		start := time.Now()
 		p := startPipeline(t, dir, fmt.Sprintf("run%02d", k), pipelineIO{}, stages...)
 		victim := p.stages[target]
-		// tokenize-prompts and dedupe-resume have done their work once
-		// generate and the pipes between hold the prompts (a few hundred
-		// KiB), so they die early, maybe before passing anything on. The
-		// others die after a random share (up to half) of the work left
-		// has reached the output: while answers are arriving, which is
-		// when a kill can lose, tear or duplicate something.
+		// tokenize-prompts and dedupe-resume are done as soon as generate
+		// and the pipes between hold the prompts (a few hundred KiB), so
+		// they die after writing a random share (up to half) of what they
+		// have to pass on. The others die after a random share (up to half) of the work
+		// left has reached the output: while answers are arriving. Those
+		// are the moments a kill can lose, tear or duplicate something.
 		var moment string
 		if target <= 1 {
-			delay := time.Duration(10+rng.IntN(900)) * time.Millisecond
-			moment = fmt.Sprintf("%v after start", delay)
-			sleepUnless(delay, victim.done)
+			toPass := tokenizedSize * int64(len(rs.byID)-len(done)) / int64(len(rs.byID))
+			n := 1 + rng.Int64N(max(toPass/2, 1))
+			moment = fmt.Sprintf("after writing %d of about %d bytes", n, toPass)
+			waitForWritten(victim.cmd.Process.Pid, n, victim.done, 30*time.Second)
 		} else {
 			n := 1 + rng.IntN(max((expected-len(done))/2, 1))
 			moment = fmt.Sprintf("after %d more records", n)
@@ -289,4 +293,35 @@ func meanRecordTokens(rs requestSet, maxTokens int) int64 {
 		prompts += int64(len(r.InputIDs))
 	}
 	return prompts/int64(len(rs.byID)) + int64(maxTokens/2+1)
+}
+
+// fileSize is a file's size, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// waitForWritten waits until the process pid has written n bytes (wchar in
+// /proc/PID/io: everything it handed to write), it exits, or limit passes.
+func waitForWritten(pid int, n int64, done <-chan struct{}, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+				if w, _ := strconv.ParseInt(v, 10, 64); w >= n {
+					return
+				}
+			}
+		}
+		if !sleepUnless(time.Millisecond, done) {
+			return
+		}
+	}
 }
