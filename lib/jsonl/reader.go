@@ -54,7 +54,9 @@ type Options struct {
 	// Prepare, if not nil, runs on every record line (after the reader's
 	// own checks) before Next returns it; Reader.Prepared returns its
 	// result. A tool puts its per-record work here (scanning the record) so
-	// that, with Parallel, that work runs ahead on other cores.
+	// that, with Parallel, that work runs ahead on other cores. Like the
+	// line, what it returns may refer to the line only until the next call
+	// to Next.
 	Prepare func(line []byte) any
 	// Parallel reads a large regular file ahead on goroutines of its own,
 	// preparing its lines on every CPU while the tool handles the records
