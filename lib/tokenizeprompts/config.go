@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -87,8 +86,8 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.convert.render.Extra, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
 		return nil, err
 	}
-	if cfg.convert.render.Now, err = templateClock(c.String(flagDate)); err != nil {
-		return nil, err
+	if cfg.convert.render.Now, err = chat.ParseDate(c.String(flagDate)); err != nil {
+		return nil, cliutil.Usagef("--%s %v", flagDate, err)
 	}
 	if cfg.convert.tok, err = loadTokenizer(c.String(flagTokenizer)); err != nil {
 		return nil, err
@@ -113,15 +112,6 @@ func countFlag(c *cli.Context, name string) (int64, error) {
 		return 0, cliutil.Usagef("--%s: %v", name, err)
 	}
 	return n, nil
-}
-
-// templateClock fixes the day strftime_now sees, or leaves the real clock.
-func templateClock(date string) (func() time.Time, error) {
-	now, err := chat.ParseDate(date)
-	if err != nil {
-		return nil, cliutil.Usagef("--%s %v", flagDate, err)
-	}
-	return now, nil
 }
 
 // loadTokenizerPath loads a tokenizer folder or file. Tests that run the

@@ -31,16 +31,3 @@ func TestLoadTemplate(t *testing.T) {
 		}
 	}
 }
-
-func TestTemplateClock(t *testing.T) {
-	now, err := templateClock("2025-06-15")
-	if err != nil || now().Format("02 Jan 2006") != "15 Jun 2025" {
-		t.Errorf("2025-06-15: %v", err)
-	}
-	if now, err := templateClock(""); now != nil || err != nil {
-		t.Errorf("no --date: got a clock or %v; want the real clock (nil)", err)
-	}
-	if _, err := templateClock("2025-6-15"); cliutil.ExitCode(err) != 64 {
-		t.Errorf("a bad date: got %v, want a usage error", err)
-	}
-}
