@@ -156,8 +156,8 @@ func loadBuiltinTokenizer(name string) (*tokenizer.Tokenizer, error) {
 
 // loadTemplate parses the chat template --template names; nil for none.
 // It does what chat.Load does for the other tools, apart from loading the
-// tokenizer: tokenize-prompts resolves builtin: names, and renders with
-// its own clock (--date), which chat.Model does not carry.
+// tokenizer: tokenize-prompts also reads builtin: tokenizers, and tells a
+// missing tokenizer (exit 66) from a damaged one (65).
 func loadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Template, error) {
 	var src string
 	switch name {
