@@ -2,6 +2,7 @@ package cliutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -188,7 +189,15 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stop := signalContext(context.Background(), stderr, app.Name)
 	defer stop()
-	return report(app, stderr, app.RunContext(ctx, args))
+	err := app.RunContext(ctx, args)
+	// A signalled pipeline stops from both ends: a tool that was told to stop
+	// may then meet the pipe its neighbour closed, or finish cleanly. Either
+	// way it stopped because of the signal, and says so in its status.
+	var sig *SignalError
+	if errors.As(context.Cause(ctx), &sig) && (err == nil || IsBrokenPipe(err)) {
+		err = sig
+	}
+	return report(app, stderr, err)
 }
 
 func report(app *cli.App, stderr io.Writer, err error) int {
