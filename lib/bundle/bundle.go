@@ -7,6 +7,7 @@
 package bundle
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"io"
@@ -26,9 +27,12 @@ const TokenizerName = "kimi-k2.5"
 // tokenizerDir is the bundled folder, laid out as the published model's.
 const tokenizerDir = "kimi_k25"
 
-// PromptsFile is the sample prompts' file name in this folder: JSONL
-// compressed with zstd, which every synthpipe tool reads as it is.
-const PromptsFile = "prompts.jsonl.zst"
+// PromptsDir is the sample prompts' folder in this one: a JSONL file per
+// dataset, compressed with zstd, which every synthpipe tool reads as it is.
+const PromptsDir = "prompts"
+
+// Datasets are the sample's datasets, each in PromptsDir/NAME.jsonl.zst.
+var Datasets = []string{"chat", "code", "math", "tools"}
 
 // compressedSuffix marks files stored compressed; they are written out
 // without it.
@@ -37,8 +41,8 @@ const compressedSuffix = ".zst"
 //go:embed kimi_k25
 var tokenizerFS embed.FS
 
-//go:embed prompts.jsonl.zst
-var promptsZst string
+//go:embed prompts
+var promptsFS embed.FS
 
 // ExtractTokenizer writes the bundled tokenizer folder into dir (created if
 // needed) as dir/kimi_k25 and returns that folder's path, ready for
@@ -107,11 +111,24 @@ func unpackFile(src fs.FS, name, dst string) (err error) {
 	return nil
 }
 
-// Prompts returns the sample prompts as JSONL (decompressed).
+// Prompts returns the sample prompts of every dataset, in the order of
+// Datasets, as JSONL (decompressed).
 func Prompts() (io.ReadCloser, error) {
-	dec, err := zstd.NewReader(strings.NewReader(promptsZst))
-	if err != nil {
-		return nil, err
+	var all []byte
+	for _, d := range Datasets {
+		data, err := promptsFS.ReadFile(path.Join(PromptsDir, d+".jsonl"+compressedSuffix))
+		if err != nil {
+			return nil, err
+		}
+		dec, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil, err
+		}
+		all, err = dec.DecodeAll(data, all)
+		dec.Close()
+		if err != nil {
+			return nil, fmt.Errorf("bundle: %s: %w", d, err)
+		}
 	}
-	return dec.IOReadCloser(), nil
+	return io.NopCloser(bytes.NewReader(all)), nil
 }

@@ -129,7 +129,7 @@ dropped and why, prompt tokens, the longest prompt.`,
 		},
 		Examples: []cliutil.Example{
 			{Comment: "tokenize the bundled sample prompts with the bundled Kimi-K2.5 tokenizer",
-				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 lib/bundle/prompts.jsonl.zst | head -c 600"},
+				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 lib/bundle/prompts/chat.jsonl.zst | head -c 600"},
 			{Comment: "the whole pipeline, resumable, with thinking off and long prompts dropped",
 				Command: "tokenize-prompts --tokenizer ~/models/Qwen3-8B --template-arg enable_thinking=false --max-prompt-tokens 8k prompts.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M >> out.jsonl"},
 			{Comment: "one output per dataset with GNU parallel",

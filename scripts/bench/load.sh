@@ -55,7 +55,7 @@ if ! command -v zstd >/dev/null; then
     { note "could not install zstd"; exit 1; }
 fi
 SAMPLES="$WORK/samples.jsonl"
-zstd -dcq lib/bundle/prompts.jsonl.zst >"$SAMPLES"
+zstd -dcq lib/bundle/prompts/*.jsonl.zst >"$SAMPLES"
 
 # prompts N FILE writes N prompts: the samples over and over, each line
 # starting with its own load_id.

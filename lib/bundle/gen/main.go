@@ -1,9 +1,10 @@
-// Command gen writes synthpipe's sample prompts (lib/bundle/prompts.jsonl.zst):
-// a few hundred records in four datasets (chat, code, math, tools) and in
-// every input shape tokenize-prompts reads, made up from word lists here, so
-// that they carry no third-party text and come out the same on every run.
+// Command gen writes synthpipe's sample prompts (lib/bundle/prompts/*.jsonl.zst):
+// a few hundred records in four datasets (chat, code, math, tools; one file
+// each, as datasets usually come) and in every input shape tokenize-prompts
+// reads, made up from word lists here, so that they carry no third-party text
+// and come out the same on every run.
 //
-//	go run ./lib/bundle/gen -o lib/bundle/prompts.jsonl.zst
+//	go run ./lib/bundle/gen -o lib/bundle/prompts
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -26,17 +28,25 @@ const (
 )
 
 func main() {
-	out := flag.String("o", "", "write the zstd-compressed prompts to `FILE` (default: plain JSONL on stdout)")
+	out := flag.String("o", "", "write DATASET.jsonl.zst files into `DIR` (default: plain JSONL of all datasets on stdout)")
 	flag.Parse()
-	data := generate()
-	if *out == "" {
-		os.Stdout.Write(data)
-		return
+	for _, d := range generate() {
+		if *out == "" {
+			os.Stdout.Write(d.data)
+			continue
+		}
+		path := filepath.Join(*out, d.name+".jsonl.zst")
+		if err := os.WriteFile(path, compress(d.data), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
 	}
-	if err := os.WriteFile(*out, compress(data), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
-	}
+}
+
+// dataset is one dataset's prompts as JSONL.
+type dataset struct {
+	name string
+	data []byte
 }
 
 func compress(data []byte) []byte {
@@ -93,8 +103,9 @@ type generator struct {
 	seen map[string]bool // the fields of the records written without an id
 }
 
-func generate() []byte {
+func generate() []dataset {
 	g := &generator{r: rand.New(rand.NewPCG(2026, 11)), seen: map[string]bool{}}
+	var sets []dataset
 	for _, d := range []struct {
 		name  string
 		count int
@@ -108,8 +119,10 @@ func generate() []byte {
 		for i := range d.count {
 			g.emit(d.name, i, g.unique(func() obj { return d.make(i) }))
 		}
+		sets = append(sets, dataset{d.name, bytes.Clone(g.out.Bytes())})
+		g.out.Reset()
 	}
-	return g.out.Bytes()
+	return sets
 }
 
 // unique draws fields until they differ from those of every record so far

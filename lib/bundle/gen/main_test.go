@@ -9,7 +9,7 @@ import (
 )
 
 // TestPromptsFresh fails when the committed sample prompts are not what the
-// generator writes: run go run ./lib/bundle/gen -o lib/bundle/prompts.jsonl.zst.
+// generator writes: run go run ./lib/bundle/gen -o lib/bundle/prompts.
 func TestPromptsFresh(t *testing.T) {
 	r, err := bundle.Prompts()
 	if err != nil {
@@ -20,7 +20,11 @@ func TestPromptsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(committed, generate()) {
-		t.Fatal("lib/bundle/prompts.jsonl.zst is stale: run go run ./lib/bundle/gen -o lib/bundle/prompts.jsonl.zst")
+	var want []byte
+	for _, d := range generate() {
+		want = append(want, d.data...)
+	}
+	if !bytes.Equal(committed, want) {
+		t.Fatal("lib/bundle/prompts is stale: run go run ./lib/bundle/gen -o lib/bundle/prompts")
 	}
 }
