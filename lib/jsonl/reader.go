@@ -1,6 +1,7 @@
 // Package jsonl reads and writes JSON Lines the way every synthpipe tool
 // needs: files or stdin, gzip and zstd by magic bytes, lines of any length up
-// to a cap, positions in every error, torn last lines detected, and a writer
+// to a cap, positions in every error, torn last lines detected, large files
+// read and checked ahead on the spare CPUs (Options.Parallel), and a writer
 // that emits whole lines only.
 package jsonl
 
