@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -36,38 +35,23 @@ const (
 	TemplateAuto = "auto"
 )
 
-// Load loads the tokenizer at tokPath (a model folder or a file), and the chat
-// template named by template: "auto" (the folder's own), "none", or a file.
+// Load loads the tokenizer at tokPath (a model folder, a file, or builtin:NAME)
+// and the chat template named by template: "auto" (the folder's own), "none",
+// or a file.
 // args are --template-arg values, "key=value" with value read as JSON when it
 // parses (true, 3, "x", {...}) and as a string otherwise.
 func Load(tokPath, template string, args []string) (*Model, error) {
-	tok, err := tokenizer.Load(tokPath)
+	tok, err := LoadTokenizer(tokPath)
 	if err != nil {
-		return nil, exitcode.NoInputf("--tokenizer %s: %v", tokPath, err)
+		return nil, err
 	}
 	extra, err := ParseTemplateArgs(args)
 	if err != nil {
 		return nil, err
 	}
 	m := &Model{Tok: tok, Extra: extra, bos: tok.Config().BOSToken, eos: tok.Config().EOSToken}
-	var src, name string
-	switch template {
-	case TemplateNone:
-		return m, nil
-	case TemplateAuto, "":
-		src, name = tok.Config().ChatTemplate, tokPath
-		if src == "" {
-			return nil, exitcode.NoInputf("--tokenizer %s has no chat template (no chat_template in tokenizer_config.json, no chat_template.jinja): give one with --template FILE, or use --template none for pre-rendered text", tokPath)
-		}
-	default:
-		data, err := os.ReadFile(template)
-		if err != nil {
-			return nil, exitcode.NoInputf("--template %s: %v", template, err)
-		}
-		src, name = string(data), template
-	}
-	if m.Template, err = chattemplate.Parse(name, src); err != nil {
-		return nil, exitcode.DataErrorf("chat template %s: %v", name, err)
+	if m.Template, err = LoadTemplate(template, tokPath, tok.Config().ChatTemplate); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

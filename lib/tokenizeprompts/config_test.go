@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -22,7 +23,7 @@ func TestLoadTemplate(t *testing.T) {
 		{name: "testdata/nope.jinja", code: 66, message: "--template: open testdata/nope.jinja: no such file or directory"},
 	}
 	for _, tc := range tests {
-		tpl, err := loadTemplate(tc.name, "tok", tc.fromTokenizer)
+		tpl, err := chat.LoadTemplate(tc.name, "tok", tc.fromTokenizer)
 		if code := cliutil.ExitCode(err); code != tc.code || err != nil && !strings.HasPrefix(err.Error(), tc.message) {
 			t.Errorf("%s %q: got exit %d, %v; want exit %d, %q", tc.name, tc.fromTokenizer, code, err, tc.code, tc.message)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
-	"github.com/synthpipe/synthpipe/lib/tokenizer"
+	"github.com/synthpipe/synthpipe/lib/chat"
 )
 
 // The tokenizer package's conformance data (compressed model folders, the
@@ -69,14 +69,9 @@ func modelDir(t *testing.T, family string) string {
 	return filepath.Join(unpackDir, family)
 }
 
-// TestMain shares one load of each tokenizer folder between the many runs
-// of the tool: loading a large tokenizer.json takes seconds.
+// TestMain removes the unpacked tokenizer folders after the tests (lib/chat
+// keeps one load of each between the many runs of the tool).
 func TestMain(m *testing.M) {
-	var loads sync.Map // path -> func() (*tokenizer.Tokenizer, error)
-	loadTokenizerPath = func(path string) (*tokenizer.Tokenizer, error) {
-		once, _ := loads.LoadOrStore(path, sync.OnceValues(func() (*tokenizer.Tokenizer, error) { return tokenizer.Load(path) }))
-		return once.(func() (*tokenizer.Tokenizer, error))()
-	}
 	code := m.Run()
 	if unpackDir != "" {
 		os.RemoveAll(unpackDir)
@@ -274,7 +269,7 @@ func TestConversationsMatchReferenceRenderings(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			recs := decodeOutput(t, stdout)
-			tok, err := loadTokenizerPath(modelDir(t, family))
+			tok, err := chat.LoadTokenizer(modelDir(t, family))
 			if err != nil {
 				t.Fatal(err)
 			}
