@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"time"
 
@@ -37,9 +38,12 @@ func classify(err error, attemptCtx context.Context) *backend.Error {
 }
 
 // poolOutcome says what a failed attempt tells the pool about its server.
+// Only a failure to connect counts against the server's health: a
+// connection that broke mid-answer reached a server that is up.
 func poolOutcome(e *backend.Error) outcomeKind {
+	var op *net.OpError
 	switch {
-	case e.Kind == backend.KindConnect:
+	case e.Kind == backend.KindConnect && errors.As(e, &op) && op.Op == "dial":
 		return attemptUnreachable
 	case e.Kind == backend.KindRate || e.Status == 429:
 		return attemptRateLimited

@@ -224,29 +224,46 @@ func TestErrorsFileRefed(t *testing.T) {
 }
 
 // TestAutoConcurrencyFitsTheKVCache: against a small KV cache, auto
-// concurrency keeps the batch full and the server's queue short.
+// concurrency keeps the batch full and the server's queue short once the
+// first wave (which starts in lockstep) is past.
 func TestAutoConcurrencyFitsTheKVCache(t *testing.T) {
 	srv, url := startSim(t, func(c *sim.Config) {
 		c.MaxTotalTokens = 6000
 		c.Lengths = sim.LengthDist{Kind: sim.LengthUniform, Min: 20, Max: 180}
 		c.StepTime = 500 * time.Microsecond
 	})
-	r := runGenerate(t, sglangRequests(600, 100), "--url", url, "--max-tokens", "200")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	done := make(chan result)
+	go func() { done <- runGenerate(t, sglangRequests(800, 100), "--url", url, "--max-tokens", "200") }()
+	var running, queued, samples float64
+	time.Sleep(300 * time.Millisecond)
+	for finished := false; !finished; {
+		select {
+		case r := <-done:
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "concurrency") {
+				t.Fatalf("no log line about the concurrency: %s", r.stderr)
+			}
+			finished = true
+		case <-time.After(10 * time.Millisecond):
+			st := srv.Stats()
+			if st.Running+st.Queued > 20 { // not the drain at the end
+				running += float64(st.Running)
+				queued += float64(st.Queued)
+				samples++
+			}
+		}
 	}
-	st := srv.Stats()
-	// The KV cache holds about 6000 / (100 + 67) = 36 requests.
-	if st.MaxQueued > 20 {
-		t.Fatalf("up to %d requests queued on the server (max running %d): auto concurrency floods it", st.MaxQueued, st.MaxRunning)
+	// The KV cache holds about 6000 / (100 + 61) = 37 requests.
+	running, queued = running/samples, queued/samples
+	t.Logf("mean running %.1f, mean queued %.1f over %.0f samples", running, queued, samples)
+	if queued > 8 {
+		t.Errorf("%.1f requests queued on the server on average: auto concurrency floods it", queued)
 	}
-	if st.MaxRunning < 25 {
-		t.Fatalf("at most %d requests running: the batch was never full", st.MaxRunning)
+	if running < 25 {
+		t.Errorf("%.1f requests running on average: the batch is not kept full", running)
 	}
-	if !strings.Contains(r.stderr, "concurrency") {
-		t.Fatalf("no log line about the concurrency: %s", r.stderr)
-	}
-	t.Logf("max running %d, max queued %d, retractions %d", st.MaxRunning, st.MaxQueued, st.Retractions)
 }
 
 // checkSummaryAddsUp parses the summary and checks its counts add up to the
@@ -276,5 +293,46 @@ func checkSummaryAddsUp(t testing.TB, stderr string) {
 	cut, cancelled, notStarted = num("cut by budget"), num("cancelled in flight"), num("not started")
 	if ok+errs+cut+cancelled+notStarted != read {
 		t.Fatalf("summary does not add up: %s", line)
+	}
+}
+
+// gatedWriter blocks every write until the gate opens, like a reader that
+// has stopped reading for a while.
+type gatedWriter struct {
+	gate chan struct{}
+	mu   sync.Mutex
+	buf  bytes.Buffer
+}
+
+func (w *gatedWriter) Write(b []byte) (int, error) {
+	<-w.gate
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+func (w *gatedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestSlowReaderHoldsBackDispatch: while stdout takes nothing, answers do
+// not pile up: dispatching stops once maxUnwritten answers wait.
+func TestSlowReaderHoldsBackDispatch(t *testing.T) {
+	srv, url := startSim(t, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 4} })
+	out := &gatedWriter{gate: make(chan struct{})}
+	done := make(chan result)
+	go func() {
+		done <- runGenerateTo(t, sglangRequests(3000, 20), out, "--url", url, "--max-tokens", "8", "--concurrency", "32")
+	}()
+	time.Sleep(700 * time.Millisecond)
+	sent := srv.Stats().Requests
+	close(out.gate)
+	if sent > maxUnwritten+32 {
+		t.Errorf("%d requests sent while stdout took nothing", sent)
+	}
+	if r := <-done; r.code != 0 || strings.Count(out.String(), "\n") != 3000 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
