@@ -42,7 +42,12 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	reading := false // from then on the scheduler's reader closes in
+	defer func() {
+		if !reading {
+			in.Close()
+		}
+	}()
 
 	spent := int64(0)
 	if len(cfg.already) > 0 {
@@ -100,11 +105,12 @@ func run(c *cli.Context) (err error) {
 		defer close(progressDone)
 		prog.loop(s, stopProgress)
 	}()
+	reading = true
 	err = s.run(c.Context, in)
 	close(stopProgress)
 	<-progressDone
 
-	if n := in.Stats().Invalid; n > 0 { // shown even with -q: it is about the data
+	if n := s.skipped.Load(); n > 0 { // shown even with -q: it is about the data
 		cliutil.Notef(stderr, c.App.Name, "skipped %s invalid line%s (--%s)", cliutil.Thousands(n), plural(n), cliutil.FlagSkipInvalid)
 	}
 	if !cfg.quiet {

@@ -56,8 +56,9 @@ type scheduler struct {
 	runCtx       context.Context
 	cancelRun    context.CancelCauseFunc
 
-	start time.Time
-	read  atomic.Int64
+	start   time.Time
+	read    atomic.Int64
+	skipped atomic.Int64 // invalid lines passed over (--skip-invalid)
 
 	mu         sync.Mutex
 	tally      tally
@@ -189,8 +190,10 @@ func signalWord(err error) string {
 }
 
 // readInput parses records and hands them to the dispatcher one at a time,
-// so that reading never runs ahead of what can be sent.
+// so that reading never runs ahead of what can be sent. It owns in: when
+// the run ends it may still be blocked reading a quiet pipe.
 func (s *scheduler) readInput(in *jsonl.Reader, records chan<- *job) {
+	defer in.Close()
 	defer close(records)
 	var seq int64
 	for in.Next() {
@@ -200,6 +203,7 @@ func (s *scheduler) readInput(in *jsonl.Reader, records chan<- *job) {
 				s.setReadErr(err)
 				return
 			}
+			s.skipped.Add(1)
 			continue
 		}
 		j.seq = seq
