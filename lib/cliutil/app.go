@@ -191,10 +191,12 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 	defer stop()
 	err := app.RunContext(ctx, args)
 	// A signalled pipeline stops from both ends: a tool that was told to stop
-	// may then meet the pipe its neighbour closed, or finish cleanly. Either
-	// way it stopped because of the signal, and says so in its status.
+	// may then meet the pipe its neighbour closed. It stopped because of the
+	// signal, not because its reader had all it wanted, and says so in its
+	// status. (A tool that finished its work cleanly keeps its own status:
+	// llm-sim, say, stops gracefully on SIGTERM and exits 0.)
 	var sig *SignalError
-	if errors.As(context.Cause(ctx), &sig) && (err == nil || IsBrokenPipe(err)) {
+	if errors.As(context.Cause(ctx), &sig) && IsBrokenPipe(err) {
 		err = sig
 	}
 	return report(app, stderr, err)
