@@ -93,6 +93,9 @@ func (s *scheduler) progressLine(total int64) string {
 	return b.String()
 }
 
+// drainWeight is the share of the drain's extra time the ETA counts.
+const drainWeight = 0.5
+
 // eta estimates the time left from tokens, not records: the work left is the
 // records not started times the expected answer length, plus what the
 // requests in flight still have to generate, divided by the rate tokens are
@@ -131,8 +134,10 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 	secs := work / rate
 	if inFlight > 0 && est.decodeRate > 0 {
 		// The drain takes the longest answer's time instead of an average
-		// one's.
-		secs += max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
+		// one's. It is counted at half: as the batch empties each decode
+		// step gets cheaper, so the last requests run faster than the
+		// full batch's per-request rate.
+		secs += drainWeight * max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
 	}
 	return time.Duration(secs * float64(time.Second)), true
 }

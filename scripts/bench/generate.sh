@@ -127,7 +127,7 @@ END_AUTO="$(cat "$WORK/kv-auto.end")"
 ACTUAL_LEFT="$(awk -v e="$END_AUTO" -v t="$T10" 'BEGIN { printf "%.1f", e - t }')"
 NAIVE="$(awk -v t="$T10" -v d="$DONE10" -v n="$TOTAL10" 'BEGIN { printf "%.1f", t * (n - d) / d }')"
 err() { awk -v e="$1" -v a="$ACTUAL_LEFT" 'BEGIN { printf "%+.1f%%", 100 * (e - a) / a }'; }
-CHOSEN="$(grep -oE 'concurrency [0-9]+: KV[^,]*' "$WORK/kv-auto.err" | tail -1 || true)"
+CHOSEN="$(grep -oE 'concurrency [0-9]+: KV .*' "$WORK/kv-auto.err" | tail -1 | cut -c1-90 || true)"
 
 # --- table -------------------------------------------------------------------
 printf '\n%-58s %s\n' "measure" "result"
