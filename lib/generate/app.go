@@ -85,9 +85,11 @@ stay in the output and are counted.
 Concurrency. --concurrency auto (the default) sizes the requests in flight per
 server. Against SGLang it reads /server_info (KV cache tokens, running
 request limit) and keeps as many requests in flight as the KV cache holds
-given the mean prompt length and the expected answer length (learned as
-answers arrive, starting from --max-tokens/2), plus 10% so that the server
-never idles between requests; it logs each choice on stderr. Against
+given the mean prompt length and the tokens a running answer holds on
+average (E[L^2]/2E[L] for answer lengths L, learned as answers arrive,
+counting the ones still running, and starting from --max-tokens/2), plus
+10% so that the server never idles between requests; it logs each choice
+on stderr. Against
 OpenAI-style servers it starts at 16 and adapts: one more after a window of
 successes, half on HTTP 429, and no new requests to that server until its
 Retry-After has passed. With several --url, each request goes to the server

@@ -40,9 +40,9 @@ func (s *server) markUnreachable(cause string) {
 
 // Circuit breaker settings.
 const (
-	breakAfter     = 3
-	firstSideline  = time.Second
-	longestSidline = 30 * time.Second
+	breakAfter      = 3
+	firstSideline   = time.Second
+	longestSideline = 30 * time.Second
 )
 
 func (s *server) sidelined(now time.Time) bool {
@@ -196,7 +196,7 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 		s.lastError, s.lastFailure = cause, time.Now()
 		if s.failures >= breakAfter {
 			d := firstSideline << min(s.failures-breakAfter, 5)
-			s.openUntil = time.Now().Add(min(d, longestSidline))
+			s.openUntil = time.Now().Add(min(d, longestSideline))
 		}
 	case attemptCancelled:
 		s.probing = false

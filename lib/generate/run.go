@@ -131,6 +131,7 @@ func run(c *cli.Context) (err error) {
 	return err
 }
 
+// plural is the "s" of a count of n.
 func plural(n int64) string {
 	if n == 1 {
 		return ""
