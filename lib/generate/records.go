@@ -136,6 +136,7 @@ func errorMember(e *backend.Error, attempts int) []byte {
 	return append(b, '}')
 }
 
+// appendInts appends ids as a JSON array.
 func appendInts(b []byte, ids []int) []byte {
 	b = append(b, '[')
 	for i, id := range ids {

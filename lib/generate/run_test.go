@@ -300,21 +300,12 @@ func checkSummaryAddsUp(t testing.TB, stderr string) {
 // has stopped reading for a while.
 type gatedWriter struct {
 	gate chan struct{}
-	mu   sync.Mutex
-	buf  bytes.Buffer
+	syncBuffer
 }
 
 func (w *gatedWriter) Write(b []byte) (int, error) {
 	<-w.gate
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(b)
-}
-
-func (w *gatedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	return w.syncBuffer.Write(b)
 }
 
 // TestSlowReaderHoldsBackDispatch: while stdout takes nothing, answers do
