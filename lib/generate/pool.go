@@ -22,6 +22,7 @@ type server struct {
 	failures  int
 	openUntil time.Time
 	probing   bool
+	sidelines int // failed probes in a row: each doubles the next sideline
 	// connectErrors and lastError say why the server is down, for the
 	// message that ends a run in which none could be reached.
 	connectErrors int
@@ -32,7 +33,7 @@ type server struct {
 // markUnreachable sidelines s after a failed connection (at start-up, its
 // capacity query).
 func (s *server) markUnreachable(cause string) {
-	s.failures = breakAfter
+	s.failures, s.sidelines = breakAfter, 1
 	s.openUntil = time.Now().Add(firstSideline)
 	s.connectErrors++
 	s.lastError, s.lastFailure = cause, time.Now()
@@ -179,7 +180,7 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 	s.outstanding -= int64(tokens)
 	switch kind {
 	case attemptOK:
-		s.failures, s.probing = 0, false
+		s.failures, s.probing, s.sidelines = 0, false, 0
 		s.limiter.onSuccess()
 	case attemptFailed:
 		s.failures, s.probing = 0, false
@@ -190,13 +191,17 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 			s.pausedUntil = later(s.pausedUntil, time.Now().Add(retryAfter))
 		}
 	case attemptUnreachable:
+		now := time.Now()
 		s.failures++
 		s.probing = false
 		s.connectErrors++
-		s.lastError, s.lastFailure = cause, time.Now()
-		if s.failures >= breakAfter {
-			d := firstSideline << min(s.failures-breakAfter, 5)
-			s.openUntil = time.Now().Add(min(d, longestSideline))
+		s.lastError, s.lastFailure = cause, now
+		// The failure that opens the breaker, or a failed probe, sidelines
+		// the server, longer each time; the requests that were in flight
+		// when it went down fail together and must not stretch that.
+		if s.failures >= breakAfter && !now.Before(s.openUntil) {
+			s.openUntil = now.Add(min(firstSideline<<min(s.sidelines, 5), longestSideline))
+			s.sidelines++
 		}
 	case attemptCancelled:
 		s.probing = false
