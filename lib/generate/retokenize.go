@@ -37,22 +37,12 @@ func (r *retokenizer) outputIDs(j *job, res *backend.Result) []int {
 	return r.model.Encode(res.Reasoning + res.Text)
 }
 
-// withAnswer is messages with the answer appended as an assistant turn.
+// withAnswer is messages with the answer appended as an assistant turn,
+// built as chat builds it for to-train, so that both render the same turn.
 func withAnswer(messages json.RawMessage, res *backend.Result) json.RawMessage {
-	turn := map[string]any{"role": "assistant", "content": res.Text}
-	if res.Reasoning != "" {
-		turn["reasoning_content"] = res.Reasoning
+	toolCalls := res.ToolCalls
+	if string(toolCalls) == "null" {
+		toolCalls = nil
 	}
-	if len(res.ToolCalls) > 0 && string(res.ToolCalls) != "null" {
-		turn["tool_calls"] = res.ToolCalls
-	}
-	b, _ := json.Marshal(turn) // strings and raw JSON: cannot fail
-	trimmed := strings.TrimRight(string(messages), " \t\r\n")
-	out := make([]byte, 0, len(trimmed)+len(b)+1)
-	out = append(out, trimmed[:len(trimmed)-1]...)
-	if strings.TrimSpace(trimmed[1:len(trimmed)-1]) != "" {
-		out = append(out, ',')
-	}
-	out = append(out, b...)
-	return append(out, ']')
+	return chat.AppendMessage(messages, chat.AssistantTurn(res.Text, res.Reasoning, toolCalls))
 }
