@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
@@ -79,7 +80,7 @@ func TestRetryableFaults(t *testing.T) {
 func TestBadRequestIsAnErrorRecord(t *testing.T) {
 	_, url := startSim(t, func(c *sim.Config) { c.ContextLength = 100 })
 	dir := t.TempDir()
-	input := sglangRequests(3, 10) + `{"id":"long","input_ids":` + string(appendInts(nil, promptIDs(9, 95))) + `,"error":{"kind":"old"}}` + "\n"
+	input := sglangRequests(3, 10) + `{"id":"long","input_ids":` + string(jsonl.AppendIntArray(nil, promptIDs(9, 95))) + `,"error":{"kind":"old"}}` + "\n"
 	r := runGenerate(t, input, "--url", url, "--max-tokens", "20", "--errors", dir+"/err.jsonl")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

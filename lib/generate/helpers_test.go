@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
@@ -115,7 +116,7 @@ func promptIDs(i, n int) []int {
 func sglangRequests(n, promptLen int) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, `{"id":"r%d","input_ids":%s,"meta":{"n":%d}}`+"\n", i, string(appendInts(nil, promptIDs(i, promptLen))), i)
+		fmt.Fprintf(&b, `{"id":"r%d","input_ids":%s,"meta":{"n":%d}}`+"\n", i, string(jsonl.AppendIntArray(nil, promptIDs(i, promptLen))), i)
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -57,7 +58,7 @@ func (s *scheduler) resultMembers(j *job, res *backend.Result, attempts int) []m
 	ms := make([]member, 0, 12)
 	add := func(k string, raw []byte) { ms = append(ms, member{k, raw}) }
 	if res.OutputIDs != nil {
-		add(record.FieldOutputIDs, appendInts(nil, res.OutputIDs))
+		add(record.FieldOutputIDs, jsonl.AppendIntArray(nil, res.OutputIDs))
 	}
 	add("text", appendString(nil, res.Text))
 	if res.Reasoning != "" {
@@ -134,18 +135,6 @@ func errorMember(e *backend.Error, attempts int) []byte {
 	b = append(b, `,"retryable":`...)
 	b = strconv.AppendBool(b, e.Retryable)
 	return append(b, '}')
-}
-
-// appendInts appends ids as a JSON array.
-func appendInts(b []byte, ids []int) []byte {
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	return append(b, ']')
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as

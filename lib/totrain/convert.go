@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -115,7 +114,7 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 			return dst, err
 		}
 		prompt, answer = p, len(all)-p
-		ids = appendInts(nil, all)
+		ids = jsonl.AppendIntArray(nil, all)
 	}
 	dst = append(dst, `{"id":`...)
 	dst = append(dst, idRaw...)
@@ -190,15 +189,4 @@ func joinArrays(a, b string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, b[1:]...)
-}
-
-func appendInts(dst []byte, ids []int) []byte {
-	dst = append(dst, '[')
-	for i, id := range ids {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
-	}
-	return append(dst, ']')
 }
