@@ -8,8 +8,9 @@
 #     redone), so a run after a finished one adds nothing
 #   - one token budget per dataset, never passed across runs: generate starts
 #     no request that might pass it, counting what the output already holds,
-#     and finishes those it started (--drain: they were reserved within the
-#     budget); budget-cut, which writes the output, checks it again
+#     and waits for those in flight before it decides the budget is reached
+#     (they were reserved within it); budget-cut, which writes the output,
+#     checks it again
 #   - timestamped log lines in run.log, the tools' own messages included
 #   - exit 75 (try again later: server down, rate limited) is passed through,
 #     so the next cron run simply tries again; other failures exit non-zero too
@@ -127,7 +128,7 @@ note "start: budget $budget, backend $backend, $url_list"
 tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
-		--token-budget "$budget" --already "$out" --drain --progress-interval 1m "${generate_extra[@]}" 2> >(stamp >>"$log") |
+		--token-budget "$budget" --already "$out" --progress-interval 1m "${generate_extra[@]}" 2> >(stamp >>"$log") |
 	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
 codes=("${PIPESTATUS[@]}")
 wait # for the log stampers: what the tools said is in the log before the last line

@@ -106,21 +106,25 @@ exactly those. HTTP 401, 402 and 403 (bad key, no credits, a refused key)
 stop the whole run at once with exit 77; OpenRouter's 403 for one flagged
 input is that record's error. When every server has been unreachable for as
 long as the retries would wait, the run stops with exit 75. Requests
-cancelled in flight (a budget stop, a signal, a closed stdout) are not
+cancelled in flight (a signal, a closed stdout) are not
 errors: they are counted, and dedupe-resume finds them not done. Nothing is
 dropped silently: the summary line counts ok, errors, cut (by a budget),
 cancelled in flight and not started, which add up to the records read.
 
 Budgets. --token-budget N never writes past N tokens (counted like
-budget-cut, --count, plus the tokens of --already FILE...): every request in
-flight reserves its prompt plus --max-tokens, and no request starts whose
-reservation does not fit, so the budget is refused before it is spent. When
-the next request does not fit, dispatching stops; requests in flight are
-cancelled (--drain: finished, each still checked against the budget; a
-result that would pass it is dropped and counted as cut) and generate exits
-0. --cost-budget USD does the same with money: usage.cost of the answers
-plus, for each request in flight, its worst case at --max-price (USD per
-million tokens), or the price the server's /models endpoint lists.
+budget-cut, --count, plus the tokens of --already FILE...). Every request
+reserves its prompt plus --max-tokens, and the next request starts only if
+the tokens of the finished answers, plus the reservations of the requests
+in flight, plus its own reservation fit in N: the budget is refused before
+it is spent. When it does not fit and requests are in flight, generate
+waits for them to finish (what each answer used replaces its reservation)
+and tries again. Only when nothing is in flight and the next request still
+does not fit is the budget reached: dispatching stops, there is nothing to
+cancel, and generate exits 0. A result that would pass the budget all the
+same (a server that answers past max_tokens) is dropped and counted as cut.
+--cost-budget USD does the same with money: usage.cost of the answers plus,
+for each request in flight, its worst case at --max-price (USD per million
+tokens), or the price the server's /models endpoint lists.
 
 Progress and stopping. Progress goes to stderr: a line redrawn in place on a
 terminal, else a plain line every --progress-interval, with the ETA computed

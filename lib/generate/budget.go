@@ -1,6 +1,8 @@
 package generate
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
@@ -9,7 +11,9 @@ import (
 
 // ledger is one budget: what completed answers spent plus what the requests
 // in flight may still spend. A request starts only when its worst case fits,
-// so the budget is refused before it is spent, never after.
+// so the budget is refused before it is spent, never after. A request that
+// does not fit waits for those in flight: their answers are usually far
+// shorter than their worst case, and settling them makes room.
 type ledger struct {
 	limit    float64 // 0: no budget
 	spent    float64
@@ -35,6 +39,10 @@ type budget struct {
 	maxTokens int
 	// usdPerToken is the worst-case price; 0 when there is no cost budget.
 	usdPerToken float64
+	// held counts the reservations not yet settled (committed or
+	// cancelled); settled is signalled whenever one is.
+	held    int
+	settled chan struct{}
 }
 
 func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
@@ -44,6 +52,7 @@ func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
 		mode:        cfg.countMode,
 		maxTokens:   cfg.params.MaxTokens,
 		usdPerToken: usdPerToken,
+		settled:     make(chan struct{}, 1),
 	}
 }
 
@@ -62,25 +71,57 @@ func (b *budget) worstCase(promptTokens int) reservation {
 	return r
 }
 
-// reserve books the worst case of a request about to start; false means it
-// does not fit and nothing was booked.
-func (b *budget) reserve(promptTokens int) (reservation, bool) {
+// errBudgetReached means the next request does not fit in a budget even
+// with no request in flight: nothing that is still running can make room.
+var errBudgetReached = errors.New("budget reached")
+
+// reserve books the worst case of the next request. While it does not fit
+// and requests in flight hold reservations, it waits for them to settle
+// (what an answer used replaces its worst case) and tries again. It fails
+// with errBudgetReached when nothing is in flight and the request still
+// does not fit, or with ctx's cause when dispatching stops meanwhile.
+func (b *budget) reserve(ctx context.Context, promptTokens int) (reservation, error) {
 	r := b.worstCase(promptTokens)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.tokens.fits(r.tokens) || !b.cost.fits(r.usd) {
-		return reservation{}, false
+	for {
+		b.mu.Lock()
+		fits := b.tokens.fits(r.tokens) && b.cost.fits(r.usd)
+		if fits {
+			b.tokens.reserved += r.tokens
+			b.cost.reserved += r.usd
+			b.held++
+		}
+		held := b.held
+		b.mu.Unlock()
+		switch {
+		case fits:
+			return r, nil
+		case held == 0:
+			return reservation{}, errBudgetReached
+		}
+		select {
+		case <-b.settled:
+		case <-ctx.Done():
+			return reservation{}, context.Cause(ctx)
+		}
 	}
-	b.tokens.reserved += r.tokens
-	b.cost.reserved += r.usd
-	return r, true
+}
+
+// release takes a settled reservation off the ledgers and wakes a waiting
+// reserve; the caller holds b.mu.
+func (b *budget) release(r reservation) {
+	b.tokens.reserved -= r.tokens
+	b.cost.reserved -= r.usd
+	b.held--
+	select {
+	case b.settled <- struct{}{}:
+	default:
+	}
 }
 
 // cancel returns a reservation unused: the request failed or was cancelled.
 func (b *budget) cancel(r reservation) {
 	b.mu.Lock()
-	b.tokens.reserved -= r.tokens
-	b.cost.reserved -= r.usd
+	b.release(r)
 	b.mu.Unlock()
 }
 
@@ -91,8 +132,7 @@ func (b *budget) commit(r reservation, tokens int64, res *backend.Result) bool {
 	usd := b.costOf(res)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.tokens.reserved -= r.tokens
-	b.cost.reserved -= r.usd
+	b.release(r)
 	t := float64(tokens)
 	if b.tokens.limit > 0 && b.tokens.spent+t > b.tokens.limit || b.cost.limit > 0 && b.cost.spent+usd > b.cost.limit {
 		return false

@@ -48,7 +48,6 @@ type config struct {
 	tokenBudget int64 // 0: none
 	already     []string
 	countMode   record.CountMode
-	drain       bool
 	costBudget  float64 // USD, 0: none
 	maxPrice    float64 // USD per million tokens, 0: unknown
 
@@ -86,7 +85,6 @@ func parse(c *cli.Context) (*config, error) {
 		ordered:       c.Bool(flagOrdered),
 		window:        c.Int(flagReorderWindow),
 		already:       c.StringSlice(flagAlready),
-		drain:         c.Bool(flagDrain),
 		costBudget:    c.Float64(flagCostBudget),
 		maxPrice:      c.Float64(flagMaxPrice),
 		progressEvery: c.Duration(flagProgressInterval),

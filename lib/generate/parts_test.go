@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -94,18 +95,64 @@ func TestReorder(t *testing.T) {
 }
 
 func TestBudgetReservesWorstCase(t *testing.T) {
+	ctx := context.Background()
 	b := newBudget(&config{tokenBudget: 120, countMode: record.CountTotal, params: backend.Params{MaxTokens: 40}}, 10, 0)
-	r1, ok1 := b.reserve(5) // 45
-	_, ok2 := b.reserve(5)  // 90
-	_, ok3 := b.reserve(5)  // 135: over
-	if !ok1 || !ok2 || ok3 {
-		t.Fatalf("reservations: %v %v %v", ok1, ok2, ok3)
+	r1, err1 := b.reserve(ctx, 5) // 45
+	r2, err2 := b.reserve(ctx, 5) // 90
+	if err1 != nil || err2 != nil {
+		t.Fatalf("reservations: %v %v", err1, err2)
 	}
-	if !b.commit(r1, 20, &backend.Result{}) {
+	// 135 does not fit while the two are in flight: it waits for them.
+	third := make(chan error, 1)
+	go func() {
+		_, err := b.reserve(ctx, 5)
+		third <- err
+	}()
+	select {
+	case err := <-third:
+		t.Fatalf("a reservation past the budget returned %v instead of waiting", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if !b.commit(r1, 20, &backend.Result{}) { // 10 + 20 + 45 + 45 = 120
 		t.Fatal("a result within its reservation was refused")
 	}
-	if _, ok := b.reserve(5); !ok {
-		t.Fatal("the unused reservation was not returned")
+	if err := <-third; err != nil {
+		t.Fatalf("the unused reservation was not returned: %v", err)
+	}
+	b.cancel(r2)
+	// Spent 30 + in flight 45 + 45 = 120: fits exactly, then nothing fits.
+	r4, err := b.reserve(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.reserve(waitCtx, 5); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with requests in flight: %v, want a wait ended by the context", err)
+	}
+	b.commit(r4, 45, &backend.Result{})
+	b.mu.Lock()
+	held := b.held
+	b.mu.Unlock()
+	if held != 1 {
+		t.Fatalf("%d reservations held, want 1", held)
+	}
+}
+
+func TestBudgetReachedOnlyWithNothingInFlight(t *testing.T) {
+	b := newBudget(&config{tokenBudget: 100, countMode: record.CountTotal, params: backend.Params{MaxTokens: 40}}, 0, 0)
+	r, err := b.reserve(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.commit(r, 45, &backend.Result{}) // spent 45, nothing in flight
+	r, err = b.reserve(context.Background(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.commit(r, 45, &backend.Result{}) // spent 90
+	if _, err := b.reserve(context.Background(), 5); !errors.Is(err, errBudgetReached) {
+		t.Fatalf("nothing in flight and 45 tokens do not fit in 10: %v, want errBudgetReached", err)
 	}
 }
 

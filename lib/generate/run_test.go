@@ -51,6 +51,53 @@ func TestTokenBudgetNeverPassed(t *testing.T) {
 	}
 }
 
+// TestTokenBudgetWaitsForRequestsInFlight: reservations (prompt +
+// --max-tokens) far above what answers use must not end the run while the
+// requests in flight may still leave room. 130 answers of 110 tokens fit in
+// 40k; only 26 worst cases of 1,510 do.
+func TestTokenBudgetWaitsForRequestsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		completion int
+		wantAll    bool
+	}{
+		{"everything fits", 100, true},
+		{"budget runs out", 400, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url := startSim(t, func(c *sim.Config) {
+				c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: tc.completion}
+				c.StepTime = 100 * time.Microsecond
+			})
+			r := runGenerate(t, sglangRequests(130, 10), "--url", url, "--max-tokens", "1500", "--token-budget", "40k", "--concurrency", "64")
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			lines := r.lines(t)
+			var total int64
+			for _, l := range lines {
+				total += l.Get("prompt_tokens").Int() + l.Get("completion_tokens").Int()
+			}
+			if total > 40000 {
+				t.Fatalf("%d tokens written, budget 40000", total)
+			}
+			perRecord := int64(10 + tc.completion)
+			if tc.wantAll {
+				if len(lines) != 130 || strings.Contains(r.stderr, "budget reached") {
+					t.Fatalf("%d of 130 records written (all fit in the budget): %s", len(lines), r.stderr)
+				}
+			} else {
+				// It stops only when no request is in flight and one more
+				// worst case (1,510) does not fit.
+				if total < 40000-1510-perRecord || !strings.Contains(r.stderr, "budget reached") {
+					t.Fatalf("%d records, %d tokens of 40000: stopped early: %s", len(lines), total, r.stderr)
+				}
+			}
+			checkSummaryAddsUp(t, r.stderr)
+		})
+	}
+}
+
 func TestCostBudget(t *testing.T) {
 	_, url := startSim(t, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 50} })
 	// Each answer costs about 6e-6 + 50*4e-7 = 2.6e-5 USD.

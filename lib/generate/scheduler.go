@@ -251,14 +251,18 @@ func (s *scheduler) dispatch(records <-chan *job) {
 		}
 		next = j.seq + 1
 		s.sizeFirst(j)
-		r, ok := s.budget.reserve(j.promptTokens)
-		if !ok {
+		r, err := s.budget.reserve(s.dispatchCtx, j.promptTokens)
+		if errors.Is(err, errBudgetReached) {
+			// Nothing is in flight: there is nothing to cancel or drain.
 			s.mu.Lock()
 			s.tally.cut++
 			s.mu.Unlock()
 			s.emit(j.seq, nil)
-			s.stop("budget reached: the next request might pass it", nil, !s.cfg.drain)
+			s.stop("budget reached: the next request might pass it even with nothing in flight", nil, false)
 			return
+		}
+		if err != nil {
+			return // dispatching stopped while waiting for room
 		}
 		j.reserve = r
 		j.kvTokens = j.promptTokens + int(s.expectedCompletion())
