@@ -10,13 +10,14 @@ BASHCOMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 TOOLS   := $(notdir $(wildcard cmd/*))
 
-.PHONY: help build test vet fmt-check man bench demo install uninstall clean
+.PHONY: help build test vet fmt-check man bench stress demo install uninstall clean
 
 help:
 	@echo "make build     build every tool into bin/"
 	@echo "make test      vet, gofmt check, unit and end-to-end tests"
 	@echo "make demo      run the whole pipeline on the bundled prompts against the simulator"
 	@echo "make bench     benchmarks side by side with their reference tools"
+	@echo "make stress    the long reliability tests (crash/resume, fault storms, dying servers)"
 	@echo "make man       regenerate man/ from the CLI definitions"
 	@echo "make install   install binaries and man pages under PREFIX (DESTDIR honoured)"
 	@echo "make clean     remove build output"
@@ -27,7 +28,7 @@ build:
 test:
 	bash scripts/ensure-test-deps.sh
 	$(MAKE) --no-print-directory vet fmt-check
-	$(GO) test ./...
+	$(GO) test -timeout 20m ./...
 
 vet:
 	$(GO) vet ./...
