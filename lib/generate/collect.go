@@ -59,7 +59,7 @@ func (s *scheduler) handle(o *outcome) {
 				t.empty++
 			}
 		})
-		s.emit(j.seq, addMembers(j.line, s.resultMembers(j, res, o.attempts), j.collides))
+		s.emit(j.seq, s.resultLine(j, res, o.attempts))
 	case o.cancelled:
 		s.budget.cancel(j.reserve)
 		s.count(func(t *tally) { t.cancelled++ })
@@ -68,7 +68,7 @@ func (s *scheduler) handle(o *outcome) {
 		s.budget.cancel(j.reserve)
 		s.count(func(t *tally) { t.errors++ })
 		s.writeError(j, o.err, o.attempts)
-		s.emit(j.seq, nil)
+		s.emit(j.seq, s.failureLine(j, o.err))
 	}
 }
 

@@ -57,6 +57,8 @@ type config struct {
 
 	tokenizer string // model folder for re-tokenizing answers, "" for none
 
+	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
+
 	// backoff is the first retry delay; it doubles per attempt.
 	backoff time.Duration
 }
@@ -106,10 +108,14 @@ func parse(c *cli.Context) (*config, error) {
 		}
 		cfg.urls[i] = strings.TrimRight(u, "/")
 	}
-	if cfg.backend == backendOpenAI && cfg.model == "" {
+	if err := parseFormats(c, cfg); err != nil {
+		return nil, err
+	}
+	batchInput := cfg.inputFormat == formatOpenAIBatch // names its model and needs --tokenizer for SGLang
+	if cfg.backend == backendOpenAI && cfg.model == "" && !batchInput {
 		return nil, cliutil.Usagef("--backend openai needs --%s", flagModel)
 	}
-	if cfg.tokenizer != "" && cfg.backend != backendOpenAI {
+	if cfg.tokenizer != "" && cfg.backend != backendOpenAI && !batchInput {
 		return nil, cliutil.Usagef("--%s is for --backend openai: SGLang returns the output ids itself", flagTokenizer)
 	}
 	var err error

@@ -64,5 +64,6 @@ func flags() []cli.Flag {
 		cliutil.QuietFlag(),
 		cliutil.MaxLineFlag(),
 		cliutil.SkipInvalidFlag(),
+		inputFormatFlag(), outputFormatFlag(),
 	}
 }

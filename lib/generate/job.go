@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -26,6 +25,7 @@ type job struct {
 	reserve         reservation
 	server          *server // the server of the current attempt
 	kvTokens        int     // what this request is expected to hold on its server
+	params          []byte  // gen.params of a request with its own sampling parameters (openai-batch), else nil
 }
 
 // responseKeys are the members generate adds; a record that already has one
@@ -52,6 +52,7 @@ type parser struct {
 	idPath  string
 	idTop   []byte // idPath when it is a top-level key
 	params  backend.Params
+	batch   *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
@@ -66,6 +67,9 @@ func newParser(cfg *config) *parser {
 // copied, since the reader reuses its buffer, and the request's messages
 // point into the copy.
 func (p *parser) parse(line []byte) (*job, error) {
+	if p.batch != nil {
+		return p.batch.parse(line)
+	}
 	line = bytes.Clone(line)
 	var (
 		idRaw, inputIDs, messages, tools, promptTok []byte
@@ -153,11 +157,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 	j.req.Params = p.params
 	j.line = line
 	if hasError {
-		// A record re-fed from an errors file: its old error must not
-		// travel on with the answer or with a new error.
-		if trimmed, err := sjson.DeleteBytes(j.line, record.FieldError); err == nil {
-			j.line = trimmed
-		}
+		j.line = dropStaleError(j.line)
 	}
 	return j, nil
 }

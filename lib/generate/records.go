@@ -117,7 +117,11 @@ func (s *scheduler) genMember(j *job, res *backend.Result, attempts int) []byte 
 		b = strconv.AppendInt(b, res.FirstToken.Milliseconds(), 10)
 	}
 	b = append(b, `,"params":`...)
-	b = append(b, s.paramsJSON...)
+	if j.params != nil {
+		b = append(b, j.params...)
+	} else {
+		b = append(b, s.paramsJSON...)
+	}
 	return append(b, '}')
 }
 

@@ -87,13 +87,14 @@ func run(c *cli.Context) (err error) {
 	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
 	servers := newServers(c.Context, cfg, be, note)
 	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note, dispatchCtx, stopDispatch)
+	var tmpl *chat.Model
 	if cfg.tokenizer != "" {
-		m, err := chat.Load(cfg.tokenizer, chat.TemplateAuto, nil)
-		if err != nil {
+		if tmpl, err = chat.Load(cfg.tokenizer, chat.TemplateAuto, nil); err != nil {
 			return err
 		}
-		s.retok = &retokenizer{model: m}
+		s.retok = &retokenizer{model: tmpl}
 	}
+	s.parser.batch = newBatchInput(cfg, tmpl)
 
 	prog := newProgress(stderr, cfg.progressEvery, total)
 	if cfg.quiet {
