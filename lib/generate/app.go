@@ -105,7 +105,12 @@ retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries
 exactly those. HTTP 401, 402 and 403 (bad key, no credits, a refused key)
 stop the whole run at once with exit 77; OpenRouter's 403 for one flagged
 input is that record's error. When every server has been unreachable for as
-long as the retries would wait, the run stops with exit 75. Requests
+long as the retries would wait, the run stops with exit 75. A run in which
+no record succeeded and at least one failed after all its retries (server
+errors, HTML or garbage answers, timeouts) exits 75 as well: try again
+later. A run with some successes exits 0 with its failures in --errors, and
+so does one whose only failures are records refused for themselves (HTTP
+400). Requests
 cancelled in flight (a signal, a closed stdout) are not
 errors: they are counted, and dedupe-resume finds them not done. Nothing is
 dropped silently: the summary line counts ok, errors, cut (by a budget),
@@ -150,7 +155,8 @@ never from the command line, where ps and shell history would show them.`,
 			{Name: "NO_COLOR, TERM", Meaning: "NO_COLOR set or TERM=dumb: progress as plain lines, never redrawn"},
 		},
 		ExitCodes: []cliutil.ExitStatus{
-			{Code: exitcode.TempFail, Meaning: "no server could be reached (or all kept failing) after the retries: try again later"},
+			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},
+			{Code: exitcode.TempFail, Meaning: "try again later: no server could be reached after the retries, or no record succeeded and at least one failed after all its retries (server errors, HTML or garbage answers, timeouts)"},
 			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403)"},
 		},
 		Examples: []cliutil.Example{

@@ -101,6 +101,44 @@ func TestBadRequestIsAnErrorRecord(t *testing.T) {
 	}
 }
 
+// TestNothingSucceededExitStatus: when no record succeeded and some failed
+// after all their retries with a failure a later run may not meet, the run
+// exits 75 (try again later); one success, or only records refused for
+// themselves (HTTP 400), exit 0 with the failures in --errors.
+func TestNothingSucceededExitStatus(t *testing.T) {
+	overContext := `{"id":"long","input_ids":` + string(jsonl.AppendIntArray(nil, promptIDs(9, 95))) + "}\n"
+	cases := []struct {
+		name     string
+		set      func(*sim.Config)
+		input    string
+		wantCode int
+	}{
+		{"every answer HTTP 500", func(c *sim.Config) { c.Faults.HTTP500 = 1 }, sglangRequests(4, 8), exitcode.TempFail},
+		{"every answer an HTML page", func(c *sim.Config) { c.Faults.HTML = 1 }, sglangRequests(4, 8), exitcode.TempFail},
+		{"every answer garbage", func(c *sim.Config) { c.Faults.Garbage = 1 }, sglangRequests(4, 8), exitcode.TempFail},
+		{"every answer timed out", func(c *sim.Config) { c.Faults.Hang = 1 }, sglangRequests(2, 8), exitcode.TempFail},
+		{"some succeed", func(c *sim.Config) { c.Faults.HTTP500 = 0.5; c.ContextLength = 100 }, sglangRequests(40, 8), 0},
+		{"only a 400", func(c *sim.Config) { c.ContextLength = 100 }, overContext, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, url := startSim(t, tc.set)
+			errs := t.TempDir() + "/err.jsonl"
+			r := runGenerate(t, tc.input, "--url", url, "--max-tokens", "10", "--retries", "1", "--timeout", "200ms", "--errors", errs)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d: %s", r.code, tc.wantCode, r.stderr)
+			}
+			said := strings.Contains(r.stderr, "no record succeeded") && strings.Contains(r.stderr, "try again later") && strings.Contains(r.stderr, errs)
+			if said != (tc.wantCode == exitcode.TempFail) {
+				t.Fatalf("exit %d with stderr: %s", r.code, r.stderr)
+			}
+			if n := len(readLines(t, errs)); n == 0 {
+				t.Fatal("no error records")
+			}
+		})
+	}
+}
+
 // TestRefusalsStopTheRun: 401, 402 and 403 stop everything with exit 77.
 func TestRefusalsStopTheRun(t *testing.T) {
 	cases := []struct {

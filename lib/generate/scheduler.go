@@ -59,6 +59,10 @@ type scheduler struct {
 	start   time.Time
 	read    atomic.Int64
 	skipped atomic.Int64 // invalid lines passed over (--skip-invalid)
+	// retriesExhausted counts records that failed with a failure worth
+	// retrying (a server error, a bad answer, a timeout) after their last
+	// retry: a run where they are all there is must be tried again later.
+	retriesExhausted atomic.Int64
 
 	mu         sync.Mutex
 	tally      tally
@@ -151,7 +155,28 @@ func (s *scheduler) run(sig context.Context, in *jsonl.Reader) error {
 	if cause := cliutil.Interrupted(sig); cause != nil {
 		return cause
 	}
-	return s.readErr
+	if s.readErr != nil {
+		return s.readErr
+	}
+	return s.nothingSucceeded()
+}
+
+// nothingSucceeded is the run's error when no record succeeded and some
+// failed for good with a failure a later run may not meet (exit 75, so that
+// a cron job or a retry loop tries again): exit 0 would read as "done" with
+// nothing written. Records refused for themselves (HTTP 400) alone are not
+// a reason to try again. The caller holds s.mu.
+func (s *scheduler) nothingSucceeded() error {
+	failed := s.retriesExhausted.Load()
+	if s.tally.ok > 0 || failed == 0 {
+		return nil
+	}
+	where := ""
+	if s.cfg.errors != "" {
+		where = " (they are in " + s.cfg.errors + ")"
+	}
+	return exitcode.TempFailf("no record succeeded: %s failed with server errors, bad answers or timeouts after --retries %d%s; try again later",
+		cliutil.Thousands(failed), s.cfg.retries, where)
 }
 
 // watchSignal turns the first signal into a stop that lets the requests in
@@ -390,6 +415,9 @@ func (s *scheduler) work(j *job) {
 		}
 		if !e.Retryable || attempt > s.cfg.retries {
 			o.err = e
+			if e.Retryable {
+				s.retriesExhausted.Add(1)
+			}
 			break
 		}
 		if !s.sleep(backoffDelay(attempt, s.cfg.backoff, e.RetryAfter)) {
