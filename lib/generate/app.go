@@ -140,6 +140,21 @@ SIGINT or SIGTERM it stops reading, lets requests in flight finish for up to
 --drain-timeout, writes them, and exits 130 or 143; a second signal stops at
 once.
 
+OpenAI Batch files. --input-format openai-batch reads the lines of a file
+prepared for the OpenAI Batch API or vllm run-batch ({custom_id, method,
+url, body}): custom_id is the id, the body's messages and tools are the
+conversation, and its sampling fields (max_tokens or max_completion_tokens,
+temperature, top_p, stop, seed, ...) override the command line's for that
+request. With --backend openai the body's model (unless --model is set) and
+its other fields are sent as written; with --backend sglang, --tokenizer DIR
+renders the messages with the chat template and tokenizes them. A line
+whose url is not /v1/chat/completions is invalid (exit 65, or counted with
+--skip-invalid). --output-format openai-batch writes Batch output lines
+{id, custom_id, response {status_code, request_id, body: a chat.completion},
+error}, one per request: failures too, with error {code, message} and the
+server's status when it answered. Failures also go to --errors as the Batch
+lines they came from, so that the errors file is re-fed as it is.
+
 API keys come from $OPENROUTER_API_KEY or $OPENAI_API_KEY, or --api-key-file:
 never from the command line, where ps and shell history would show them.`,
 		Flags: flags(),
