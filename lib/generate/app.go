@@ -149,7 +149,8 @@ request. With --backend openai the body's model (unless --model is set) and
 its other fields are sent as written; with --backend sglang, --tokenizer DIR
 renders the messages with the chat template and tokenizes them. A line
 whose url is not /v1/chat/completions is invalid (exit 65, or counted with
---skip-invalid). --output-format openai-batch writes Batch output lines
+--skip-invalid). Written as synthpipe records, each result gets custom_id
+as its "id". --output-format openai-batch writes Batch output lines
 {id, custom_id, response {status_code, request_id, body: a chat.completion},
 error}, one per request: failures too, with error {code, message} and the
 server's status when it answered. Failures also go to --errors as the Batch

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/urfave/cli/v2"
 
@@ -88,6 +89,7 @@ type bodyParams struct {
 	Stop                json.RawMessage `json:"stop"` // a string or an array of strings
 	StopTokenIDs        []int           `json:"stop_token_ids"`
 	ReasoningEffort     *string         `json:"reasoning_effort"`
+	N                   *int            `json:"n"`
 }
 
 // bodyOwnKeys are the body members generate sets from the record or its
@@ -95,7 +97,7 @@ type bodyParams struct {
 var bodyOwnKeys = map[string]bool{
 	"messages": true, "tools": true, "model": true, "max_tokens": true, "max_completion_tokens": true,
 	"temperature": true, "top_p": true, "top_k": true, "min_p": true, "seed": true, "stop": true,
-	"stop_token_ids": true, "reasoning_effort": true,
+	"stop_token_ids": true, "reasoning_effort": true, "n": true,
 	// generate chooses streaming (--stream) and asks for usage itself.
 	"stream": true, "stream_options": true,
 }
@@ -175,6 +177,10 @@ func (b *batchInput) requestParams(body map[string]json.RawMessage) (backend.Par
 	}
 	if p.MaxTokens < 1 {
 		return p, fmt.Errorf(`"body" asks for %d tokens: want at least 1`, p.MaxTokens)
+	}
+	if bp.N != nil && *bp.N != 1 {
+		// A record is one answer: the others would be paid for and lost.
+		return p, fmt.Errorf(`"body" asks for n=%d answers: generate writes one per line (repeat the line with other custom_ids)`, *bp.N)
 	}
 	p.Temperature = override(p.Temperature, bp.Temperature)
 	p.TopP = override(p.TopP, bp.TopP)
@@ -272,7 +278,13 @@ func dropStaleError(line []byte) []byte {
 // resultLine is the output line of a successful answer.
 func (s *scheduler) resultLine(j *job, res *backend.Result, attempts int) []byte {
 	if s.cfg.outputFormat != formatOpenAIBatch {
-		return addMembers(j.line, s.resultMembers(j, res, attempts), j.collides)
+		members := s.resultMembers(j, res, attempts)
+		if s.cfg.inputFormat == formatOpenAIBatch && !gjson.GetBytes(j.line, record.FieldID).Exists() {
+			// The record contract keys on "id": with it, budget-cut,
+			// dedupe-resume and tokstat take the result as they are.
+			members = append(members, member{record.FieldID, appendString(nil, j.req.ID)})
+		}
+		return addMembers(j.line, members, j.collides)
 	}
 	model := res.Model
 	if model == "" {

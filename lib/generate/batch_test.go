@@ -75,6 +75,7 @@ func TestBatchInputToRequest(t *testing.T) {
 		{name: "no messages", line: `{"custom_id":"f","url":"/v1/chat/completions","body":{"model":"m"}}`, wantErr: `no "messages"`},
 		{name: "no model anywhere", line: `{"custom_id":"g","url":"/v1/chat/completions","body":{"messages":[]}}`, wantErr: `no "model"`},
 		{name: "bad stop", line: `{"custom_id":"h","url":"/v1/chat/completions","body":{"model":"m","messages":[],"stop":3}}`, wantErr: `"stop"`},
+		{name: "several answers", line: `{"custom_id":"j","url":"/v1/chat/completions","body":{"model":"m","messages":[],"n":2}}`, wantErr: "n=2"},
 		{name: "zero tokens", line: `{"custom_id":"i","url":"/v1/chat/completions","body":{"model":"m","messages":[],"max_tokens":0}}`, wantErr: "want at least 1"},
 	}
 	for _, tc := range tests {
