@@ -147,7 +147,9 @@ conversation, and its sampling fields (max_tokens or max_completion_tokens,
 temperature, top_p, stop, seed, ...) override the command line's for that
 request. With --backend openai the body's model (unless --model is set) and
 its other fields are sent as written; with --backend sglang, --tokenizer DIR
-renders the messages with the chat template and tokenizes them. A line
+renders the messages with the chat template and tokenizes them, and of
+the other fields only the penalties are sent (a response_format is refused,
+not dropped). A line
 whose url is not /v1/chat/completions is invalid (exit 65, or counted with
 --skip-invalid). Written as synthpipe records, each result gets custom_id
 as its "id". --output-format openai-batch writes Batch output lines

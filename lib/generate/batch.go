@@ -236,6 +236,10 @@ func (b *batchInput) extraFields(body map[string]json.RawMessage) (json.RawMessa
 		switch {
 		case b.backend == backendSGLang && sglangSamplingKeys[k]:
 			sampling[k] = v
+		case b.backend == backendSGLang && k == "response_format" && gjson.GetBytes(v, "type").String() != "text":
+			// Unconstrained answers where the file asked for JSON would
+			// pass for good data.
+			return nil, errors.New(`"body" has a "response_format": --backend sglang does not send it; use --backend openai with the server's /v1`)
 		case b.backend == backendSGLang || bodyOwnKeys[k]:
 		default:
 			extra[k] = v

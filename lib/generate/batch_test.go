@@ -9,6 +9,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/chat"
 )
 
 func TestBatchInputToRequest(t *testing.T) {
@@ -17,6 +19,7 @@ func TestBatchInputToRequest(t *testing.T) {
 	tests := []struct {
 		name    string
 		model   string // --model
+		sglang  bool   // --backend sglang rather than openai
 		line    string
 		check   func(t *testing.T, j *job)
 		wantErr string
@@ -76,11 +79,26 @@ func TestBatchInputToRequest(t *testing.T) {
 		{name: "no model anywhere", line: `{"custom_id":"g","url":"/v1/chat/completions","body":{"messages":[]}}`, wantErr: `no "model"`},
 		{name: "bad stop", line: `{"custom_id":"h","url":"/v1/chat/completions","body":{"model":"m","messages":[],"stop":3}}`, wantErr: `"stop"`},
 		{name: "several answers", line: `{"custom_id":"j","url":"/v1/chat/completions","body":{"model":"m","messages":[],"n":2}}`, wantErr: "n=2"},
+		{name: "sglang and response_format", sglang: true, line: `{"custom_id":"k","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}}`, wantErr: "response_format"},
+		{
+			name: "sglang gets token ids and the penalties", sglang: true,
+			line: `{"custom_id":"l","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"hi"}],"presence_penalty":0.5,"logit_bias":{"1":2}}}`,
+			check: func(t *testing.T, j *job) {
+				extra := gjson.ParseBytes(j.req.Params.Extra)
+				if len(j.req.InputIDs) == 0 || j.promptTokens != len(j.req.InputIDs) || j.req.Messages != nil ||
+					extra.Get("sampling_params.presence_penalty").Float() != 0.5 || extra.Get("logit_bias").Exists() || extra.Get("model").Exists() {
+					t.Errorf("input_ids %v extra %s", j.req.InputIDs, j.req.Params.Extra)
+				}
+			},
+		},
 		{name: "zero tokens", line: `{"custom_id":"i","url":"/v1/chat/completions","body":{"model":"m","messages":[],"max_tokens":0}}`, wantErr: "want at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &batchInput{backend: backendOpenAI, model: tc.model, params: flagParams}
+			if tc.sglang {
+				in.backend, in.chat = backendSGLang, testChatModel(t)
+			}
 			j, err := in.parse([]byte(tc.line))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -182,4 +200,14 @@ func TestBatchOutputFromFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testChatModel is the bundled model's chat template and tokenizer.
+func testChatModel(t *testing.T) *chat.Model {
+	t.Helper()
+	m, err := chat.Load("builtin:"+bundle.TokenizerName, chat.TemplateAuto, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
