@@ -131,8 +131,10 @@ same (a server that answers past max_tokens) is dropped and counted as cut.
 for each request in flight, its worst case at --max-price (USD per million
 tokens), or the price the server's /models endpoint lists.
 
-Progress and stopping. Progress goes to stderr: a line redrawn in place on a
-terminal, else a plain line every --progress-interval, with the ETA computed
+Progress and stopping. Progress goes to stderr: on a terminal a bar redrawn
+in place every second (done/total, ok, errors, truncated, rates, requests in
+flight, ETA; fit to $COLUMNS, else 100 columns), else (not a terminal, or
+TERM=dumb) a plain line every --progress-interval, with the ETA computed
 from tokens, counting the answers still in flight so that the short answers
 finishing first do not make it optimistic. When stdout closes (budget-cut or
 head downstream) requests in flight are cancelled and generate exits 0. On
@@ -170,7 +172,9 @@ never from the command line, where ps and shell history would show them.`,
 			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
 			{Name: cliutil.EnvName(flagErrors), Meaning: "default for --errors"},
 			{Name: cliutil.EnvName(flagTokenBudget), Meaning: "default for --token-budget"},
-			{Name: "NO_COLOR, TERM", Meaning: "NO_COLOR set or TERM=dumb: progress as plain lines, never redrawn"},
+			{Name: "TERM", Meaning: "dumb: progress as plain lines every --progress-interval, never redrawn"},
+			{Name: "NO_COLOR", Meaning: "set and not empty: the progress bar without colours"},
+			{Name: "COLUMNS", Meaning: "the width the progress bar fits in (default 100)"},
 		},
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},

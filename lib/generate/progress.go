@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,26 +13,53 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// progress prints how the run goes on stderr: on a terminal one line redrawn
+// progress prints how the run goes on stderr: on a terminal a bar redrawn
 // in place every second, elsewhere (a log file, TERM=dumb) a plain line
 // every --progress-interval.
 type progress struct {
-	w     io.Writer
-	live  bool
-	every time.Duration
-	total int64 // records expected, 0: unknown
-	drawn bool  // a live line is on screen
+	w      io.Writer
+	live   bool
+	colour bool // live and NO_COLOR unset
+	width  int  // columns the live line may take
+	every  time.Duration
+	total  int64 // records expected, 0: unknown
+	drawn  bool  // a live line is on screen
 }
 
 // liveRedraw is how often a terminal line is redrawn.
 const liveRedraw = time.Second
 
+// defaultColumns is the width assumed when $COLUMNS does not say.
+const defaultColumns = 100
+
 func newProgress(w io.Writer, every time.Duration, total int64) *progress {
 	p := &progress{w: w, every: every, total: total}
-	if jsonl.IsTerminal(w) && os.Getenv("TERM") != "dumb" {
-		p.live, p.every = true, liveRedraw
+	p.live, p.colour = progressMode(jsonl.IsTerminal(w), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
+	if p.live {
+		p.every = liveRedraw
+		// One column short of the edge: a line that fills the last
+		// column wraps on many terminals, and "\r" would then redraw
+		// only its second half.
+		p.width = terminalColumns() - 1
 	}
 	return p
+}
+
+// progressMode decides between the live bar (a terminal that can redraw a
+// line) and plain lines, and whether the bar has colours (NO_COLOR unset,
+// as https://no-color.org asks).
+func progressMode(terminal bool, term, noColor string) (live, colour bool) {
+	live = terminal && term != "dumb"
+	return live, live && noColor == ""
+}
+
+// terminalColumns is $COLUMNS when it is a width, else defaultColumns: a
+// shell sets it for itself but rarely exports it, so it is a hint only.
+func terminalColumns() int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return defaultColumns
 }
 
 // loop prints until stop is closed.
@@ -47,18 +75,18 @@ func (p *progress) loop(s *scheduler, stop <-chan struct{}) {
 			p.clear()
 			return
 		case <-t.C:
-			p.print(s.progressLine(p.total))
+			p.print(s.progressView(p.total))
 		}
 	}
 }
 
-func (p *progress) print(line string) {
+func (p *progress) print(v progressView) {
 	if p.live {
-		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+		fmt.Fprintf(p.w, "\r%s\x1b[K", renderBar(v, p.width, p.colour))
 		p.drawn = true
 		return
 	}
-	fmt.Fprintf(p.w, "generate: %s\n", line)
+	fmt.Fprintf(p.w, "generate: %s\n", plainLine(v))
 }
 
 // clear removes the live line before the summary is printed.
@@ -68,8 +96,20 @@ func (p *progress) clear() {
 	}
 }
 
-// progressLine is one progress report: counts, rates, and the ETA.
-func (s *scheduler) progressLine(total int64) string {
+// progressView is one progress report: counts, rates and the ETA.
+type progressView struct {
+	done, total           int64 // total 0: unknown
+	ok, errors, truncated int64
+	reqPerSec, tokPerSec  float64
+	meanCompletion        float64
+	inFlight              int
+	elapsed               time.Duration
+	eta                   time.Duration
+	hasETA                bool
+}
+
+// progressView takes the counts, rates and ETA of the run now.
+func (s *scheduler) progressView(total int64) progressView {
 	est, meanPrompt := s.estimate()
 	s.mu.Lock()
 	t := s.tally
@@ -77,20 +117,108 @@ func (s *scheduler) progressLine(total int64) string {
 	s.mu.Unlock()
 	elapsed := time.Since(s.start)
 	secs := max(elapsed.Seconds(), 1e-3)
-	done := t.finished()
+	v := progressView{
+		done: t.finished(), total: total,
+		ok: t.ok, errors: t.errors, truncated: t.truncated,
+		reqPerSec:      float64(t.ok) / secs,
+		tokPerSec:      float64(t.completionTokens) / secs,
+		meanCompletion: est.mean,
+		inFlight:       inFlight,
+		elapsed:        elapsed,
+	}
+	v.eta, v.hasETA = s.eta(t, total, inFlight, est, meanPrompt, elapsed)
+	return v
+}
+
+// plainLine is the report as one line of a log.
+func plainLine(v progressView) string {
 	var b strings.Builder
-	if total > 0 {
-		fmt.Fprintf(&b, "%s/%s done (%.1f%%)", cliutil.Thousands(done), cliutil.Thousands(total), 100*float64(done)/float64(total))
+	if v.total > 0 {
+		fmt.Fprintf(&b, "%s/%s done (%.1f%%)", cliutil.Thousands(v.done), cliutil.Thousands(v.total), 100*float64(v.done)/float64(v.total))
 	} else {
-		fmt.Fprintf(&b, "%s done", cliutil.Thousands(done))
+		fmt.Fprintf(&b, "%s done", cliutil.Thousands(v.done))
 	}
 	fmt.Fprintf(&b, ", %s ok, %s err, %s trunc, %.1f req/s, %s tok/s out, mean completion %s, %d in flight, %s elapsed",
-		cliutil.Thousands(t.ok), cliutil.Thousands(t.errors), cliutil.Thousands(t.truncated), float64(t.ok)/secs,
-		cliutil.Thousands(int64(float64(t.completionTokens)/secs)), cliutil.Thousands(int64(est.mean)), inFlight, elapsed.Round(time.Second))
-	if eta, ok := s.eta(t, total, inFlight, est, meanPrompt, elapsed); ok {
-		fmt.Fprintf(&b, ", ETA %s", eta.Round(time.Second))
+		cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated), v.reqPerSec,
+		cliutil.Thousands(int64(v.tokPerSec)), cliutil.Thousands(int64(v.meanCompletion)), v.inFlight, v.elapsed.Round(time.Second))
+	if v.hasETA {
+		fmt.Fprintf(&b, ", ETA %s", v.eta.Round(time.Second))
 	}
 	return b.String()
+}
+
+// ANSI colours of the live bar.
+const (
+	ansiGreen = "\x1b[32m"
+	ansiRed   = "\x1b[31m"
+	ansiReset = "\x1b[0m"
+)
+
+// minBar is the narrowest bar worth drawing; below it the bar is left out
+// and the numbers keep the line.
+const minBar = 5
+
+// renderBar is the live line, at most width columns wide:
+//
+//	[#########.........]  45%  812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m
+//
+// The bar takes the columns the numbers leave. Without a known total there
+// is no bar and no percentage. A narrow terminal loses the bar first, then
+// the ETA, the requests in flight and the rates, so that the counts stay.
+// colour paints the bar and a non-zero error count (escapes take no
+// columns).
+func renderBar(v progressView, width int, colour bool) string {
+	counts := fmt.Sprintf("%s done ok %s err %s trunc %s", cliutil.Thousands(v.done), cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated))
+	var percent float64
+	if v.total > 0 {
+		percent = min(float64(v.done)/float64(v.total), 1)
+		counts = fmt.Sprintf("%.0f%%  %s/%s ok %s err %s trunc %s", 100*percent, cliutil.Thousands(v.done), cliutil.Thousands(v.total),
+			cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated))
+	}
+	tail := []string{
+		fmt.Sprintf(" | %.1f req/s %s tok/s", v.reqPerSec, cliutil.Thousands(int64(v.tokPerSec))),
+		fmt.Sprintf(" | %d in flight", v.inFlight),
+	}
+	if v.hasETA {
+		tail = append(tail, " | ETA "+shortDuration(v.eta))
+	}
+	text := func() string { return counts + strings.Join(tail, "") }
+	for len(text()) > width && len(tail) > 0 {
+		tail = tail[:len(tail)-1]
+	}
+	line := text()
+	if len(line) > width {
+		line = line[:max(width, 0)]
+	}
+	if colour && v.errors > 0 {
+		errs := " err " + cliutil.Thousands(v.errors) + " "
+		if i := strings.Index(line, errs); i >= 0 {
+			line = line[:i+5] + ansiRed + cliutil.Thousands(v.errors) + ansiReset + line[i+len(errs)-1:]
+		}
+	}
+	// "[" + bar + "]" + two spaces before the numbers.
+	barWidth := width - len(text()) - 4
+	if v.total == 0 || len(text()) > width || barWidth < minBar {
+		return line
+	}
+	filled := int(percent * float64(barWidth))
+	bar := strings.Repeat("#", filled)
+	if colour {
+		bar = ansiGreen + bar + ansiReset
+	}
+	return "[" + bar + strings.Repeat(".", barWidth-filled) + "]  " + line
+}
+
+// shortDuration is d as a person reads an ETA: 45s, 12m, 3h05m.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // drainWeight is the share of the drain's extra time the ETA counts.
