@@ -75,9 +75,19 @@ type binding struct {
 type frame struct {
 	vars   []binding
 	parent *frame
+	// firstVars backs vars until it outgrows them: a loop body opens a
+	// scope per iteration with a few variables (loop, the target, names
+	// the body sets), which then cost no allocation of their own.
+	firstVars [frameInlineVars]binding
 }
 
-func newFrame(parent *frame) *frame { return &frame{parent: parent} }
+const frameInlineVars = 4
+
+func newFrame(parent *frame) *frame {
+	f := &frame{parent: parent}
+	f.vars = f.firstVars[:0]
+	return f
+}
 
 // missingValue marks a scope variable that exists but is not assigned yet.
 type missingValue struct{}
@@ -86,7 +96,7 @@ var missing value = missingValue{}
 
 // newScope opens a scope whose listed names start out undefined.
 func newScope(parent *frame, undef []string) *frame {
-	f := &frame{parent: parent}
+	f := newFrame(parent)
 	for _, n := range undef {
 		f.vars = append(f.vars, binding{n, missing})
 	}
@@ -114,9 +124,6 @@ func (f *frame) set(name string, v value) {
 			f.vars[i].val = v
 			return
 		}
-	}
-	if f.vars == nil {
-		f.vars = make([]binding, 0, 4)
 	}
 	f.vars = append(f.vars, binding{name, v})
 }

@@ -50,8 +50,16 @@ type pyDict struct {
 
 const dictIndexThreshold = 12
 
+// newDict makes an empty dict with room for capacity items. The three
+// slices share one allocation: templates build a dict for every message
+// object they see, so this is on the path of every render.
 func newDict(capacity int) *pyDict {
-	return &pyDict{keys: make([]value, 0, capacity), vals: make([]value, 0, capacity), nkeys: make([]value, 0, capacity)}
+	backing := make([]value, 3*capacity)
+	return &pyDict{
+		keys:  backing[0:0:capacity],
+		vals:  backing[capacity : capacity : 2*capacity],
+		nkeys: backing[2*capacity : 2*capacity : 3*capacity],
+	}
 }
 
 func (d *pyDict) find(nk value) int {

@@ -45,7 +45,14 @@ type converted struct {
 
 var errConversationPlain = errors.New(`--template none tokenizes rendered "text" records; this record is a conversation (use --template auto or FILE)`)
 
-func (cv *converter) convert(src sourceLine) converted {
+// convertScratch is working memory that a worker reuses from one record to
+// the next, so that the per-record garbage (and with it the collector's
+// share of the CPU, which grows with the workers) stays small.
+type convertScratch struct {
+	ids []int // the token ids of the record being converted
+}
+
+func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	res := converted{pos: src.pos}
 	f, err := parseFields(src.line)
 	if err != nil {
@@ -63,10 +70,11 @@ func (cv *converter) convert(src sourceLine) converted {
 	case !p.isText() && cv.template == nil:
 		err = errConversationPlain
 	case p.isText():
-		ids = cv.tok.Encode(p.text, cv.parseSpecial)
+		ids = cv.tok.AppendEncode(sc.ids[:0], p.text, cv.parseSpecial)
 	default:
-		msgs, ids, err = cv.renderConversation(p)
+		msgs, ids, err = cv.renderConversation(p, sc.ids[:0])
 	}
+	sc.ids = ids
 	if err != nil {
 		res.err = err
 		return res
@@ -93,8 +101,9 @@ func (cv *converter) convert(src sourceLine) converted {
 }
 
 // renderConversation renders the messages with the template and encodes the
-// text. Special tokens are always recognised here: the template writes them.
-func (cv *converter) renderConversation(p *prompt) (msgs []byte, ids []int, err error) {
+// text, appending the ids to dst. Special tokens are always recognised here:
+// the template writes them.
+func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, ids []int, err error) {
 	msgs = messagesJSON(p.messages)
 	opt := cv.render
 	opt.Messages = msgs
@@ -106,7 +115,7 @@ func (cv *converter) renderConversation(p *prompt) (msgs []byte, ids []int, err 
 	if err != nil {
 		return nil, nil, fmt.Errorf("chat template: %w", err)
 	}
-	return msgs, cv.tok.Encode(text, true), nil
+	return msgs, cv.tok.AppendEncode(dst, text, true), nil
 }
 
 func (cv *converter) recordID(f *fields, p *prompt) (string, error) {

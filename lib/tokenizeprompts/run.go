@@ -70,8 +70,9 @@ func run(c *cli.Context) (err error) {
 		},
 		work: func(b batch) batchResult {
 			results := make([]converted, len(b.lines))
+			var scratch convertScratch
 			for i, l := range b.lines {
-				results[i] = cfg.convert.convert(l)
+				results[i] = cfg.convert.convert(l, &scratch)
 			}
 			return batchResult{results: results, skippedLines: b.skippedLines}
 		},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -568,6 +569,14 @@ var nullJSON = []byte("null")
 func stringField(name string, raw []byte) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", fmt.Errorf("%q is %s, not a string", name, jsonKind(raw))
+	}
+	// Most strings (roles, names) hold no escape: their text is between
+	// the quotes, and decoding them would cost more than the rest of the
+	// record's reading. Invalid UTF-8 goes the long way, which replaces it.
+	if n := len(raw); n >= 2 && raw[n-1] == '"' {
+		if inner := raw[1 : n-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner), nil
+		}
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)
