@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/big"
 	"sort"
@@ -69,7 +70,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 				return nil, d.errorf("expected object key")
 			}
-			k, err := d.str()
+			k, err := d.key()
 			if err != nil {
 				return nil, err
 			}
@@ -166,6 +167,30 @@ func (d *jsonDecoder) number() (value, error) {
 		return nil, d.errorf("bad number")
 	}
 	return f, nil
+}
+
+// commonKeys are the object keys of chat messages and tool schemas, held
+// as values already: every message repeats them, and an interned key costs
+// neither a string nor its boxing into a value.
+var commonKeys = func() map[string]value {
+	keys := map[string]value{}
+	for _, k := range []string{"role", "content", "name", "tool_calls", "tool_call_id", "id", "type",
+		"function", "arguments", "reasoning_content", "reasoning", "thinking", "text",
+		"description", "parameters", "properties", "required", "items", "enum"} {
+		keys[k] = k
+	}
+	return keys
+}()
+
+// key reads an object key, interned when it is a common one.
+func (d *jsonDecoder) key() (value, error) {
+	if end := d.pos + 1 + bytes.IndexByte(d.data[d.pos+1:], '"'); end > d.pos {
+		if k, ok := commonKeys[string(d.data[d.pos+1:end])]; ok {
+			d.pos = end + 1
+			return k, nil
+		}
+	}
+	return d.str()
 }
 
 func (d *jsonDecoder) str() (string, error) {

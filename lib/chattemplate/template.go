@@ -42,6 +42,9 @@ func (t *Template) Name() string { return t.name }
 // failures are *RenderError values named after the Python exception.
 func (t *Template) Render(o Options) (string, error) {
 	root := newFrame(nil)
+	// The root holds the fixed variables below, Extra and the undefined
+	// names: sized once rather than grown.
+	root.vars = make([]binding, 0, 6+len(o.Extra)+len(t.undef))
 	messages, err := decodeOption("messages", o.Messages)
 	if err != nil {
 		return "", err
@@ -72,6 +75,10 @@ func (t *Template) Render(o Options) (string, error) {
 	}
 	r := &renderer{tmpl: t, opts: &o, limits: t.limits}
 	var b strings.Builder
+	// The text is mostly the messages' and tools' content plus the
+	// template's markup: room for that spares the builder most of its
+	// doublings.
+	b.Grow(len(o.Messages) + len(o.Tools) + 256)
 	if err := r.execBody(t.body, root, &b); err != nil {
 		if err == errBreak || err == errContinue {
 			return "", &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}

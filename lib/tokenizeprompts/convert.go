@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
@@ -49,12 +50,14 @@ var errConversationPlain = errors.New(`--template none tokenizes rendered "text"
 // the next, so that the per-record garbage (and with it the collector's
 // share of the CPU, which grows with the workers) stays small.
 type convertScratch struct {
-	ids []int // the token ids of the record being converted
+	ids     []int          // the token ids of the record being converted
+	members []jsonl.Member // its top-level members
 }
 
 func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	res := converted{pos: src.pos}
-	f, err := parseFields(src.line)
+	f, err := parseFields(src.line, sc.members)
+	sc.members = f.members
 	if err != nil {
 		res.err = err
 		return res

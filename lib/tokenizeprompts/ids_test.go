@@ -51,7 +51,7 @@ func TestDerivedIDIsCanonical(t *testing.T) {
 	// printf '{"messages":[{"content":"Hi","role":"user"}]}' | sha256sum
 	const want = "p-c690133a69ad78b5"
 	for _, line := range same {
-		f, err := parseFields([]byte(line))
+		f, err := parseFields([]byte(line), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestDerivedIDIsCanonical(t *testing.T) {
 	}
 	var ids []string
 	for _, line := range tools {
-		f, _ := parseFields([]byte(line))
+		f, _ := parseFields([]byte(line), nil)
 		p, err := readPrompt(f, shapeOptions{})
 		if err != nil {
 			t.Fatal(err)

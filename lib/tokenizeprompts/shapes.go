@@ -129,9 +129,10 @@ type fields struct {
 	members []jsonl.Member
 }
 
-// parseFields validates line as one JSON object and indexes its members.
-func parseFields(line []byte) (*fields, error) {
-	f := &fields{line: line}
+// parseFields validates line as one JSON object and indexes its members,
+// appending them to members (which may be a reused buffer).
+func parseFields(line []byte, members []jsonl.Member) (*fields, error) {
+	f := &fields{line: line, members: members[:0]}
 	err := jsonl.ScanObject(line, func(m jsonl.Member) { f.members = append(f.members, m) })
 	return f, err
 }

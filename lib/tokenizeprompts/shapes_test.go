@@ -107,7 +107,7 @@ func TestReadPrompt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := parseFields([]byte(tc.line))
+			f, err := parseFields([]byte(tc.line), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestReadPromptErrors(t *testing.T) {
 		{`{"text":null}`, `"text" is null, not a string`},
 	}
 	for _, tc := range tests {
-		f, err := parseFields([]byte(tc.line))
+		f, err := parseFields([]byte(tc.line), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func FuzzReadPrompt(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		fields, err := parseFields([]byte(line))
+		fields, err := parseFields([]byte(line), nil)
 		if err != nil {
 			return
 		}
