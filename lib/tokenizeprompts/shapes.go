@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -245,9 +246,11 @@ const (
 
 // readTurns reads an array of turns in either spelling, each turn on its own
 // (a list may mix them, as converted datasets sometimes do).
+// raw is a value of a record the reader validated, so its elements are
+// found without decoding it again.
 func readTurns(field string, raw []byte) ([]message, error) {
-	var turns []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &turns) != nil {
+	turns, ok := arrayElements(raw)
+	if !ok {
 		return nil, fmt.Errorf("%q is %s, not an array of messages", field, jsonKind(raw))
 	}
 	if len(turns) == 0 {
@@ -255,13 +258,47 @@ func readTurns(field string, raw []byte) ([]message, error) {
 	}
 	msgs := make([]message, 0, len(turns))
 	for i, t := range turns {
-		m, err := readTurn(fmt.Sprintf("%s[%d]", field, i), t)
+		m, err := readTurn(field+"["+strconv.Itoa(i)+"]", t)
 		if err != nil {
 			return nil, err
 		}
 		msgs = append(msgs, m)
 	}
 	return msgs, nil
+}
+
+// arrayElements returns the elements of raw, a valid JSON array, as raw
+// values without the white space around them; ok is false when raw is not
+// an array. Being valid, raw needs no checks: strings are skipped over
+// their escapes, and a comma separates elements only outside any nesting.
+func arrayElements(raw []byte) (elems [][]byte, ok bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	depth, start := 0, 1
+	for i := 1; i < len(raw)-1; i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				elems = append(elems, bytes.TrimSpace(raw[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if last := bytes.TrimSpace(raw[start : len(raw)-1]); len(last) > 0 {
+		elems = append(elems, last)
+	}
+	return elems, depth == 0
 }
 
 func readTurn(where string, raw []byte) (message, error) {

@@ -189,3 +189,29 @@ func FuzzReadPrompt(f *testing.F) {
 		}
 	})
 }
+
+// TestArrayElements checks the element splitter against encoding/json on
+// arrays whose strings hold the characters that delimit elements.
+func TestArrayElements(t *testing.T) {
+	for _, raw := range []string{
+		`[]`, `[ ]`, `[1]`, `[ {"a": [1, 2]} , "x,]\"}" ,null,[[]], {} ]`,
+		`[{"role":"user","content":"a \\\"quoted\\\" [comma], {brace}"},{"role":"assistant","content":""}]`,
+	} {
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := arrayElements([]byte(raw))
+		if !ok || len(got) != len(want) {
+			t.Fatalf("%s: got %q (ok %v), want %q", raw, got, ok, want)
+		}
+		for i := range got {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("%s: element %d is %s, want %s", raw, i, got[i], want[i])
+			}
+		}
+	}
+	if _, ok := arrayElements([]byte(`{"a":1}`)); ok {
+		t.Fatal("an object passed for an array")
+	}
+}
