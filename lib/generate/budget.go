@@ -36,7 +36,6 @@ type budget struct {
 	tokens    ledger
 	cost      ledger
 	mode      record.CountMode
-	maxTokens int
 	// usdPerToken is the worst-case price; 0 when there is no cost budget.
 	usdPerToken float64
 	// held counts the reservations not yet settled (committed or
@@ -50,24 +49,25 @@ func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
 		tokens:      ledger{limit: float64(cfg.tokenBudget), spent: float64(alreadySpent)},
 		cost:        ledger{limit: cfg.costBudget},
 		mode:        cfg.countMode,
-		maxTokens:   cfg.params.MaxTokens,
 		usdPerToken: usdPerToken,
 		settled:     make(chan struct{}, 1),
 	}
 }
 
-// worstCase is the most a request may add to each ledger.
-func (b *budget) worstCase(promptTokens int) reservation {
+// worstCase is the most a request may add to each ledger: its prompt and
+// its own answer limit (a line of an OpenAI Batch file may set one above
+// --max-tokens).
+func (b *budget) worstCase(promptTokens, maxTokens int) reservation {
 	var r reservation
 	switch b.mode {
 	case record.CountPrompt:
 		r.tokens = float64(promptTokens)
 	case record.CountCompletion:
-		r.tokens = float64(b.maxTokens)
+		r.tokens = float64(maxTokens)
 	default:
-		r.tokens = float64(promptTokens + b.maxTokens)
+		r.tokens = float64(promptTokens + maxTokens)
 	}
-	r.usd = float64(promptTokens+b.maxTokens) * b.usdPerToken
+	r.usd = float64(promptTokens+maxTokens) * b.usdPerToken
 	return r
 }
 
@@ -80,8 +80,8 @@ var errBudgetReached = errors.New("budget reached")
 // (what an answer used replaces its worst case) and tries again. It fails
 // with errBudgetReached when nothing is in flight and the request still
 // does not fit, or with ctx's cause when dispatching stops meanwhile.
-func (b *budget) reserve(ctx context.Context, promptTokens int) (reservation, error) {
-	r := b.worstCase(promptTokens)
+func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (reservation, error) {
+	r := b.worstCase(promptTokens, maxTokens)
 	for {
 		b.mu.Lock()
 		fits := b.tokens.fits(r.tokens) && b.cost.fits(r.usd)

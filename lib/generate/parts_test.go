@@ -97,15 +97,15 @@ func TestReorder(t *testing.T) {
 func TestBudgetReservesWorstCase(t *testing.T) {
 	ctx := context.Background()
 	b := newBudget(&config{tokenBudget: 120, countMode: record.CountTotal, params: backend.Params{MaxTokens: 40}}, 10, 0)
-	r1, err1 := b.reserve(ctx, 5) // 45
-	r2, err2 := b.reserve(ctx, 5) // 90
+	r1, err1 := b.reserve(ctx, 5, 40) // 45
+	r2, err2 := b.reserve(ctx, 5, 40) // 90
 	if err1 != nil || err2 != nil {
 		t.Fatalf("reservations: %v %v", err1, err2)
 	}
 	// 135 does not fit while the two are in flight: it waits for them.
 	third := make(chan error, 1)
 	go func() {
-		_, err := b.reserve(ctx, 5)
+		_, err := b.reserve(ctx, 5, 40)
 		third <- err
 	}()
 	select {
@@ -121,13 +121,13 @@ func TestBudgetReservesWorstCase(t *testing.T) {
 	}
 	b.cancel(r2)
 	// Spent 30 + in flight 45 + 45 = 120: fits exactly, then nothing fits.
-	r4, err := b.reserve(ctx, 5)
+	r4, err := b.reserve(ctx, 5, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := b.reserve(waitCtx, 5); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := b.reserve(waitCtx, 5, 40); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("with requests in flight: %v, want a wait ended by the context", err)
 	}
 	b.commit(r4, 45, &backend.Result{})
@@ -141,17 +141,17 @@ func TestBudgetReservesWorstCase(t *testing.T) {
 
 func TestBudgetReachedOnlyWithNothingInFlight(t *testing.T) {
 	b := newBudget(&config{tokenBudget: 100, countMode: record.CountTotal, params: backend.Params{MaxTokens: 40}}, 0, 0)
-	r, err := b.reserve(context.Background(), 5)
+	r, err := b.reserve(context.Background(), 5, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.commit(r, 45, &backend.Result{}) // spent 45, nothing in flight
-	r, err = b.reserve(context.Background(), 5)
+	r, err = b.reserve(context.Background(), 5, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.commit(r, 45, &backend.Result{}) // spent 90
-	if _, err := b.reserve(context.Background(), 5); !errors.Is(err, errBudgetReached) {
+	if _, err := b.reserve(context.Background(), 5, 40); !errors.Is(err, errBudgetReached) {
 		t.Fatalf("nothing in flight and 45 tokens do not fit in 10: %v, want errBudgetReached", err)
 	}
 }
@@ -187,5 +187,17 @@ func TestAddMembers(t *testing.T) {
 	got := string(addMembers([]byte(`{"id":"a","text":"old"}`), ms, true))
 	if got != `{"id":"a","text":"x","completion_tokens":1}` {
 		t.Fatalf("replace: got %s", got)
+	}
+}
+
+// TestBudgetReservesEachRequestsOwnLimit: a request's reservation is its own
+// answer limit (an OpenAI Batch line's max_tokens), not --max-tokens.
+func TestBudgetReservesEachRequestsOwnLimit(t *testing.T) {
+	b := newBudget(&config{tokenBudget: 100, countMode: record.CountTotal, params: backend.Params{MaxTokens: 10}}, 0, 0)
+	if _, err := b.reserve(context.Background(), 5, 200); !errors.Is(err, errBudgetReached) {
+		t.Fatalf("a request that may write 205 tokens fit a budget of 100: %v", err)
+	}
+	if _, err := b.reserve(context.Background(), 5, 90); err != nil {
+		t.Fatalf("a request that may write 95 tokens did not fit a budget of 100: %v", err)
 	}
 }

@@ -276,7 +276,7 @@ func (s *scheduler) dispatch(records <-chan *job) {
 		}
 		next = j.seq + 1
 		s.sizeFirst(j)
-		r, err := s.budget.reserve(s.dispatchCtx, j.promptTokens)
+		r, err := s.budget.reserve(s.dispatchCtx, j.promptTokens, j.req.Params.MaxTokens)
 		if errors.Is(err, errBudgetReached) {
 			// Nothing is in flight: there is nothing to cancel or drain.
 			s.mu.Lock()
