@@ -32,10 +32,10 @@ type reservation struct {
 
 // budget holds the token and cost ledgers of a run.
 type budget struct {
-	mu        sync.Mutex
-	tokens    ledger
-	cost      ledger
-	mode      record.CountMode
+	mu     sync.Mutex
+	tokens ledger
+	cost   ledger
+	mode   record.CountMode
 	// usdPerToken is the worst-case price; 0 when there is no cost budget.
 	usdPerToken float64
 	// held counts the reservations not yet settled (committed or
