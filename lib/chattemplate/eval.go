@@ -97,6 +97,11 @@ var missing value = missingValue{}
 // newScope opens a scope whose listed names start out undefined.
 func newScope(parent *frame, undef []string) *frame {
 	f := newFrame(parent)
+	if len(undef) > frameInlineVars/2 {
+		// Room for the loop variables or macro arguments bound next, so
+		// that the scope grows once rather than by doublings.
+		f.vars = make([]binding, 0, len(undef)+frameInlineVars)
+	}
 	for _, n := range undef {
 		f.vars = append(f.vars, binding{n, missing})
 	}

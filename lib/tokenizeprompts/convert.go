@@ -107,7 +107,7 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 // text, appending the ids to dst. Special tokens are always recognised here:
 // the template writes them.
 func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, ids []int, err error) {
-	msgs = messagesJSON(p.messages)
+	msgs = p.messagesJSON()
 	opt := cv.render
 	opt.Messages = msgs
 	opt.Tools = p.tools

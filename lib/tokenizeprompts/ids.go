@@ -83,18 +83,20 @@ func derivedID(prefix string, p *prompt) (string, error) {
 // the source wrote them. The messages are those written to the output:
 // after --system and after the dropped answer.
 func canonicalPrompt(p *prompt) ([]byte, error) {
-	var doc map[string]any
+	var raw []byte
 	if p.isText() {
-		doc = map[string]any{"text": p.text}
-	} else {
-		doc = map[string]any{"messages": json.RawMessage(messagesJSON(p.messages))}
-		if p.tools != nil {
-			doc["tools"] = p.tools
+		var err error
+		if raw, err = marshal(map[string]any{"text": p.text}); err != nil {
+			return nil, err
 		}
-	}
-	raw, err := marshal(doc)
-	if err != nil {
-		return nil, err
+	} else {
+		// Both parts are JSON already; the decoding below reads them
+		// whatever their spacing, so they are joined as they are.
+		raw = append([]byte(`{"messages":`), p.messagesJSON()...)
+		if p.tools != nil {
+			raw = append(append(raw, `,"tools":`...), p.tools...)
+		}
+		raw = append(raw, '}')
 	}
 	// Decoding and encoding again sorts the keys of every nested object.
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -119,6 +119,18 @@ type prompt struct {
 	// consumed lists the top-level fields the shape was read from; they are
 	// not copied to the output, which carries messages instead.
 	consumed []string
+	// messagesRaw is messagesJSON(messages) once asked for: the template,
+	// the output and a derived id all need it.
+	messagesRaw []byte
+}
+
+// messagesJSON returns the messages as a JSON array, written once. The
+// messages must not change after the first call.
+func (p *prompt) messagesJSON() []byte {
+	if p.messagesRaw == nil {
+		p.messagesRaw = messagesJSON(p.messages)
+	}
+	return p.messagesRaw
 }
 
 // isText reports whether the record was an already rendered text.
