@@ -1,7 +1,6 @@
 package chattemplate
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/big"
 	"sort"
@@ -14,7 +13,9 @@ import (
 // does: objects keep their key order, integral literals become int and
 // literals with a fraction or exponent become float.
 func decodeJSON(data []byte) (value, error) {
-	d := &jsonDecoder{data: data}
+	// One string for the whole document: the decoded strings without
+	// escapes (nearly all of them) are slices of it rather than copies.
+	d := &jsonDecoder{data: string(data)}
 	d.skipSpace()
 	v, err := d.value(0)
 	if err != nil {
@@ -28,7 +29,7 @@ func decodeJSON(data []byte) (value, error) {
 }
 
 type jsonDecoder struct {
-	data []byte
+	data string
 	pos  int
 }
 
@@ -124,13 +125,13 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 		}
 	case c == '"':
 		return d.str()
-	case c == 't' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+4, len(d.data))]), "true"):
+	case c == 't' && strings.HasPrefix(d.data[d.pos:], "true"):
 		d.pos += 4
 		return true, nil
-	case c == 'f' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+5, len(d.data))]), "false"):
+	case c == 'f' && strings.HasPrefix(d.data[d.pos:], "false"):
 		d.pos += 5
 		return false, nil
-	case c == 'n' && strings.HasPrefix(string(d.data[d.pos:min(d.pos+4, len(d.data))]), "null"):
+	case c == 'n' && strings.HasPrefix(d.data[d.pos:], "null"):
 		d.pos += 4
 		return nil, nil
 	case c == '-' || c >= '0' && c <= '9':
@@ -153,7 +154,7 @@ func (d *jsonDecoder) number() (value, error) {
 			break
 		}
 	}
-	text := string(d.data[start:d.pos])
+	text := d.data[start:d.pos]
 	f, err := strconv.ParseFloat(text, 64)
 	if !isFloat {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
@@ -184,8 +185,8 @@ var commonKeys = func() map[string]value {
 
 // key reads an object key, interned when it is a common one.
 func (d *jsonDecoder) key() (value, error) {
-	if end := d.pos + 1 + bytes.IndexByte(d.data[d.pos+1:], '"'); end > d.pos {
-		if k, ok := commonKeys[string(d.data[d.pos+1:end])]; ok {
+	if end := d.pos + 1 + strings.IndexByte(d.data[d.pos+1:], '"'); end > d.pos {
+		if k, ok := commonKeys[d.data[d.pos+1:end]]; ok {
 			d.pos = end + 1
 			return k, nil
 		}
@@ -208,10 +209,10 @@ func (d *jsonDecoder) str() (string, error) {
 			d.pos++
 			raw := d.data[start:d.pos]
 			if !escaped {
-				return string(raw[1 : len(raw)-1]), nil
+				return raw[1 : len(raw)-1], nil
 			}
 			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
+			if err := json.Unmarshal([]byte(raw), &s); err != nil {
 				return "", d.errorf("bad string")
 			}
 			return s, nil
