@@ -293,7 +293,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	client := &http.Client{Transport: newTransport()}
+	client := &http.Client{Transport: newSharedTransport()}
 	for _, stream := range []bool{false, true} {
 		b := NewOpenAI(Options{Stream: stream, Client: client})
 		for range 5 {

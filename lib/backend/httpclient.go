@@ -62,14 +62,16 @@ const maxErrorBodyBytes = 64 << 10
 
 // sharedClient serves every backend that was given no client, so that all
 // of them share one connection pool.
-var sharedClient = &http.Client{Transport: newTransport()}
+var sharedClient = &http.Client{Transport: newSharedTransport()}
 
-// SharedClient returns the HTTP client backends use by default: one pool
-// of keep-alive HTTP/1.1 connections sized for thousands of concurrent
-// requests per host, with TLS verification always on.
+// SharedClient returns the HTTP client backends use by default: pools of
+// keep-alive HTTP/1.1 connections sized for thousands of concurrent
+// requests per host, with TLS verification always on. Plain-http requests
+// go through this package's own lean connection pool (see transport).
 func SharedClient() *http.Client { return sharedClient }
 
-// newTransport builds the transport behind SharedClient. HTTP/1.1 gives a
+// newTransport builds the net/http transport behind SharedClient, which
+// carries https and proxied requests. HTTP/1.1 gives a
 // request its own connection, so a slow stream never holds up others the
 // way one HTTP/2 connection's flow control can; keeping up to 4096 idle
 // connections per host lets thousands of in-flight requests reuse

@@ -1,0 +1,311 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// transport sends plain-http requests (SGLang, a local vLLM) over its own
+// pool of keep-alive connections and everything else (https, proxies) over
+// net/http. net/http runs two goroutines per HTTP/1.1 connection and keeps
+// a read and a write buffer on each for the connection's whole life; with
+// ten thousand requests in flight that is most of the client's memory.
+// Here a request is written and its answer read on the caller's goroutine,
+// and a connection holds a read buffer only while an answer is being read.
+type transport struct {
+	fallback *http.Transport
+	dialer   net.Dialer
+	// idleTimeout retires pooled connections nobody used for that long:
+	// servers close them about then anyway.
+	idleTimeout    time.Duration
+	maxIdlePerHost int
+
+	mu   sync.Mutex
+	idle map[string][]pooledConn // by host:port, the most recently used last
+}
+
+type pooledConn struct {
+	conn  net.Conn
+	since time.Time
+}
+
+func newSharedTransport() *transport {
+	return &transport{
+		fallback:       newTransport(),
+		dialer:         net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		idleTimeout:    90 * time.Second,
+		maxIdlePerHost: 4096,
+		idle:           map[string][]pooledConn{},
+	}
+}
+
+// readBufferSize is the buffer an answer is read through; it goes back to
+// readBuffers when the answer was read to its end. Lines longer than it
+// (headers, chunk sizes) are assembled by the parsers above it.
+const readBufferSize = 1 << 10
+
+var readBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufferSize) }}
+
+// maxPooledWriteBuffer bounds the request buffers kept for reuse, so that
+// one huge prompt does not stay in memory for the rest of the run.
+const maxPooledWriteBuffer = 64 << 10
+
+// writeBuffers start empty and grow to the requests written through them:
+// thousands of requests sent at once each take a buffer, and a large
+// initial size would be paid thousands of times.
+var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "http" || req.Method == http.MethodConnect {
+		return t.fallback.RoundTrip(req)
+	}
+	if proxy, err := t.fallback.Proxy(req); err != nil || proxy != nil {
+		return t.fallback.RoundTrip(req)
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+		// A body of unknown length would need chunked framing; none of
+		// this package's requests has one.
+		return t.fallback.RoundTrip(req)
+	}
+	wire, err := requestBytes(req)
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer releaseWriteBuffer(wire)
+	addr := canonicalAddr(req.URL.Host)
+	ctx := req.Context()
+	conn, reused, err := t.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	resp, beforeAnswer, err := t.exchange(ctx, req, conn, *wire)
+	if err != nil && beforeAnswer && reused && ctx.Err() == nil {
+		// A pooled connection the server had already closed: the request
+		// never reached it, so it goes out again, once, on a new one.
+		if conn, err = t.dial(ctx, addr); err != nil {
+			return nil, err
+		}
+		resp, _, err = t.exchange(ctx, req, conn, *wire)
+	}
+	return resp, err
+}
+
+// exchange writes one request on conn and reads the head of its answer.
+// The connection is closed when the context ends before the answer has
+// been read, which is how a request is canceled or timed out.
+// beforeAnswer reports a failure before any byte of the answer arrived.
+func (t *transport) exchange(ctx context.Context, req *http.Request, conn net.Conn, wire []byte) (resp *http.Response, beforeAnswer bool, err error) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	br := readBuffers.Get().(*bufio.Reader)
+	br.Reset(conn)
+	defer func() {
+		if err != nil {
+			stop()
+			conn.Close()
+			br.Reset(nil)
+			readBuffers.Put(br)
+		}
+	}()
+	if _, err = conn.Write(wire); err != nil {
+		return nil, true, err
+	}
+	if _, err = br.Peek(1); err != nil {
+		return nil, true, err
+	}
+	for {
+		resp, err = http.ReadResponse(br, req)
+		if err != nil {
+			return nil, false, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // an informational answer precedes the real one
+		}
+		resp.Body = &connBody{body: resp.Body, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
+		return resp, false, nil
+	}
+}
+
+// connBody is an answer's body. Read to its end, it returns the connection
+// to the pool and the read buffer to readBuffers; closed before that, it
+// closes the connection, which tells the server the client left.
+type connBody struct {
+	body     io.ReadCloser // from http.ReadResponse: framing only, never closed (it would drain)
+	t        *transport
+	addr     string
+	conn     net.Conn
+	br       *bufio.Reader
+	stop     func() bool // stops the context's closing of conn
+	reusable bool
+	done     bool
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.body.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.finish()
+		return n, io.EOF
+	}
+	return n, err
+}
+
+// finish releases the connection after the whole answer was read.
+func (b *connBody) finish() {
+	b.done = true
+	// The context must not close a connection another request now uses;
+	// if it already fired, the connection is closed or about to be.
+	if b.stop() && b.reusable && b.br.Buffered() == 0 {
+		b.t.put(b.addr, b.conn)
+	} else {
+		b.conn.Close()
+	}
+	b.br.Reset(nil)
+	readBuffers.Put(b.br)
+	b.br = nil
+}
+
+func (b *connBody) Close() error {
+	if !b.done {
+		b.done = true
+		b.stop()
+		b.conn.Close()
+	}
+	return nil
+}
+
+// get returns a pooled connection to addr, or a new one.
+func (t *transport) get(ctx context.Context, addr string) (conn net.Conn, reused bool, err error) {
+	t.mu.Lock()
+	for conns := t.idle[addr]; len(conns) > 0; conns = t.idle[addr] {
+		last := conns[len(conns)-1]
+		t.idle[addr] = conns[:len(conns)-1]
+		if time.Since(last.since) < t.idleTimeout {
+			t.mu.Unlock()
+			return last.conn, true, nil
+		}
+		last.conn.Close()
+	}
+	t.mu.Unlock()
+	conn, err = t.dial(ctx, addr)
+	return conn, false, err
+}
+
+func (t *transport) dial(ctx context.Context, addr string) (net.Conn, error) {
+	return t.dialer.DialContext(ctx, "tcp", addr)
+}
+
+func (t *transport) put(addr string, conn net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.idle[addr]) >= t.maxIdlePerHost {
+		conn.Close()
+		return
+	}
+	t.idle[addr] = append(t.idle[addr], pooledConn{conn, time.Now()})
+}
+
+// CloseIdleConnections closes the pooled connections of both transports
+// (http.Client.CloseIdleConnections calls it).
+func (t *transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = map[string][]pooledConn{}
+	t.mu.Unlock()
+	for _, conns := range idle {
+		for _, c := range conns {
+			c.conn.Close()
+		}
+	}
+	t.fallback.CloseIdleConnections()
+}
+
+// canonicalAddr adds the default port to a host without one.
+func canonicalAddr(host string) string {
+	if _, port, err := net.SplitHostPort(host); err == nil && port != "" {
+		return host
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+}
+
+// requestBytes renders a request, head and body, into one buffer from
+// writeBuffers, so that it goes out in a single write.
+func requestBytes(req *http.Request) (*[]byte, error) {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	if !validHeaderValue(host) {
+		return nil, fmt.Errorf("invalid host %q", host)
+	}
+	wire := writeBuffers.Get().(*[]byte)
+	b := append((*wire)[:0], req.Method...)
+	b = append(b, ' ')
+	b = append(b, req.URL.RequestURI()...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	if req.Header.Get("User-Agent") == "" {
+		// What net/http sends, so that servers see the same client
+		// whichever transport carried the request.
+		b = append(b, "User-Agent: Go-http-client/1.1\r\n"...)
+	}
+	for name, values := range req.Header {
+		for _, v := range values {
+			if !validHeaderValue(name) || !validHeaderValue(v) {
+				*wire = b
+				releaseWriteBuffer(wire)
+				return nil, fmt.Errorf("invalid value for header %q", name)
+			}
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	if req.Body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, req.ContentLength, 10)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	if req.Body != nil && req.ContentLength > 0 {
+		head := len(b)
+		b = slices.Grow(b, int(req.ContentLength))[:head+int(req.ContentLength)]
+		if _, err := io.ReadFull(req.Body, b[head:]); err != nil {
+			*wire = b
+			releaseWriteBuffer(wire)
+			return nil, fmt.Errorf("reading the request body: %w", err)
+		}
+	}
+	*wire = b
+	return wire, nil
+}
+
+func releaseWriteBuffer(wire *[]byte) {
+	if cap(*wire) <= maxPooledWriteBuffer {
+		writeBuffers.Put(wire)
+	}
+}
+
+// validHeaderValue refuses what would break the request's framing: a
+// header value (an API key pasted with its newline) must not start a new
+// header line.
+func validHeaderValue(v string) bool {
+	return !strings.ContainsAny(v, "\r\n\x00")
+}
