@@ -101,8 +101,10 @@ func TestMemoryPerStreamInFlight(t *testing.T) {
 		writeHeapProfile(t, path)
 	}
 	t.Logf("%d streams in flight: %d bytes of heap and %d of goroutine stacks each", n, heap, stack)
-	if heap+stack > 40<<10 {
-		t.Errorf("a stream in flight costs %d bytes, more than 40 KiB", heap+stack)
+	// The acceptance bound for the whole client is 20 KiB per request in
+	// flight; the backend's part must fit well inside it.
+	if heap+stack > 20<<10 {
+		t.Errorf("a stream in flight costs %d bytes, more than 20 KiB", heap+stack)
 	}
 	cancel()
 	done.Wait()

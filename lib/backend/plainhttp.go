@@ -213,11 +213,19 @@ func (t *transport) dial(ctx context.Context, addr string) (net.Conn, error) {
 func (t *transport) put(addr string, conn net.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.idle[addr]) >= t.maxIdlePerHost {
-		conn.Close()
-		return
+	conns := t.idle[addr]
+	// get takes the most recent connections, so the oldest would sit at
+	// the front for ever after a burst; retire them here.
+	for len(conns) > 0 && time.Since(conns[0].since) >= t.idleTimeout {
+		conns[0].conn.Close()
+		conns = conns[1:]
 	}
-	t.idle[addr] = append(t.idle[addr], pooledConn{conn, time.Now()})
+	if len(conns) >= t.maxIdlePerHost {
+		conn.Close()
+	} else {
+		conns = append(conns, pooledConn{conn, time.Now()})
+	}
+	t.idle[addr] = conns
 }
 
 // CloseIdleConnections closes the pooled connections of both transports
