@@ -68,49 +68,10 @@ func ScanObject(line []byte, visit func(Member)) error {
 		}
 		return &SyntaxError{Offset: 1, Msg: "a record must be a JSON object, not " + kindOf(line[skipLeading(line)])}
 	}
-	s.i++
-	s.skipSpace()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return s.end()
+	if err := s.object(0, visit); err != nil {
+		return err
 	}
-	for {
-		s.skipSpace()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return s.fail("expected a string key")
-		}
-		k0 := s.i + 1
-		if err := s.str(); err != nil {
-			return err
-		}
-		key := s.b[k0 : s.i-1]
-		s.skipSpace()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return s.fail("expected ':' after key")
-		}
-		s.i++
-		s.skipSpace()
-		v0 := s.i
-		if err := s.value(1); err != nil {
-			return err
-		}
-		if visit != nil {
-			visit(Member{Key: key, Value: s.b[v0:s.i]})
-		}
-		s.skipSpace()
-		if s.i >= len(s.b) {
-			return s.fail("expected ',' or '}'")
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return s.end()
-		default:
-			return s.fail("expected ',' or '}'")
-		}
-	}
+	return s.end()
 }
 
 // IntArrayLen counts the elements of v, the raw text of an array of
@@ -207,7 +168,7 @@ func (s *scanner) value(depth int) error {
 	case c == '"':
 		return s.str()
 	case c == '{':
-		return s.object(depth)
+		return s.object(depth, nil)
 	case c == '[':
 		return s.array(depth)
 	case c == '-' || class[c] == clDigit:
@@ -230,7 +191,9 @@ func (s *scanner) literal(word string) error {
 	return s.fail("expected " + word)
 }
 
-func (s *scanner) object(depth int) error {
+// object crosses an object from its '{', calling visit (when not nil) with
+// each member: ScanObject's top level, and every nested object with nil.
+func (s *scanner) object(depth int, visit func(Member)) error {
 	s.i++ // '{'
 	s.skipSpace()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
@@ -242,17 +205,23 @@ func (s *scanner) object(depth int) error {
 		if s.i >= len(s.b) || s.b[s.i] != '"' {
 			return s.fail("expected a string key")
 		}
+		k0 := s.i + 1
 		if err := s.str(); err != nil {
 			return err
 		}
+		key := s.b[k0 : s.i-1]
 		s.skipSpace()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
 			return s.fail("expected ':' after key")
 		}
 		s.i++
 		s.skipSpace()
+		v0 := s.i
 		if err := s.value(depth + 1); err != nil {
 			return err
+		}
+		if visit != nil {
+			visit(Member{Key: key, Value: s.b[v0:s.i]})
 		}
 		s.skipSpace()
 		if s.i >= len(s.b) {
