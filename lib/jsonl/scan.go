@@ -66,7 +66,7 @@ func ScanObject(line []byte, visit func(Member)) error {
 		if err := s.value(0); err != nil {
 			return err
 		}
-		return &SyntaxError{Offset: 1, Msg: "a record must be a JSON object, not " + kindOf(line[skipLeading(line)])}
+		return &SyntaxError{Offset: 1, Msg: "a record must be a JSON object, not " + Kind(line[skipLeading(line):])}
 	}
 	if err := s.object(0, visit); err != nil {
 		return err
@@ -107,8 +107,15 @@ func skipLeading(b []byte) int {
 	return i
 }
 
-func kindOf(c byte) string {
-	switch c {
+// Kind names the type of a raw JSON value for messages ("an array",
+// "null", ...); "missing" for no value at all.
+func Kind(raw []byte) string {
+	if len(raw) == 0 {
+		return "missing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
 	case '[':
 		return "an array"
 	case '"':

@@ -191,7 +191,7 @@ func (s *Scanner) readID(in *Info, raw []byte) error {
 		}
 	case raw[0] != '"':
 		if s.needID {
-			return fmt.Errorf("%q is %s, not a string: ids must be JSON strings (pick another field with --id-path)", s.idPath, jsonKind(raw))
+			return fmt.Errorf("%q is %s, not a string: ids must be JSON strings (pick another field with --id-path)", s.idPath, jsonl.Kind(raw))
 		}
 	default:
 		if s.borrowIDs && bytes.IndexByte(raw, '\\') < 0 {
@@ -205,20 +205,6 @@ func (s *Scanner) readID(in *Info, raw []byte) error {
 		}
 	}
 	return nil
-}
-
-func jsonKind(raw []byte) string {
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // unquote decodes a JSON string literal that the scanner has validated. With

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // isInteger reports whether a JSON number is written as an integer.
@@ -45,7 +47,7 @@ func sourceID(idPath string, raw []byte) (id string, ok bool, err error) {
 	case c == '-' || c >= '0' && c <= '9':
 		return numberID(raw), true, nil
 	}
-	return "", false, fmt.Errorf("the id at --id-path %q is %s: ids must be strings or numbers", idPath, jsonKind(raw))
+	return "", false, fmt.Errorf("the id at --id-path %q is %s: ids must be strings or numbers", idPath, jsonl.Kind(raw))
 }
 
 // numberID writes a JSON number as a decimal string: integers as they are

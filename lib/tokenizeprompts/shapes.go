@@ -263,7 +263,7 @@ const (
 func readTurns(field string, raw []byte) ([]message, error) {
 	turns, ok := arrayElements(raw)
 	if !ok {
-		return nil, fmt.Errorf("%q is %s, not an array of messages", field, jsonKind(raw))
+		return nil, fmt.Errorf("%q is %s, not an array of messages", field, jsonl.Kind(raw))
 	}
 	if len(turns) == 0 {
 		return nil, fmt.Errorf("%q is an empty array", field)
@@ -315,7 +315,7 @@ func arrayElements(raw []byte) (elems [][]byte, ok bool) {
 
 func readTurn(where string, raw []byte) (message, error) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return message{}, fmt.Errorf("%s is %s, not a message object", where, jsonKind(raw))
+		return message{}, fmt.Errorf("%s is %s, not a message object", where, jsonl.Kind(raw))
 	}
 	var role, content, from, value []byte
 	var others []jsonl.Member
@@ -441,7 +441,7 @@ func readContent(where string, raw json.RawMessage) (json.RawMessage, error) {
 		return raw, nil
 	}
 	if raw[0] != '[' {
-		return nil, fmt.Errorf("%s: content is %s, not a string or a list of parts", where, jsonKind(raw))
+		return nil, fmt.Errorf("%s: content is %s, not a string or a list of parts", where, jsonl.Kind(raw))
 	}
 	var parts []struct {
 		Type *string `json:"type"`
@@ -576,7 +576,7 @@ func readTools(raw []byte) (json.RawMessage, error) {
 	}
 	for i, t := range tools {
 		if len(t) == 0 || t[0] != '{' {
-			return nil, fmt.Errorf("tools[%d] is %s, not a tool object", i, jsonKind(t))
+			return nil, fmt.Errorf("tools[%d] is %s, not a tool object", i, jsonl.Kind(t))
 		}
 		if !gjson.GetBytes(t, "type").Exists() {
 			// Built by hand to keep the schema's key order, which templates
@@ -618,7 +618,7 @@ var nullJSON = []byte("null")
 
 func stringField(name string, raw []byte) (string, error) {
 	if len(raw) == 0 || raw[0] != '"' {
-		return "", fmt.Errorf("%q is %s, not a string", name, jsonKind(raw))
+		return "", fmt.Errorf("%q is %s, not a string", name, jsonl.Kind(raw))
 	}
 	// Most strings (roles, names) hold no escape: their text is between
 	// the quotes, and decoding them would cost more than the rest of the
@@ -631,25 +631,6 @@ func stringField(name string, raw []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
-}
-
-func jsonKind(raw []byte) string {
-	if len(raw) == 0 {
-		return "missing"
-	}
-	switch raw[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 // jsonString encodes s as a JSON string, leaving <, > and & as they are:
