@@ -101,7 +101,7 @@ func run(c *cli.Context) (err error) {
 	input.Skipped = func(string, error) { skipped++ }
 	noteSkipped := func() {
 		if skipped > 0 { // shown even with -q: it is about the data
-			cliutil.Notef(stderr, name, "skipped %s (--skip-invalid)", plural(skipped, "invalid line"))
+			cliutil.Notef(stderr, name, "skipped %s (--skip-invalid)", cliutil.Count(skipped, "invalid line"))
 		}
 	}
 
@@ -170,7 +170,7 @@ func run(c *cli.Context) (err error) {
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
 		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
-			plural(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
+			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
 	}
 	return nil
 }
@@ -180,12 +180,4 @@ func idNote(info record.Info) string {
 		return fmt.Sprintf(" (id %q)", info.ID)
 	}
 	return ""
-}
-
-// plural is "1 record", "2 records", "1,000 records".
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return cliutil.Thousands(n) + " " + noun + "s"
 }

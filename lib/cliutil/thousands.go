@@ -23,3 +23,12 @@ func Thousands(n int64) string {
 	}
 	return b.String()
 }
+
+// Count writes "1 record", "2 records", "1,000 records": a count of noun for
+// the summaries people read.
+func Count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return Thousands(n) + " " + noun + "s"
+}

@@ -18,3 +18,19 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 records"},
+		{1, "1 record"},
+		{2, "2 records"},
+		{12345, "12,345 records"},
+	} {
+		if got := Count(tc.n, "record"); got != tc.want {
+			t.Errorf("Count(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -128,16 +128,9 @@ func (t tally) summary(s shard) string {
 	if !s.all() {
 		fmt.Fprintf(&b, ", %d skipped as other shards' (shard %d/%d)", t.otherShards, s.k, s.n)
 	}
-	fmt.Fprintf(&b, ", %s ignored", plural(t.torn, "torn line"))
+	fmt.Fprintf(&b, ", %s ignored", cliutil.Count(t.torn, "torn line"))
 	if t.invalid > 0 {
-		fmt.Fprintf(&b, ", %s skipped", plural(t.invalid, "invalid line"))
+		fmt.Fprintf(&b, ", %s skipped", cliutil.Count(t.invalid, "invalid line"))
 	}
 	return b.String()
-}
-
-func plural(n int64, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -112,7 +112,7 @@ func run(c *cli.Context) (err error) {
 	<-progressDone
 
 	if n := s.skipped.Load(); n > 0 { // shown even with -q: it is about the data
-		cliutil.Notef(stderr, c.App.Name, "skipped %s invalid line%s (--%s)", cliutil.Thousands(n), plural(n), cliutil.FlagSkipInvalid)
+		cliutil.Notef(stderr, c.App.Name, "skipped %s (--%s)", cliutil.Count(n, "invalid line"), cliutil.FlagSkipInvalid)
 	}
 	if !cfg.quiet {
 		s.mu.Lock()
@@ -130,14 +130,6 @@ func run(c *cli.Context) (err error) {
 		err = ferr
 	}
 	return err
-}
-
-// plural is the "s" of a count of n.
-func plural(n int64) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // startLine says what the run will do, naming the limits a user should know

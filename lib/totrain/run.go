@@ -102,8 +102,8 @@ func run(c *cli.Context) (err error) {
 	// The reader's count includes the lines it skipped itself (too long).
 	t.invalid = in.Stats().Invalid
 	if !c.Bool(cliutil.FlagQuiet) {
-		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %d samples (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
-			t.written, conv.format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %s (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
+			cliutil.Count(t.written, "sample"), conv.format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
 	}
 	return nil
 }
