@@ -283,11 +283,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		c.stream(w, r, delay)
 		return
 	}
-	if !s.sleepCtx(r.Context(), delay) {
-		s.engine.abort(req, "client disconnected")
-		return
-	}
-	if !s.waitDone(r.Context(), req) {
+	if !s.holdFirstToken(r.Context(), req, delay) || !s.waitDone(r.Context(), req) {
 		return
 	}
 	res := req.result
@@ -373,8 +369,7 @@ func (c *chatCall) stream(w http.ResponseWriter, r *http.Request, delay time.Dur
 	s, req := c.s, c.req
 	sse := startSSE(w)
 	sse.raw(processingComment)
-	if !s.sleepCtx(r.Context(), delay) {
-		s.engine.abort(req, "client disconnected")
+	if !s.holdFirstToken(r.Context(), req, delay) {
 		return
 	}
 	empty := ""

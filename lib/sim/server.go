@@ -261,6 +261,16 @@ func (s *Server) waitDone(ctx context.Context, r *request) bool {
 	}
 }
 
+// holdFirstToken waits out an injected slow-first-token delay. A client that
+// leaves meanwhile aborts its request, as in waitDone.
+func (s *Server) holdFirstToken(ctx context.Context, r *request, delay time.Duration) bool {
+	if !s.sleepCtx(ctx, delay) {
+		s.engine.abort(r, "client disconnected")
+		return false
+	}
+	return true
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-s.closing:

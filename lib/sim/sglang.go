@@ -226,11 +226,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		s.streamGenerate(w, r, req, in, delay, fault)
 		return
 	}
-	if !s.sleepCtx(r.Context(), delay) {
-		s.engine.abort(req, "client disconnected")
-		return
-	}
-	if !s.waitDone(r.Context(), req) {
+	if !s.holdFirstToken(r.Context(), req, delay) || !s.waitDone(r.Context(), req) {
 		return
 	}
 	res := req.result
@@ -287,8 +283,7 @@ func simulatedLogprob(key uint64, i int) float64 {
 // chunk carries the finish reason, then "data: [DONE]".
 func (s *Server) streamGenerate(w http.ResponseWriter, r *http.Request, req *request, in generateInput, delay time.Duration, fault FaultKind) {
 	sse := startSSE(w)
-	if !s.sleepCtx(r.Context(), delay) {
-		s.engine.abort(req, "client disconnected")
+	if !s.holdFirstToken(r.Context(), req, delay) {
 		return
 	}
 	incremental := s.cfg.IncrementalStreaming
