@@ -236,10 +236,7 @@ func checkFlagOrder(app *cli.App, args []string) error {
 			}
 			continue
 		}
-		name := strings.TrimLeft(a, "-")
-		if k := strings.IndexByte(name, '='); k >= 0 {
-			name = name[:k]
-		} else if takesValue[name] {
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue[name] {
 			i++ // the flag's value, even when it looks like a file
 		}
 		if sawFile != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -57,7 +58,7 @@ type parser struct {
 
 func newParser(cfg *config) *parser {
 	p := &parser{backend: cfg.backend, idPath: cfg.idPath, params: cfg.params}
-	if gjson.Valid(`{"`+cfg.idPath+`":1}`) && bytes.IndexAny([]byte(cfg.idPath), `.*?|#@\!=<>%[]{}()`) < 0 {
+	if gjson.Valid(`{"`+cfg.idPath+`":1}`) && !strings.ContainsAny(cfg.idPath, `.*?|#@\!=<>%[]{}()`) {
 		p.idTop = []byte(cfg.idPath)
 	}
 	return p

@@ -59,16 +59,6 @@ type result struct {
 	finishedAt  time.Time
 }
 
-// finished reports whether the engine is done with r.
-func (r *request) finished() bool {
-	select {
-	case <-r.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // engine imitates SGLang's scheduler: continuous batching under a KV-token
 // budget with FIFO admission and retraction of the newest request when the
 // cache runs out during decode.

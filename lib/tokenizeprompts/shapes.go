@@ -99,7 +99,7 @@ func messagesJSON(msgs []message) []byte {
 // appendCompact appends a raw JSON value without the spaces a source may
 // have put between its tokens.
 func appendCompact(b, raw []byte) []byte {
-	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(raw, " \t\r\n") {
 		return append(b, raw...)
 	}
 	buf := bytes.NewBuffer(b)
@@ -428,7 +428,7 @@ func shareGPTToolCalls(where string, value json.RawMessage) (json.RawMessage, er
 		if len(c.Name) == 0 || c.Name[0] != '"' {
 			return nil, fmt.Errorf(`%s: a function_call has no "name"`, where)
 		}
-		out[i] = toolCall{Type: "function", Function: function{Name: c.Name, Arguments: c.Arguments}}
+		out[i] = toolCall{Type: "function", Function: function(c)}
 	}
 	return marshal(out)
 }

@@ -37,10 +37,9 @@ const (
 )
 
 type reParser struct {
-	src   []rune
-	pos   int
-	fold  bool // inside (?i)
-	depth int
+	src  []rune
+	pos  int
+	fold bool // inside (?i)
 }
 
 func parseRegex(pattern string) (*reNode, error) {

@@ -3,9 +3,6 @@
 
 package tokenizer
 
-// nfcUnicodeVersion is the Unicode version of the normalization tables.
-const nfcUnicodeVersion = "14.0.0"
-
 // nfcUnstableRanges lists the runes that can make a text differ from its NFC
 // form: combining marks, runes NFC replaces, and second halves of compositions.
 var nfcUnstableRanges = [][2]rune{
