@@ -133,7 +133,7 @@ tokens), or the price the server's /models endpoint lists.
 
 Progress and stopping. Progress goes to stderr: on a terminal a bar redrawn
 in place every second (done/total, ok, errors, truncated, rates, requests in
-flight, ETA; fit to $COLUMNS, else 100 columns), else (not a terminal, or
+flight, ETA; fit to the terminal's width), else (not a terminal, or
 TERM=dumb) a plain line every --progress-interval, with the ETA computed
 from tokens, counting the answers still in flight so that the short answers
 finishing first do not make it optimistic. When stdout closes (budget-cut or
@@ -174,7 +174,7 @@ never from the command line, where ps and shell history would show them.`,
 			{Name: cliutil.EnvName(flagTokenBudget), Meaning: "default for --token-budget"},
 			{Name: "TERM", Meaning: "dumb: progress as plain lines every --progress-interval, never redrawn"},
 			{Name: "NO_COLOR", Meaning: "set and not empty: the progress bar without colours"},
-			{Name: "COLUMNS", Meaning: "the width the progress bar fits in (default 100)"},
+			{Name: "COLUMNS", Meaning: "the width the progress bar fits in when the terminal does not tell its own (default 100)"},
 		},
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},

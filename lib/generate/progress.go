@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/synthpipe/synthpipe/lib/cliutil"
-	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // progress prints how the run goes on stderr: on a terminal a bar redrawn
@@ -29,18 +30,20 @@ type progress struct {
 // liveRedraw is how often a terminal line is redrawn.
 const liveRedraw = time.Second
 
-// defaultColumns is the width assumed when $COLUMNS does not say.
+// defaultColumns is the width assumed when neither the terminal nor $COLUMNS
+// says.
 const defaultColumns = 100
 
 func newProgress(w io.Writer, every time.Duration, total int64) *progress {
 	p := &progress{w: w, every: every, total: total}
-	p.live, p.colour = progressMode(jsonl.IsTerminal(w), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
+	fd, isFile := fileDescriptor(w)
+	p.live, p.colour = progressMode(isFile && term.IsTerminal(fd), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
 	if p.live {
 		p.every = liveRedraw
 		// One column short of the edge: a line that fills the last
 		// column wraps on many terminals, and "\r" would then redraw
 		// only its second half.
-		p.width = terminalColumns() - 1
+		p.width = terminalColumns(fd) - 1
 	}
 	return p
 }
@@ -53,9 +56,22 @@ func progressMode(terminal bool, term, noColor string) (live, colour bool) {
 	return live, live && noColor == ""
 }
 
-// terminalColumns is $COLUMNS when it is a width, else defaultColumns: a
-// shell sets it for itself but rarely exports it, so it is a hint only.
-func terminalColumns() int {
+// fileDescriptor is w's descriptor when w is an open file.
+func fileDescriptor(w io.Writer) (int, bool) {
+	f, ok := w.(*os.File)
+	if !ok || f == nil {
+		return 0, false
+	}
+	return int(f.Fd()), true
+}
+
+// terminalColumns is the width of the terminal on fd, as the kernel knows it
+// (a window resized later is not followed); else $COLUMNS, which a shell sets
+// for itself but rarely exports; else defaultColumns.
+func terminalColumns(fd int) int {
+	if n, _, err := term.GetSize(fd); err == nil && n > 0 {
+		return n
+	}
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
