@@ -3,6 +3,16 @@
 // completions), keeps the servers busy without flooding them, retries what is
 // worth retrying, and writes each result record as it completes, with exact
 // token accounting and budgets.
+//
+// A run (scheduler.go) has three parts, each the only owner of its state:
+// the dispatcher (dispatch.go) decides what may start from the servers'
+// slots (pool.go, concurrency.go), the budgets (budget.go) and the --ordered
+// window (reorder.go); a worker per request (worker.go) makes its attempts
+// and retries (retry.go); the collector (collect.go) is the only writer of
+// stdout and the errors file, settles the budgets and keeps the tally. They
+// wait for each other through one primitive, notice (notice.go), and pass
+// outcomes to the collector over one channel. Records are parsed by
+// job.go (batch.go for OpenAI Batch files) and written by records.go.
 package generate
 
 import (

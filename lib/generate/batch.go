@@ -280,10 +280,10 @@ func dropStaleError(line []byte) []byte {
 }
 
 // resultLine is the output line of a successful answer.
-func (s *scheduler) resultLine(j *job, res *backend.Result, attempts int) []byte {
-	if s.cfg.outputFormat != formatOpenAIBatch {
-		members := s.resultMembers(j, res, attempts)
-		if s.cfg.inputFormat == formatOpenAIBatch && !gjson.GetBytes(j.line, record.FieldID).Exists() {
+func (c *collector) resultLine(j *job, res *backend.Result, attempts int) []byte {
+	if c.cfg.outputFormat != formatOpenAIBatch {
+		members := c.resultMembers(j, res, attempts)
+		if c.cfg.inputFormat == formatOpenAIBatch && !gjson.GetBytes(j.line, record.FieldID).Exists() {
 			// The record contract keys on "id": with it, budget-cut,
 			// dedupe-resume and tokstat take the result as they are.
 			members = append(members, member{record.FieldID, appendString(nil, j.req.ID)})
@@ -292,7 +292,7 @@ func (s *scheduler) resultLine(j *job, res *backend.Result, attempts int) []byte
 	}
 	model := res.Model
 	if model == "" {
-		model = s.cfg.model
+		model = c.cfg.model
 	}
 	return batchResult(j.req.ID, model, promptTokensOf(j, res), res, time.Now())
 }
@@ -300,8 +300,8 @@ func (s *scheduler) resultLine(j *job, res *backend.Result, attempts int) []byte
 // failureLine is the output line of a failed request: none in synthpipe's
 // format, where failures go only to --errors; a Batch output file holds
 // every request's outcome.
-func (s *scheduler) failureLine(j *job, e *backend.Error) []byte {
-	if s.cfg.outputFormat != formatOpenAIBatch {
+func (c *collector) failureLine(j *job, e *backend.Error) []byte {
+	if c.cfg.outputFormat != formatOpenAIBatch {
 		return nil
 	}
 	return batchFailure(j.req.ID, e)

@@ -39,9 +39,9 @@ type budget struct {
 	// usdPerToken is the worst-case price; 0 when there is no cost budget.
 	usdPerToken float64
 	// held counts the reservations not yet settled (committed or
-	// cancelled); settled is signalled whenever one is.
+	// cancelled); settled is notified whenever one is.
 	held    int
-	settled chan struct{}
+	settled notice
 }
 
 func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
@@ -50,7 +50,6 @@ func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
 		cost:        ledger{limit: cfg.costBudget},
 		mode:        cfg.countMode,
 		usdPerToken: usdPerToken,
-		settled:     make(chan struct{}, 1),
 	}
 }
 
@@ -83,6 +82,7 @@ var errBudgetReached = errors.New("budget reached")
 func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (reservation, error) {
 	r := b.worstCase(promptTokens, maxTokens)
 	for {
+		settled := b.settled.next()
 		b.mu.Lock()
 		fits := b.tokens.fits(r.tokens) && b.cost.fits(r.usd)
 		if fits {
@@ -99,7 +99,7 @@ func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (rese
 			return reservation{}, errBudgetReached
 		}
 		select {
-		case <-b.settled:
+		case <-settled:
 		case <-ctx.Done():
 			return reservation{}, context.Cause(ctx)
 		}
@@ -112,10 +112,7 @@ func (b *budget) release(r reservation) {
 	b.tokens.reserved -= r.tokens
 	b.cost.reserved -= r.usd
 	b.held--
-	select {
-	case b.settled <- struct{}{}:
-	default:
-	}
+	b.settled.notify()
 }
 
 // cancel returns a reservation unused: the request failed or was cancelled.

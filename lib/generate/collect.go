@@ -1,52 +1,90 @@
 package generate
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
+
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
-// collect writes every outcome: results to stdout, failures to the errors
-// file. It is the only goroutine that writes, and it flushes whenever no
-// more outcomes are waiting, so that each record reaches the next stage of
-// the pipeline as soon as it is done without a write per record under load.
-func (s *scheduler) collect(done chan<- struct{}) {
+// collector writes every outcome: results to stdout, failures to the errors
+// file. It is the only goroutine that writes, settles the budgets and
+// counts what became of each record; it flushes whenever no more outcomes
+// are waiting, so that each record reaches the next stage of the pipeline
+// as soon as it is done without a write per record under load.
+type collector struct {
+	cfg         *config
+	results     chan *outcome
+	backlog     *backlog
+	budget      *budget
+	lengths     *lengthModel
+	reorder     *reorder // nil without --ordered
+	out         *jsonl.Writer
+	errs        *jsonl.Writer // nil without --errors
+	stops       *stops
+	backendName string
+	paramsJSON  []byte // the sampling parameters, for each result's gen.params
+
+	mu    sync.Mutex // tally is written by the collector, read by the progress line
+	tally tally
+}
+
+// submit hands an outcome to the collector.
+func (c *collector) submit(o *outcome) {
+	c.backlog.add()
+	c.results <- o
+}
+
+// close says no outcome will be submitted any more.
+func (c *collector) close() { close(c.results) }
+
+// counts is the tally now.
+func (c *collector) counts() tally {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tally
+}
+
+// run writes outcomes until close, then closes done.
+func (c *collector) run(done chan<- struct{}) {
 	defer close(done)
-	for o := range s.results {
-		s.handle(o)
-		if len(s.results) == 0 {
-			s.flush()
+	for o := range c.results {
+		c.handle(o)
+		if len(c.results) == 0 {
+			c.flush()
 		}
-		if s.unwritten.Add(-1) < maxUnwritten {
-			select {
-			case s.written <- struct{}{}:
-			default:
-			}
-		}
+		c.backlog.done()
 	}
-	s.flush()
-	if s.reorder != nil {
+	c.flush()
+	if c.reorder != nil {
 		// What is still held waits for records that will never come
 		// (cancelled, not started): write it in order anyway.
-		for _, line := range s.reorder.rest() {
-			s.write(line)
+		for _, line := range c.reorder.rest() {
+			c.write(line)
 		}
-		s.flush()
+		c.flush()
 	}
 }
 
-func (s *scheduler) handle(o *outcome) {
+func (c *collector) handle(o *outcome) {
 	j := o.job
 	switch {
+	case o.cut:
+		c.count(func(t *tally) { t.cut++ })
+		c.emit(j.seq, nil)
 	case o.res != nil:
 		res := o.res
 		prompt := promptTokensOf(j, res)
-		if !s.budget.commit(j.reserve, tokenCount(s.cfg.countMode, int64(prompt), int64(res.CompletionTokens)), res) {
-			s.count(func(t *tally) { t.cut++ })
-			s.emit(j.seq, nil)
+		if !c.budget.commit(j.reserve, tokenCount(c.cfg.countMode, int64(prompt), int64(res.CompletionTokens)), res) {
+			c.count(func(t *tally) { t.cut++ })
+			c.emit(j.seq, nil)
 			return
 		}
-		s.lengths.observe(res.CompletionTokens, res.Latency)
-		s.count(func(t *tally) {
+		c.lengths.observe(res.CompletionTokens, res.Latency)
+		c.count(func(t *tally) {
 			t.ok++
 			t.promptTokens += int64(prompt)
 			t.completionTokens += int64(res.CompletionTokens)
@@ -59,69 +97,99 @@ func (s *scheduler) handle(o *outcome) {
 				t.empty++
 			}
 		})
-		s.emit(j.seq, s.resultLine(j, res, o.attempts))
+		c.emit(j.seq, c.resultLine(j, res, o.attempts))
 	case o.cancelled:
-		s.budget.cancel(j.reserve)
-		s.count(func(t *tally) { t.cancelled++ })
-		s.emit(j.seq, nil)
+		c.budget.cancel(j.reserve)
+		c.count(func(t *tally) { t.cancelled++ })
+		c.emit(j.seq, nil)
 	default:
-		s.budget.cancel(j.reserve)
-		s.count(func(t *tally) { t.errors++ })
-		s.writeError(j, o.err, o.attempts)
-		s.emit(j.seq, s.failureLine(j, o.err))
+		c.budget.cancel(j.reserve)
+		c.count(func(t *tally) {
+			t.errors++
+			if o.exhausted {
+				t.retriesExhausted++
+			}
+		})
+		c.writeError(j, o.err, o.attempts)
+		c.emit(j.seq, c.failureLine(j, o.err))
 	}
 }
 
-func (s *scheduler) count(f func(*tally)) {
-	s.mu.Lock()
-	f(&s.tally)
-	s.mu.Unlock()
+func (c *collector) count(f func(*tally)) {
+	c.mu.Lock()
+	f(&c.tally)
+	c.mu.Unlock()
 }
 
 // emit writes a record's result, in input order with --ordered; line is nil
 // for a record that has none.
-func (s *scheduler) emit(seq int64, line []byte) {
-	if s.reorder == nil {
+func (c *collector) emit(seq int64, line []byte) {
+	if c.reorder == nil {
 		if line != nil {
-			s.write(line)
+			c.write(line)
 		}
 		return
 	}
-	for _, l := range s.reorder.put(seq, line) {
-		s.write(l)
+	for _, l := range c.reorder.put(seq, line) {
+		c.write(l)
 	}
 }
 
-func (s *scheduler) write(line []byte) {
-	if err := s.out.Write(line); err != nil {
-		s.outputFailed(err)
+func (c *collector) write(line []byte) {
+	if err := c.out.Write(line); err != nil {
+		c.outputFailed(err)
 	}
 }
 
-func (s *scheduler) flush() {
-	if err := s.out.Flush(); err != nil {
-		s.outputFailed(err)
+func (c *collector) flush() {
+	if err := c.out.Flush(); err != nil {
+		c.outputFailed(err)
 	}
-	if s.errs != nil {
-		if err := s.errs.Flush(); err != nil {
-			s.outputFailed(err)
+	if c.errs != nil {
+		if err := c.errs.Flush(); err != nil {
+			c.outputFailed(err)
 		}
 	}
 }
 
 // outputFailed stops the run when stdout closes (downstream is done: exit 0,
 // which cliutil makes of EPIPE) or a write fails.
-func (s *scheduler) outputFailed(err error) {
-	s.stop("output closed", err, true)
+func (c *collector) outputFailed(err error) {
+	c.stops.stop("output closed", err, true)
 }
 
 // writeError records a failure so that a later run can retry exactly it.
-func (s *scheduler) writeError(j *job, e *backend.Error, attempts int) {
-	if s.errs == nil {
+func (c *collector) writeError(j *job, e *backend.Error, attempts int) {
+	if c.errs == nil {
 		return
 	}
 	line := addMembers(j.line, []member{{record.FieldError, errorMember(e, attempts)}}, false)
-	if err := s.errs.Write(line); err != nil {
-		s.outputFailed(err)
+	if err := c.errs.Write(line); err != nil {
+		c.outputFailed(err)
 	}
+}
+
+// maxUnwritten bounds the finished answers waiting for stdout.
+const maxUnwritten = 1024
+
+// backlog counts the outcomes submitted to the collector and not yet
+// written: a slow reader of stdout must hold back the dispatching, or
+// finished answers would pile up in memory.
+type backlog struct {
+	n       atomic.Int64
+	drained notice // an outcome was written
+}
+
+func (b *backlog) add() { b.n.Add(1) }
+
+func (b *backlog) done() {
+	if b.n.Add(-1) < maxUnwritten {
+		b.drained.notify()
+	}
+}
+
+// waitRoom waits while maxUnwritten outcomes wait for stdout; false when
+// ctx ends first.
+func (b *backlog) waitRoom(ctx context.Context) bool {
+	return b.drained.await(ctx, func() bool { return b.n.Load() < maxUnwritten })
 }

@@ -60,7 +60,7 @@ func (s *server) available(now time.Time) bool {
 type pool struct {
 	mu      sync.Mutex
 	servers []*server
-	changed chan struct{} // closed and replaced whenever a slot may have freed
+	changed notice // whenever a slot may have freed or a server's state changed
 	// downSince is when the last server was sidelined (zero while one is
 	// up); after giveUp of that, no request waits for them any more.
 	downSince time.Time
@@ -74,7 +74,7 @@ var errNoServer = errors.New("no server is reachable")
 // newPool spreads over servers; giveUp is how long requests wait while all
 // of them are unreachable.
 func newPool(servers []*server, giveUp time.Duration) *pool {
-	p := &pool{servers: servers, changed: make(chan struct{}), giveUp: giveUp}
+	p := &pool{servers: servers, giveUp: giveUp}
 	p.updateDownLocked()
 	return p
 }
@@ -92,16 +92,9 @@ func (p *pool) updateDownLocked() {
 	}
 }
 
-func (p *pool) notifyLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
-}
-
 // wake lets waiting requests look again: the limits changed.
 func (p *pool) wake() {
-	p.mu.Lock()
-	p.notifyLocked()
-	p.mu.Unlock()
+	p.changed.notify()
 }
 
 // acquire waits for a server with a free slot and charges it tokens. It
@@ -130,7 +123,7 @@ func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
 			return best, nil
 		}
 		wake := p.nextChangeLocked(now)
-		changed := p.changed
+		changed := p.changed.next()
 		p.mu.Unlock()
 		t := time.NewTimer(wake)
 		select {
@@ -207,7 +200,7 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 		s.probing = false
 	}
 	p.updateDownLocked()
-	p.notifyLocked()
+	p.changed.notify()
 }
 
 // unreachable is the error that ends a run in which no server could be

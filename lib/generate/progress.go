@@ -126,11 +126,8 @@ type progressView struct {
 
 // progressView takes the counts, rates and ETA of the run now.
 func (s *scheduler) progressView(total int64) progressView {
-	est, meanPrompt := s.estimate()
-	s.mu.Lock()
-	t := s.tally
-	inFlight := len(s.inFlight)
-	s.mu.Unlock()
+	est, meanPrompt, inFlight := s.estimate()
+	t := s.collector.counts()
 	elapsed := time.Since(s.start)
 	secs := max(elapsed.Seconds(), 1e-3)
 	v := progressView{

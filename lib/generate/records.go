@@ -54,7 +54,7 @@ func addMembers(line []byte, members []member, replace bool) []byte {
 }
 
 // resultMembers are the response fields of a successful answer.
-func (s *scheduler) resultMembers(j *job, res *backend.Result, attempts int) []member {
+func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []member {
 	ms := make([]member, 0, 12)
 	add := func(k string, raw []byte) { ms = append(ms, member{k, raw}) }
 	if res.OutputIDs != nil {
@@ -81,7 +81,7 @@ func (s *scheduler) resultMembers(j *job, res *backend.Result, attempts int) []m
 	if len(res.Usage) > 0 {
 		add(record.FieldUsage, res.Usage)
 	}
-	add("gen", s.genMember(j, res, attempts))
+	add("gen", c.genMember(j, res, attempts))
 	return ms
 }
 
@@ -94,13 +94,13 @@ func promptTokensOf(j *job, res *backend.Result) int {
 }
 
 // genMember is the provenance of an answer.
-func (s *scheduler) genMember(j *job, res *backend.Result, attempts int) []byte {
-	b := make([]byte, 0, 160+len(s.paramsJSON))
+func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte {
+	b := make([]byte, 0, 160+len(c.paramsJSON))
 	b = append(b, `{"backend":`...)
-	b = appendString(b, s.backendName)
+	b = appendString(b, c.backendName)
 	model := res.Model
 	if model == "" {
-		model = s.cfg.model
+		model = c.cfg.model
 	}
 	if model != "" {
 		b = append(b, `,"model":`...)
@@ -120,7 +120,7 @@ func (s *scheduler) genMember(j *job, res *backend.Result, attempts int) []byte 
 	if j.params != nil {
 		b = append(b, j.params...)
 	} else {
-		b = append(b, s.paramsJSON...)
+		b = append(b, c.paramsJSON...)
 	}
 	return append(b, '}')
 }

@@ -11,15 +11,15 @@ import (
 // than window ahead of the oldest one not yet written, which bounds what is
 // held.
 type reorder struct {
-	mu      sync.Mutex
-	next    int64 // the oldest sequence number not yet written
-	window  int64
-	held    map[int64][]byte // nil value: that record has no output
-	changed chan struct{}
+	mu     sync.Mutex
+	next   int64 // the oldest sequence number not yet written
+	window int64
+	held   map[int64][]byte // nil value: that record has no output
+	moved  notice           // next moved on
 }
 
 func newReorder(window int) *reorder {
-	return &reorder{window: int64(window), held: map[int64][]byte{}, changed: make(chan struct{})}
+	return &reorder{window: int64(window), held: map[int64][]byte{}}
 }
 
 // put takes the result of seq (nil: none) and returns the lines now ready.
@@ -40,28 +40,18 @@ func (r *reorder) put(seq int64, line []byte) [][]byte {
 		}
 	}
 	if len(ready) > 0 || seq == r.next-1 {
-		close(r.changed)
-		r.changed = make(chan struct{})
+		r.moved.notify()
 	}
 	return ready
 }
 
 // waitRoom waits until seq is within the window; false when ctx ends first.
 func (r *reorder) waitRoom(ctx context.Context, seq int64) bool {
-	for {
+	return r.moved.await(ctx, func() bool {
 		r.mu.Lock()
-		ok := seq < r.next+r.window
-		changed := r.changed
-		r.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return false
-		}
-	}
+		defer r.mu.Unlock()
+		return seq < r.next+r.window
+	})
 }
 
 // rest returns what is still held, in order, when the run ends.

@@ -34,10 +34,10 @@ func run(c *cli.Context) (err error) {
 
 	// The inputs are checked first: a typo must not wait on a slow server.
 	// Reading stops when dispatching does.
-	dispatchCtx, stopDispatch := context.WithCancelCause(context.Background())
-	defer stopDispatch(nil)
+	stops := newStops()
+	defer stops.end()
 	opt := cfg.input
-	opt.Context = dispatchCtx
+	opt.Context = stops.dispatch
 	in, err := jsonl.Open(c.App.Reader, cfg.inputs, opt)
 	if err != nil {
 		return err
@@ -86,15 +86,26 @@ func run(c *cli.Context) (err error) {
 	}
 	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
 	servers := newServers(c.Context, cfg, be, note)
-	s := newScheduler(cfg, be, servers, newBudget(cfg, spent, usdPerToken), out, errs, note, dispatchCtx, stopDispatch)
 	var tmpl *chat.Model
+	var retok *retokenizer
 	if cfg.tokenizer != "" {
 		if tmpl, err = chat.Load(cfg.tokenizer, chat.TemplateAuto, nil); err != nil {
 			return err
 		}
-		s.retok = &retokenizer{model: tmpl}
+		retok = &retokenizer{model: tmpl}
 	}
-	s.parser.batch = newBatchInput(cfg, tmpl)
+	s := newScheduler(schedulerOptions{
+		cfg:     cfg,
+		backend: be,
+		servers: servers,
+		budget:  newBudget(cfg, spent, usdPerToken),
+		out:     out,
+		errs:    errs,
+		note:    note,
+		stops:   stops,
+		retok:   retok,
+		batch:   newBatchInput(cfg, tmpl),
+	})
 
 	prog := newProgress(stderr, cfg.progressEvery, total)
 	if cfg.quiet {
@@ -111,18 +122,14 @@ func run(c *cli.Context) (err error) {
 	close(stopProgress)
 	<-progressDone
 
-	if n := s.skipped.Load(); n > 0 { // shown even with -q: it is about the data
+	if n := s.reader.skipped.Load(); n > 0 { // shown even with -q: it is about the data
 		cliutil.Notef(stderr, c.App.Name, "skipped %s (--%s)", cliutil.Count(n, "invalid line"), cliutil.FlagSkipInvalid)
 	}
 	if !cfg.quiet {
-		s.mu.Lock()
-		t, reason := s.tally, s.stopReason
-		s.mu.Unlock()
-		t.read = s.read.Load()
-		cliutil.Notef(stderr, c.App.Name, "%s", t.summary(time.Since(s.start), cfg.errors, s.budget.spentUSD(), reason))
+		cliutil.Notef(stderr, c.App.Name, "%s", s.summary())
 	}
-	if s.retok != nil {
-		if n := s.retok.fallbacks.Load(); n > 0 {
+	if retok != nil {
+		if n := retok.fallbacks.Load(); n > 0 {
 			cliutil.Notef(stderr, c.App.Name, "%s answers were re-tokenized from their text alone: the chat template does not render them after the prompt", cliutil.Thousands(n))
 		}
 	}

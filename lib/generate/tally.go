@@ -10,7 +10,7 @@ import (
 
 // tally counts what became of the records, for the progress line and the
 // closing summary. Its counters are updated by the collector goroutine
-// only and read under the scheduler's lock.
+// only and read under the collector's lock.
 type tally struct {
 	read      int64 // records handed to the dispatcher
 	ok        int64
@@ -21,6 +21,10 @@ type tally struct {
 	truncated, empty, aborted int64
 	promptTokens              int64
 	completionTokens          int64
+	// retriesExhausted counts the errors that were worth retrying (a
+	// server error, a bad answer, a timeout) after their last retry: a run
+	// where they are all there is must be tried again later.
+	retriesExhausted int64
 }
 
 // finished is every record that has an outcome.

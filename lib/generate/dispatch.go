@@ -1,0 +1,142 @@
+package generate
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// dispatcher decides what may start: it takes records from the reader and
+// starts a worker for each while the reorder window, the output backlog,
+// the budgets and the servers allow. Its fields are set when the run is
+// built; sized is touched by the dispatching goroutine only.
+type dispatcher struct {
+	pool      *pool
+	kvServers []*server // the servers sized from their KV cache
+	budget    *budget
+	lengths   *lengthModel
+	reorder   *reorder // nil without --ordered
+	flight    *flight
+	stops     *stops
+	workers   *workers
+	collector *collector // its backlog holds dispatching back; it counts the records a budget cuts
+	note      func(format string, args ...any)
+	sized     bool // the KV-bound servers were sized from the first prompt
+}
+
+// run starts requests until the records end or dispatching stops.
+func (d *dispatcher) run(records <-chan *job) {
+	ctx := d.stops.dispatch
+	var next int64
+	for {
+		if d.reorder != nil && !d.reorder.waitRoom(ctx, next) {
+			return
+		}
+		if !d.collector.backlog.waitRoom(ctx) {
+			return
+		}
+		var j *job
+		select {
+		case r, ok := <-records:
+			if !ok {
+				return
+			}
+			j = r
+		case <-ctx.Done():
+			return
+		}
+		next = j.seq + 1
+		d.sizeFirst(j)
+		r, err := d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
+		if errors.Is(err, errBudgetReached) {
+			// Nothing is in flight: there is nothing to cancel or drain.
+			d.collector.submit(&outcome{job: j, cut: true})
+			d.stops.stop("budget reached: the next request might pass it even with nothing in flight", nil, false)
+			return
+		}
+		if err != nil {
+			return // dispatching stopped while waiting for room
+		}
+		j.reserve = r
+		j.kvTokens = j.promptTokens + int(d.lengths.cachedMean())
+		srv, err := d.pool.acquire(ctx, j.kvTokens)
+		if err != nil {
+			d.budget.cancel(r)
+			if errors.Is(err, errNoServer) {
+				d.stops.stop("no server reachable", d.pool.unreachable(), true)
+			}
+			return
+		}
+		j.server = srv
+		d.flight.begin(j)
+		d.workers.start(j)
+	}
+}
+
+// sizeFirst sizes the KV-bound servers from the first record's prompt, so
+// that the first wave is not sized blind.
+func (d *dispatcher) sizeFirst(j *job) {
+	if d.sized {
+		return
+	}
+	d.sized = true
+	d.resize(float64(j.promptTokens), d.lengths.estimate(nil).kvShare)
+}
+
+// resize re-sizes every KV-bound server and logs significant changes. The
+// tuner calls it too: it reads only what is fixed when the run is built.
+func (d *dispatcher) resize(meanPrompt, kvShare float64) {
+	if len(d.kvServers) == 0 {
+		return
+	}
+	for _, srv := range d.kvServers {
+		k := srv.limiter.(*kvSizer)
+		if k.resize(meanPrompt, kvShare) {
+			d.note("%s: %s", srv.url, k)
+		}
+	}
+	d.pool.wake()
+}
+
+// flight is the register of the requests in flight: when each started and
+// the mean prompt of all dispatched, for the length estimates and the
+// progress line. The dispatcher enters a request, its worker takes it out.
+type flight struct {
+	mu         sync.Mutex
+	started    map[*job]time.Time
+	promptSum  int64 // prompt tokens of the requests dispatched
+	dispatched int64
+}
+
+func newFlight() *flight { return &flight{started: map[*job]time.Time{}} }
+
+func (f *flight) begin(j *job) {
+	f.mu.Lock()
+	f.started[j] = time.Now()
+	f.promptSum += int64(j.promptTokens)
+	f.dispatched++
+	f.mu.Unlock()
+}
+
+func (f *flight) end(j *job) {
+	f.mu.Lock()
+	delete(f.started, j)
+	f.mu.Unlock()
+}
+
+// snapshot is the age of each request in flight and the mean prompt of the
+// requests dispatched (0 before the first).
+func (f *flight) snapshot() ([]time.Duration, float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	ages := make([]time.Duration, 0, len(f.started))
+	for _, started := range f.started {
+		ages = append(ages, now.Sub(started))
+	}
+	var meanPrompt float64
+	if f.dispatched > 0 {
+		meanPrompt = float64(f.promptSum) / float64(f.dispatched)
+	}
+	return ages, meanPrompt
+}

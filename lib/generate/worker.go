@@ -1,0 +1,139 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// workers run the requests, one goroutine each: a worker attempts its
+// request until it succeeds, fails for good or the run is cancelled, and
+// hands the outcome to the collector. A worker owns its job; what workers
+// share is fixed when the run is built, apart from wg.
+type workers struct {
+	cfg       *config // --retries, --backoff (firstBackoff), --timeout
+	be        backend.Backend
+	pool      *pool
+	retok     *retokenizer // nil without --tokenizer
+	stops     *stops
+	flight    *flight
+	collector *collector
+	wg        sync.WaitGroup
+}
+
+// start runs j, which holds a server slot, in a worker of its own.
+func (w *workers) start(j *job) {
+	w.wg.Add(1)
+	go w.work(j)
+}
+
+// wait returns when every worker has handed in its outcome.
+func (w *workers) wait() { w.wg.Wait() }
+
+func (w *workers) work(j *job) {
+	defer w.wg.Done()
+	run := w.stops.run
+	o := &outcome{job: j}
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			srv, err := w.pool.acquire(run, j.kvTokens)
+			if errors.Is(err, errNoServer) {
+				// Not this record's failure: a later run does it.
+				w.stops.stop("no server reachable", w.pool.unreachable(), true)
+				o.cancelled = true
+				break
+			}
+			if err != nil {
+				o.cancelled = true
+				break
+			}
+			j.server = srv
+		}
+		j.req.Attempt, o.attempts = attempt, attempt
+		res, err := w.attempt(j)
+		if err == nil {
+			w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
+			if w.retok != nil && res.OutputIDs == nil {
+				res.OutputIDs = w.retok.outputIDs(j, res)
+			}
+			o.res = res
+			break
+		}
+		if run.Err() != nil {
+			w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
+			o.cancelled = true
+			break
+		}
+		e := err.(*backend.Error)
+		w.pool.release(j.server, j.kvTokens, poolOutcome(e), e.RetryAfter, shortCause(e))
+		if e.Fatal {
+			o.err = e
+			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
+			break
+		}
+		if !e.Retryable || attempt > w.cfg.retries {
+			o.err = e
+			o.exhausted = e.Retryable
+			break
+		}
+		if !w.sleep(backoffDelay(attempt, w.cfg.backoff, e.RetryAfter)) {
+			o.cancelled = true
+			break
+		}
+	}
+	w.flight.end(j)
+	w.collector.submit(o)
+}
+
+// attempt sends one attempt; a failure is always a *backend.Error.
+func (w *workers) attempt(j *job) (*backend.Result, error) {
+	ctx, cancel := w.stops.run, context.CancelFunc(func() {})
+	if w.cfg.timeout > 0 {
+		ctx, cancel = context.WithTimeout(w.stops.run, w.cfg.timeout)
+	}
+	defer cancel()
+	res, err := w.be.Do(ctx, j.server.url, &j.req)
+	if err != nil {
+		return nil, classify(err, ctx)
+	}
+	return res, nil
+}
+
+// sleep waits d unless the run is cancelled first.
+func (w *workers) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.stops.run.Done():
+		return false
+	}
+}
+
+// giveUpAfter is how long requests wait while every server is down: as long
+// as the retries of one request would have waited, plus one sideline for a
+// probe to go through.
+func giveUpAfter(cfg *config) time.Duration {
+	d := firstSideline
+	for a := 1; a <= cfg.retries; a++ {
+		d += min(cfg.backoff<<min(a-1, 16), maxBackoff)
+	}
+	return d
+}
+
+// fatalError is the run's error for a refusal that no retry can fix.
+func fatalError(url string, e *backend.Error) error {
+	hint := ""
+	switch e.Kind {
+	case backend.KindAuth:
+		hint = " (check the API key: $OPENROUTER_API_KEY, $OPENAI_API_KEY or --api-key-file)"
+	case backend.KindCredits:
+		hint = " (add credits, then re-run: finished records are kept)"
+	}
+	return exitcode.NoPermf("%s: HTTP %d: %s%s", url, e.Status, e.Message, hint)
+}
