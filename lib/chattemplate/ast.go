@@ -90,6 +90,8 @@ type callArgs struct {
 	pos    []expr
 	names  []string
 	kwargs []expr
+	// dynArgs and dynKwargs are *iterable and **mapping, or nil.
+	dynArgs, dynKwargs expr
 }
 
 // Statements.
@@ -160,11 +162,13 @@ type (
 )
 
 // assignTarget is the left side of set/for/with: a name, an unpacking
-// tuple of names, or a namespace attribute (ns.attr).
+// tuple of targets (which may be tuples again), or a namespace attribute
+// (ns.attr).
 type assignTarget struct {
-	names []string // one name, or several for tuple unpacking
+	names []string // the one name, or every name a tuple binds
 	tuple bool
-	attr  string // when set, names[0] is the namespace and attr its attribute
+	items []assignTarget // a tuple's targets
+	attr  string         // when set, names[0] is the namespace and attr its attribute
 }
 
 type macroDef struct {

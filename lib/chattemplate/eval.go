@@ -307,14 +307,16 @@ func (r *renderer) assign(tg assignTarget, v value, f *frame) error {
 	if err != nil {
 		return err
 	}
-	if len(items) != len(tg.names) {
-		if len(items) > len(tg.names) {
-			return valueError("too many values to unpack (expected %d)", len(tg.names))
+	if len(items) != len(tg.items) {
+		if len(items) > len(tg.items) {
+			return valueError("too many values to unpack (expected %d)", len(tg.items))
 		}
-		return valueError("not enough values to unpack (expected %d, got %d)", len(tg.names), len(items))
+		return valueError("not enough values to unpack (expected %d, got %d)", len(tg.items), len(items))
 	}
-	for i, n := range tg.names {
-		f.set(n, items[i])
+	for i, sub := range tg.items {
+		if err := r.assign(sub, items[i], f); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -624,7 +626,7 @@ func (r *renderer) evalSlice(x *sliceExpr, f *frame) (value, error) {
 	return out, r.account(out)
 }
 
-// evalArgs evaluates call arguments.
+// evalArgs evaluates call arguments, unpacking *iterable and **mapping.
 func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
 	var args []value
 	if len(a.pos) > 0 {
@@ -639,7 +641,9 @@ func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
 	}
 	var kw *kwargs
 	if len(a.names) > 0 {
-		kw = &kwargs{names: a.names, vals: make([]value, len(a.kwargs))}
+		// Clipped: a {% call %} appends "caller", which must not write
+		// into the syntax tree that concurrent renders share.
+		kw = &kwargs{names: a.names[:len(a.names):len(a.names)], vals: make([]value, len(a.kwargs))}
 		for i, e := range a.kwargs {
 			v, err := r.eval(e, f)
 			if err != nil {
@@ -647,6 +651,53 @@ func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
 			}
 			kw.vals[i] = v
 		}
+	}
+	if a.dynArgs == nil && a.dynKwargs == nil {
+		return args, kw, nil
+	}
+	return r.unpackArgs(a, f, args, kw)
+}
+
+// unpackArgs adds the items of *iterable and the entries of **mapping to
+// evaluated arguments.
+func (r *renderer) unpackArgs(a callArgs, f *frame, args []value, kw *kwargs) ([]value, *kwargs, error) {
+	if a.dynArgs != nil {
+		v, err := r.eval(a.dynArgs, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		items, err := r.iterate(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(args[:len(args):len(args)], items...)
+	}
+	if a.dynKwargs != nil {
+		v, err := r.eval(a.dynKwargs, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, ok := v.(*pyDict)
+		if !ok {
+			return nil, nil, typeError("argument after ** must be a mapping, not %s", typeName(v))
+		}
+		merged := &kwargs{}
+		if kw != nil {
+			merged.names = append(merged.names, kw.names...)
+			merged.vals = append(merged.vals, kw.vals...)
+		}
+		for i, k := range d.keys {
+			name, ok := k.(string)
+			if !ok {
+				return nil, nil, typeError("keywords must be strings")
+			}
+			if indexOf(merged.names, name) >= 0 {
+				return nil, nil, typeError("got multiple values for keyword argument '%s'", name)
+			}
+			merged.names = append(merged.names, name)
+			merged.vals = append(merged.vals, d.vals[i])
+		}
+		kw = merged
 	}
 	return args, kw, nil
 }

@@ -289,14 +289,16 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 	if end == tokBlockEnd {
 		marker = "%}"
 	}
+	// closers holds the brackets still open, innermost last. As in
+	// jinja2, the end marker only ends the tag when they are balanced,
+	// so "{{ {'a': {'b': 1}}['a'] }}" is one expression.
+	var closers []byte
 	for {
 		rest := lx.src[lx.pos:]
 		if rest == "" {
 			return false, lx.errorf("unexpected end of template, expected '%s'", marker)
 		}
-		// Like jinja2, the end marker wins wherever it appears, even
-		// inside brackets.
-		if n, ok := tagEnd(rest, marker, end == tokBlockEnd); ok {
+		if n, ok := tagEnd(rest, marker, end == tokBlockEnd); ok && len(closers) == 0 {
 			consumed := rest[:n]
 			lx.emit(end, "")
 			lx.advance(n)
@@ -307,7 +309,10 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 		case isPySpace(r):
 			lx.advance(size)
 		case r >= '0' && r <= '9':
-			n, isFloat := scanNumber(rest)
+			// After a dot, digits are an index ("matrix.0.1"), never
+			// a float: jinja2's float pattern has a lookbehind for it.
+			afterDot := lx.pos > 0 && lx.src[lx.pos-1] == '.'
+			n, isFloat := scanNumber(rest, !afterDot)
 			text := strings.ReplaceAll(rest[:n], "_", "")
 			if isFloat {
 				lx.emit(tokFloat, text)
@@ -344,6 +349,22 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 			if op == "" {
 				return false, lx.errorf("unexpected char %q", r)
 			}
+			switch op {
+			case "(":
+				closers = append(closers, ')')
+			case "[":
+				closers = append(closers, ']')
+			case "{":
+				closers = append(closers, '}')
+			case ")", "]", "}":
+				if len(closers) == 0 {
+					return false, lx.errorf("unexpected '%s'", op)
+				}
+				if want := closers[len(closers)-1]; want != op[0] {
+					return false, lx.errorf("unexpected '%s', expected '%c'", op, want)
+				}
+				closers = closers[:len(closers)-1]
+			}
 			lx.emit(tokOp, op)
 			lx.advance(len(op))
 		}
@@ -351,8 +372,9 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 }
 
 // scanNumber matches jinja2's integer and float patterns (digits with
-// optional underscores, a fraction and/or an exponent).
-func scanNumber(s string) (int, bool) {
+// optional underscores, a fraction and/or an exponent); with float false
+// it only takes the integer.
+func scanNumber(s string, float bool) (int, bool) {
 	digits := func(i int) int {
 		start := i
 		for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '_' && i > start && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9') {
@@ -362,6 +384,9 @@ func scanNumber(s string) (int, bool) {
 	}
 	i := digits(0)
 	isFloat := false
+	if !float {
+		return i, false
+	}
 	if i+1 < len(s) && s[i] == '.' && s[i+1] >= '0' && s[i+1] <= '9' {
 		i = digits(i + 1)
 		isFloat = true

@@ -226,56 +226,113 @@ func (p *parser) parseIf(line pos) (stmt, error) {
 	}
 }
 
-// parseAssignTarget parses "name", "a, b" or (when allowAttr) "ns.attr".
-func (p *parser) parseAssignTarget(allowAttr bool) (assignTarget, error) {
-	var tg assignTarget
-	paren := p.isOp("(")
-	if paren {
+// parseAssignTarget parses the left side of for, set and with as jinja2
+// does: a name, a tuple of targets, nested in parentheses as deep as the
+// value ("op, (a, b)"), or (when allowAttr) "ns.attr". A tuple ends at a
+// name in ends ("in" for loops).
+func (p *parser) parseAssignTarget(allowAttr bool, ends ...string) (assignTarget, error) {
+	if allowAttr && p.cur().kind == tokName && p.peek().kind == tokOp && p.peek().val == "." {
+		name := p.next().val
 		p.next()
-	}
-	for {
-		name, err := p.expectName()
+		attr, err := p.expectName()
 		if err != nil {
-			return tg, err
+			return assignTarget{}, err
 		}
-		if allowAttr && !paren && len(tg.names) == 0 && p.isOp(".") {
-			p.next()
-			attr, err := p.expectName()
-			if err != nil {
-				return tg, err
+		return assignTarget{names: []string{name}, attr: attr}, nil
+	}
+	var items []assignTarget
+	isTuple := false
+	for {
+		if len(items) > 0 {
+			if !p.isOp(",") {
+				break
 			}
-			return assignTarget{names: []string{name}, attr: attr}, nil
+			p.next()
+			isTuple = true
 		}
-		tg.names = append(tg.names, name)
-		if !p.isOp(",") {
+		if p.tupleEnds(ends) {
 			break
 		}
-		tg.tuple = true
+		item, err := p.parseTargetItem()
+		if err != nil {
+			return assignTarget{}, err
+		}
+		items = append(items, item)
+	}
+	if len(items) == 0 {
+		return assignTarget{}, p.fail("expected an assignment target, got %s", describeToken(p.cur()))
+	}
+	if !isTuple {
+		return items[0], nil
+	}
+	return tupleTarget(items), nil
+}
+
+// parseTargetItem parses one name or a parenthesised target.
+func (p *parser) parseTargetItem() (assignTarget, error) {
+	if !p.isOp("(") {
+		t := p.cur()
+		if t.kind != tokName {
+			return assignTarget{}, p.fail("expected a name, got %s", describeToken(t))
+		}
+		switch t.val {
+		case "true", "True", "false", "False", "none", "None":
+			return assignTarget{}, p.fail("can't assign to %s", t.val)
+		}
 		p.next()
-		if p.cur().kind != tokName {
-			break
-		}
+		return assignTarget{names: []string{t.val}}, nil
 	}
-	if paren {
-		tg.tuple = true
-		if err := p.expectOp(")"); err != nil {
-			return tg, err
-		}
+	if err := p.enter(); err != nil {
+		return assignTarget{}, err
 	}
-	return tg, nil
+	defer p.leave()
+	p.next()
+	var items []assignTarget
+	isTuple := false
+	for !p.isOp(")") {
+		if len(items) > 0 {
+			if err := p.expectOp(","); err != nil {
+				return assignTarget{}, err
+			}
+			isTuple = true
+			if p.isOp(")") {
+				break
+			}
+		}
+		item, err := p.parseTargetItem()
+		if err != nil {
+			return assignTarget{}, err
+		}
+		items = append(items, item)
+	}
+	p.next()
+	if len(items) == 1 && !isTuple {
+		return items[0], nil
+	}
+	return tupleTarget(items), nil
+}
+
+// tupleTarget unpacks into items; names lists every name bound, nested ones
+// included, for the scope analysis.
+func tupleTarget(items []assignTarget) assignTarget {
+	tg := assignTarget{tuple: true, items: items}
+	for _, it := range items {
+		tg.names = append(tg.names, it.names...)
+	}
+	return tg
 }
 
 func (p *parser) parseFor(line pos) (stmt, error) {
 	s := &forStmt{pos: line}
 	var err error
-	if s.target, err = p.parseAssignTarget(false); err != nil {
+	if s.target, err = p.parseAssignTarget(false, "in"); err != nil {
 		return nil, err
 	}
 	if !p.isName("in") {
 		return nil, p.fail("expected 'in'")
 	}
 	p.next()
-	if s.iter, err = p.parseTuple(false, true); err != nil {
+	if s.iter, err = p.parseTuple(false, true, "recursive"); err != nil {
 		return nil, err
 	}
 	if p.isName("if") {
@@ -491,8 +548,10 @@ func (p *parser) parseWith(line pos) (stmt, error) {
 
 // parseTuple parses a comma separated expression list; a single element
 // without a trailing comma is returned as is. simplified (for iterables)
-// disables the ternary so that "for x in y if z" works.
-func (p *parser) parseTuple(allowEmpty, simplified bool) (expr, error) {
+// disables the ternary so that "for x in y if z" works. Besides the end of
+// the tag and ")", a name in ends closes the list: jinja2 ends a loop's
+// iterable at "recursive", and otherwise lets "if" or "in" be names.
+func (p *parser) parseTuple(allowEmpty, simplified bool, ends ...string) (expr, error) {
 	line := pos{p.cur().line}
 	var items []expr
 	isTuple := false
@@ -504,7 +563,7 @@ func (p *parser) parseTuple(allowEmpty, simplified bool) (expr, error) {
 			p.next()
 			isTuple = true
 		}
-		if p.tupleEnds() {
+		if p.tupleEnds(ends) {
 			break
 		}
 		var x expr
@@ -531,7 +590,7 @@ func (p *parser) parseTuple(allowEmpty, simplified bool) (expr, error) {
 	return &listExpr{line, items, true}, nil
 }
 
-func (p *parser) tupleEnds() bool {
+func (p *parser) tupleEnds(ends []string) bool {
 	t := p.cur()
 	switch t.kind {
 	case tokVarEnd, tokBlockEnd, tokEOF:
@@ -539,7 +598,7 @@ func (p *parser) tupleEnds() bool {
 	case tokOp:
 		return t.val == ")"
 	case tokName:
-		return t.val == "in" || t.val == "if" || t.val == "recursive"
+		return containsString(ends, t.val)
 	}
 	return false
 }
@@ -916,6 +975,9 @@ func (p *parser) parseCallArgs() (callArgs, error) {
 	if err := p.expectOp("("); err != nil {
 		return a, err
 	}
+	// As in jinja2: positional arguments, then keywords, with *iterable
+	// after the positional ones and **mapping last.
+	invalid := func() error { return p.fail("invalid syntax for function call expression") }
 	first := true
 	for !p.isOp(")") {
 		if !first {
@@ -927,7 +989,31 @@ func (p *parser) parseCallArgs() (callArgs, error) {
 			}
 		}
 		first = false
-		if p.cur().kind == tokName && p.peek().kind == tokOp && p.peek().val == "=" {
+		switch {
+		case p.isOp("*"):
+			if a.dynArgs != nil || a.dynKwargs != nil {
+				return a, invalid()
+			}
+			p.next()
+			x, err := p.parseExpression(true)
+			if err != nil {
+				return a, err
+			}
+			a.dynArgs = x
+		case p.isOp("**"):
+			if a.dynKwargs != nil {
+				return a, invalid()
+			}
+			p.next()
+			x, err := p.parseExpression(true)
+			if err != nil {
+				return a, err
+			}
+			a.dynKwargs = x
+		case p.cur().kind == tokName && p.peek().kind == tokOp && p.peek().val == "=":
+			if a.dynKwargs != nil {
+				return a, invalid()
+			}
 			name := p.next().val
 			p.next()
 			x, err := p.parseExpression(true)
@@ -936,16 +1022,16 @@ func (p *parser) parseCallArgs() (callArgs, error) {
 			}
 			a.names = append(a.names, name)
 			a.kwargs = append(a.kwargs, x)
-			continue
+		default:
+			if a.dynArgs != nil || a.dynKwargs != nil || len(a.names) > 0 {
+				return a, invalid()
+			}
+			x, err := p.parseExpression(true)
+			if err != nil {
+				return a, err
+			}
+			a.pos = append(a.pos, x)
 		}
-		if len(a.names) > 0 {
-			return a, p.fail("positional argument follows keyword argument")
-		}
-		x, err := p.parseExpression(true)
-		if err != nil {
-			return a, err
-		}
-		a.pos = append(a.pos, x)
 	}
 	p.next()
 	return a, nil

@@ -249,6 +249,12 @@ func (s *scopeInfo) args(a callArgs) {
 	for _, e := range a.kwargs {
 		s.expr(e)
 	}
+	if a.dynArgs != nil {
+		s.expr(a.dynArgs)
+	}
+	if a.dynKwargs != nil {
+		s.expr(a.dynKwargs)
+	}
 }
 
 func (s *scopeInfo) expr(e expr) {
