@@ -180,5 +180,6 @@ type macroDef struct {
 	// The body mentions varargs, kwargs or caller: jinja2 then accepts
 	// extra positional arguments, extra keyword arguments or a caller.
 	catchVarargs, catchKwargs, catchCaller bool
+	anonymous                              bool     // a {% call %} block's caller: its name is None
 	undef                                  []string // names that start undefined in the body
 }

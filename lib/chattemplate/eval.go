@@ -365,6 +365,19 @@ func iterValues(v value) ([]value, error) {
 			return nil, x.fail()
 		}
 		return nil, nil
+	case *iterValue:
+		return x.consume()
+	case *loopState:
+		// A LoopContext is its own iterator: iterating it takes the
+		// rest of the loop's items, each paired with the loop, and the
+		// for loop then ends after the current pass.
+		rest := x.items[min(x.index+1, len(x.items)):]
+		out := make([]value, len(rest))
+		for i, item := range rest {
+			out[i] = &pyList{Items: []value{item, x}, Tuple: true}
+		}
+		x.index = max(len(x.items)-1, x.index)
+		return out, nil
 	}
 	return nil, typeError("'%s' object is not iterable", typeName(v))
 }
@@ -420,7 +433,8 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 	// jinja2 clears its "run the else block" flag at the end of the body, so
 	// the else block also runs when every iteration ended in break/continue.
 	completed := false
-	for i, item := range items {
+	for i := 0; i < len(items); i++ {
+		item := items[i]
 		if err := r.spend(); err != nil {
 			return r.withLine(err, s.line)
 		}
@@ -431,6 +445,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 			return r.withLine(err, s.line)
 		}
 		err := r.execBody(s.body, scope, w)
+		i = loop.index // the body may have consumed the loop by iterating it
 		if err == errBreak {
 			break
 		}
@@ -770,6 +785,31 @@ func (r *renderer) dispatchCall(fn value, args []value, kw *kwargs) (value, erro
 type macroValue struct {
 	def     *macroDef
 	closure *frame
+}
+
+// attr gives the public attributes of jinja2's Macro object.
+func (m *macroValue) attr(name string) (value, bool) {
+	def := m.def
+	switch name {
+	case "name":
+		if def.anonymous {
+			return nil, true
+		}
+		return def.name, true
+	case "arguments":
+		args := make([]value, len(def.params))
+		for i, p := range def.params {
+			args[i] = p
+		}
+		return &pyList{Items: args, Tuple: true}, true
+	case "catch_kwargs":
+		return def.catchKwargs, true
+	case "catch_varargs":
+		return def.catchVarargs, true
+	case "caller":
+		return def.catchCaller, true
+	}
+	return nil, false
 }
 
 func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, error) {

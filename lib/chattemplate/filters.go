@@ -177,7 +177,7 @@ func filterBatch(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		}
 		out = append(out, &pyList{Items: row})
 	}
-	return &pyList{Items: out}, nil
+	return newGenerator("do_batch", out), nil
 }
 
 func filterCenter(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -297,6 +297,11 @@ func filterEscape(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 }
 
 func filterFirst(r *renderer, v value, a []value, kw *kwargs) (value, error) {
+	if it, ok := v.(*iterValue); ok && it.err == nil && it.pos < len(it.items) {
+		// next(iter(seq)): the rest stays in the iterator.
+		it.pos++
+		return it.items[it.pos-1], nil
+	}
 	items, err := r.iterate(v)
 	if err != nil {
 		return nil, err
@@ -389,17 +394,18 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 }
 
 func filterItems(r *renderer, v value, a []value, kw *kwargs) (value, error) {
+	// A generator in jinja2, so a non-mapping fails only when iterated.
 	switch x := v.(type) {
 	case *undefinedValue:
-		return &pyList{}, nil
+		return newGenerator("do_items", nil), nil
 	case *pyDict:
 		items, err := callMethod(r, x, "items", nil, nil)
 		if err != nil {
 			return nil, err
 		}
-		return &pyList{Items: items.(*pyList).Items}, nil
+		return newGenerator("do_items", items.(*pyList).Items), nil
 	}
-	return nil, typeError("Can only get item pairs from a mapping.")
+	return &iterValue{typ: "generator", fn: "do_items", err: typeError("Can only get item pairs from a mapping.")}, nil
 }
 
 // attrGetter resolves jinja2's dotted attribute paths ("a.b", "0.name").
@@ -502,7 +508,7 @@ func filterMap(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			return nil, err
 		}
 	}
-	return &pyList{Items: out}, nil
+	return newGenerator("sync_do_map", out), nil
 }
 
 func minMax(r *renderer, v value, kw *kwargs, wantMax bool) (value, error) {
@@ -570,18 +576,42 @@ func filterReverse(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		}
 		return string(runes), nil
 	}
-	if !isReversible(v) {
-		return nil, &RenderError{Kind: "FilterArgumentError", Msg: "argument must be iterable"}
+	// reversed(v) where Python has it, an iterator named after v's type;
+	// otherwise a reversed list of v's items.
+	typ := ""
+	switch x := v.(type) {
+	case *pyList:
+		switch {
+		case x.view == "dict_keys":
+			typ = "dict_reversekeyiterator"
+		case x.view == "dict_values":
+			typ = "dict_reversevalueiterator"
+		case x.view == "dict_items":
+			typ = "dict_reverseitemiterator"
+		case x.Tuple:
+			typ = "reversed"
+		default:
+			typ = "list_reverseiterator"
+		}
+	case *pyDict:
+		typ = "dict_reversekeyiterator"
+	case rangeValue:
+		typ = "range_iterator"
+	case *undefinedValue:
+		typ = "reversed"
 	}
 	items, err := r.iterate(v)
 	if err != nil {
-		return nil, err
+		return nil, &RenderError{Kind: "FilterArgumentError", Msg: "argument must be iterable"}
 	}
 	out := make([]value, len(items))
 	for i, it := range items {
 		out[len(items)-1-i] = it
 	}
-	return &pyList{Items: out}, nil
+	if typ == "" {
+		return &pyList{Items: out}, nil
+	}
+	return &iterValue{typ: typ, items: out}, nil
 }
 
 // isReversible reports whether Python's reversed() accepts v.
@@ -690,7 +720,7 @@ func selectFilter(keep, byAttr bool) filterFunc {
 				out = append(out, it)
 			}
 		}
-		return &pyList{Items: out}, nil
+		return newGenerator("select_or_reject", out), nil
 	}
 }
 
@@ -719,7 +749,7 @@ func filterSlice(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		}
 		out = append(out, &pyList{Items: row})
 	}
-	return &pyList{Items: out}, nil
+	return newGenerator("do_slice", out), nil
 }
 
 func filterSort(r *renderer, v value, a []value, kw *kwargs) (value, error) {
@@ -917,7 +947,7 @@ func filterUnique(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 			out = append(out, it)
 		}
 	}
-	return &pyList{Items: out}, nil
+	return newGenerator("do_unique", out), nil
 }
 
 func filterWordcount(r *renderer, v value, a []value, kw *kwargs) (value, error) {

@@ -89,7 +89,17 @@ func stringArg(v value, method string) (string, error) {
 	return s, nil
 }
 
+// strKeywordMethods are the str methods that accept keyword arguments in
+// Python 3.11; the others are positional-only (3.13 lets str.replace take
+// count= as a keyword; transformers' reference ran 3.11).
+var strKeywordMethods = setOf("split", "rsplit", "splitlines", "format", "expandtabs", "encode")
+
 func callMethod(r *renderer, recv value, name string, args []value, kw *kwargs) (value, error) {
+	if kw != nil && len(kw.names) > 0 {
+		if _, isStr := recv.(string); !isStr || !strKeywordMethods[name] {
+			return nil, typeError("%s.%s() takes no keyword arguments", typeName(recv), name)
+		}
+	}
 	switch x := recv.(type) {
 	case string:
 		return callStringMethod(x, name, args, kw)

@@ -531,6 +531,10 @@ func getAttr(obj value, name string) (value, error) {
 		if v, ok := x.attr(name); ok {
 			return v, nil
 		}
+	case *macroValue:
+		if v, ok := x.attr(name); ok {
+			return v, nil
+		}
 	case *pyList:
 		if i := indexOf(x.fields, name); i >= 0 {
 			return x.Items[i], nil

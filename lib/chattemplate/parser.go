@@ -471,12 +471,13 @@ func (p *parser) parseMacro(line pos) (stmt, error) {
 }
 
 func (p *parser) parseCallBlock(line pos) (stmt, error) {
-	caller := &macroDef{name: "caller", line: line.line}
+	caller := &macroDef{name: "caller", line: line.line, anonymous: true}
 	if p.isOp("(") {
 		var err error
 		if caller, err = p.parseMacroSignature("caller", line.line); err != nil {
 			return nil, err
 		}
+		caller.anonymous = true
 	}
 	x, err := p.parseExpression(true)
 	if err != nil {

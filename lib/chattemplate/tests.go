@@ -5,6 +5,15 @@ type testFunc func(r *renderer, v value, args []value) (bool, error)
 
 var tests map[string]testFunc
 
+// testParams names the one argument a test takes besides the value; tests
+// not listed take none. jinja2 calls tests as Python functions, so
+// arguments beyond these are a TypeError.
+var testParams = map[string]string{
+	"divisibleby": "num", "sameas": "other", "in": "seq",
+	"==": "b", "eq": "b", "equalto": "b", "!=": "b", "ne": "b", "<": "b", "lt": "b", "lessthan": "b",
+	"<=": "b", "le": "b", ">": "b", "gt": "b", "greaterthan": "b", ">=": "b", "ge": "b",
+}
+
 func init() {
 	compareTest := func(op string) testFunc {
 		return func(r *renderer, v value, args []value) (bool, error) {
@@ -117,8 +126,11 @@ func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
 	if !ok {
 		return nil, &RenderError{Kind: "TemplateAssertionError", Msg: "No test named '" + x.name + "'."}
 	}
-	args, _, err := r.evalArgs(x.args, f)
+	args, kw, err := r.evalArgs(x.args, f)
 	if err != nil {
+		return nil, err
+	}
+	if args, err = bindTestArgs(x.name, args, kw); err != nil {
 		return nil, err
 	}
 	ok, err = test(r, v, args)
@@ -126,4 +138,39 @@ func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
 		return nil, err
 	}
 	return ok != x.negate, nil
+}
+
+// bindTestArgs checks a test's arguments against its signature and returns
+// them as positional arguments.
+func bindTestArgs(name string, args []value, kw *kwargs) ([]value, error) {
+	param, hasParam := testParams[name]
+	want := 1
+	if hasParam {
+		want = 2
+	}
+	if len(args)+1 > want {
+		return nil, typeError("test_%s() takes %d positional argument%s but %d were given", name, want, plural(want), len(args)+1)
+	}
+	if kw != nil {
+		for i, n := range kw.names {
+			if !hasParam || n != param {
+				return nil, typeError("test_%s() got an unexpected keyword argument '%s'", name, n)
+			}
+			if len(args) > 0 {
+				return nil, typeError("test_%s() got multiple values for argument '%s'", name, n)
+			}
+			args = []value{kw.vals[i]}
+		}
+	}
+	if hasParam && len(args) == 0 {
+		return nil, typeError("test_%s() missing 1 required positional argument: '%s'", name, param)
+	}
+	return args, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

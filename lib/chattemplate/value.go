@@ -169,6 +169,37 @@ type bigInt struct {
 	f    float64
 }
 
+// iterValue is a one-shot Python iterator: the generators that jinja2's
+// map, select, reject, selectattr, rejectattr, unique, batch, slice and
+// items filters return, and the iterator reverse() returns for a list.
+// Iterating it consumes it; it has no len(), cannot be indexed or sliced,
+// and is always true, so "x|selectattr(...)|length" fails and
+// "{% if x|selectattr(...) %}" always holds, as in jinja2. Its items are
+// computed when it is made.
+type iterValue struct {
+	typ   string // Python's type name: "generator", "list_reverseiterator", ...
+	fn    string // the generator function, named in its repr
+	items []value
+	pos   int
+	err   error // raised on first use (items of a non-mapping)
+}
+
+func newGenerator(fn string, items []value) *iterValue {
+	return &iterValue{typ: "generator", fn: fn, items: items}
+}
+
+// consume returns the items not yet taken and exhausts the iterator.
+func (it *iterValue) consume() ([]value, error) {
+	if err := it.err; err != nil {
+		it.err = nil
+		it.pos = len(it.items)
+		return nil, err
+	}
+	rest := it.items[it.pos:]
+	it.pos = len(it.items)
+	return rest, nil
+}
+
 // namespaceValue is the mutable attribute bag made by namespace().
 type namespaceValue struct {
 	attrs *pyDict
@@ -258,6 +289,8 @@ func typeName(v value) string {
 		return "LoopContext"
 	case rangeValue:
 		return "range"
+	case *iterValue:
+		return x.typ
 	}
 	return "function"
 }
@@ -383,11 +416,23 @@ func writeRepr(b *strings.Builder, v value, open []*pyDict) {
 		}
 		b.WriteString(")")
 	case *macroValue:
-		b.WriteString("<Macro '" + x.def.name + "'>")
+		if x.def.anonymous {
+			b.WriteString("<Macro anonymous>")
+		} else {
+			b.WriteString("<Macro '" + x.def.name + "'>")
+		}
 	case *builtinFunc, *boundMethod:
 		b.WriteString("<built-in function>")
 	case *loopState:
 		b.WriteString("<LoopContext>")
+	case *iterValue:
+		// Python prints the object's address, which no render can
+		// reproduce.
+		if x.typ == "generator" {
+			b.WriteString("<generator object " + x.fn + " at 0x7f0000000000>")
+		} else {
+			b.WriteString("<" + x.typ + " object at 0x7f0000000000>")
+		}
 	case rawRepr:
 		b.WriteString(string(x))
 	default:
