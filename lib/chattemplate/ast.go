@@ -155,6 +155,13 @@ type (
 		values  []expr
 		body    []stmt
 	}
+	// autoescapeStmt is {% autoescape x %}: the body prints with HTML
+	// escaping while x is true. It opens no scope.
+	autoescapeStmt struct {
+		pos
+		x    expr
+		body []stmt
+	}
 	loopControlStmt struct {
 		pos
 		isBreak bool

@@ -185,3 +185,76 @@ func TestReprEscapesNonPrintable(t *testing.T) {
 		{`{{ ['a\u00a0b\u3000c\u200bd\ue000e🙂\x85', 'x'] }}`, `['a\xa0b\u3000c\u200bd\ue000e🙂\x85', 'x']`},
 	})
 }
+
+// runErrorTable renders each template and wants the Python exception kind.
+func runErrorTable(t *testing.T, cases []tableCase) {
+	t.Helper()
+	for _, c := range cases {
+		tmpl, err := Parse("table", c.src)
+		if err != nil {
+			t.Errorf("%q: parse: %v", c.src, err)
+			continue
+		}
+		got, err := tmpl.Render(Options{Extra: tableVars})
+		var re *RenderError
+		if !errors.As(err, &re) || re.Kind != c.want {
+			t.Errorf("%q: rendered %q, error %v; want a %s", c.src, got, err, c.want)
+		}
+	}
+}
+
+func TestBigIntegers(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ 9223372036854775807 + 1 }}|{{ -9223372036854775808 - 1 }}|{{ 2 ** 100 }}|{{ (2 ** 100) // 3 }}",
+			"9223372036854775808|-9223372036854775809|1267650600228229401496703205376|422550200076076467165567735125"},
+		{"{{ (2**100) % -7 }}|{{ -(2**100) // 7 }}|{{ 2**64 == 18446744073709551616 }}|{{ 2**64 > 1.5 }}|{{ 2**64 / 2 }}|{{ 2**63 - 1 }}",
+			"-5|-181092942889747057356671886483|True|True|9.223372036854776e+18|9223372036854775807"},
+		{"{{ [2**70]|tojson }}|{{ '{:,}'.format(2**70) }}|{{ 2**70 * 0.5 }}|{{ (-3)**41 }}|{{ (-2**70)|abs }}|{{ '-99999999999999999999'|int }}",
+			"[1180591620717411303424]|1,180,591,620,717,411,303,424|5.902958103587057e+20|-36472996377170786403|1180591620717411303424|-99999999999999999999"},
+		{"{{ 340282366920938463463374607431768211455 }}|{{ (2**64) is integer }}|{{ {2**64: 1}[18446744073709551616] }}",
+			"340282366920938463463374607431768211455|True|1"},
+	})
+	runErrorTable(t, []tableCase{
+		{"{{ 10 ** 5000 }}", "ValueError"}, // Python fails printing an int beyond 4300 digits
+		{"{{ (10 ** 400) * 1.0 }}", "OverflowError"},
+	})
+}
+
+func TestGenerators(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% set g = lst|map('string') %}{{ g|first }}|{{ g|list }}|{{ g|list }}", "3|['1', '2']|[]"},
+		{"{{ lst|select('odd')|list }}|{% if [] | select %}always true{% endif %}|{{ (lst|reverse)[0] }}|{{ lst|reverse|list }}",
+			"[3, 1]|always true||[2, 1, 3]"},
+		{"{{ 1 in lst|map('int') }}|{{ lst|unique|list }}|{{ d|items|list }}|{{ lst|batch(2)|list }}|{{ lst|slice(2)|list }}",
+			"True|[3, 1, 2]|[('b', 2), ('a', 1)]|[[3, 1], [2]]|[[3, 1], [2]]"},
+		{"{% for x in lst|select %}{{ loop.length }}{% endfor %}|{{ lst|reject('odd')|join(',') }}|{{ lst|select|sum }}",
+			"333|2|6"},
+	})
+	runErrorTable(t, []tableCase{
+		{"{{ lst|select|length }}", "TypeError"},
+		{"{{ lst|map('int')|last }}", "TypeError"},
+		{"{{ (d|items)[1:] }}", "TypeError"},
+		{"{{ lst|select|tojson }}", "TypeError"},
+		{"{{ (5|items)|list }}", "TypeError"},
+	})
+}
+
+func TestJinja2Syntax(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% for a, (b, c) in [[1, [2, 3]]] %}{{ a }}{{ b }}{{ c }}{% endfor %}|{% with ((a,), b) = [[4], 5] %}{{ a }}{{ b }}{% endwith %}", "123|45"},
+		{"{{ {'k': {'v': 1}}['k']['v'] }}|{% set if = 1 %}{{ if }}|{% set in = [1] %}{{ if in in }}|{{ [[1, [2, 3]]].0.1.1 }}", "1|1|True|3"},
+		{"{% macro m(a, b) %}{{ a }}{{ b }}{% endmacro %}{{ m(*[1, 2]) }}{{ m(**{'a': 3, 'b': 4}) }}{{ m(5, *[6]) }}{{ dict(c=1, **d) }}",
+			"123456{'c': 1, 'b': 2, 'a': 1}"},
+		{"{% macro m(a, b=1) %}{{ caller() }}{% endmacro %}{{ m.name }} {{ m.arguments }} {{ m.caller }} {{ m.catch_kwargs }}",
+			"m ('a', 'b') True False"},
+		{"{% macro n() %}{{ caller.name }} {{ caller.arguments }} {{ caller }}{% endmacro %}{% call(x) n() %}{% endcall %}",
+			"None ('x',) <Macro anonymous>"},
+		{"{% autoescape true %}{{ '<a>' }}{{ '<b>'|safe }}{{ '<c>'|e }}{% endautoescape %}{{ '<d>' }}", "&lt;a&gt;<b>&lt;c&gt;<d>"},
+		{"{% for x in lst %}{{ x }}{{ dict(loop) }}{% endfor %}", "3{1: <LoopContext 3/3>, 2: <LoopContext 3/3>}"},
+	})
+	runErrorTable(t, []tableCase{
+		{"{{ 2 is even(42) }}", "TypeError"},
+		{"{{ 'abc'.replace('a', 'x', count=1) }}", "TypeError"}, // Python 3.11; 3.13 accepts count=
+		{"{{ lst.index(1, start=0) }}", "TypeError"},
+	})
+}

@@ -135,13 +135,16 @@ func (f *frame) set(name string, v value) {
 
 // renderer holds the mutable state of one Render call.
 type renderer struct {
-	tmpl      *Template
-	opts      *Options
-	limits    limits
-	steps     int
-	callDepth int
-	outLen    int
-	allocated int
+	tmpl *Template
+	opts *Options
+	// autoescape is set inside {% autoescape true %} blocks; calledMacro
+	// tells whether the last call made was to a macro.
+	autoescape, calledMacro bool
+	limits                  limits
+	steps                   int
+	callDepth               int
+	outLen                  int
+	allocated               int
 }
 
 // account charges computed strings and lists against the allocation
@@ -209,7 +212,20 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		if err != nil {
 			return r.withLine(err, s.line)
 		}
+		if r.autoescape && !r.markupExpr(s.x) {
+			return r.write(w, htmlEscaper.Replace(pyStr(v)))
+		}
 		return r.write(w, pyStr(v))
+	case *autoescapeStmt:
+		v, err := r.eval(s.x, f)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		outer := r.autoescape
+		r.autoescape = truthy(v)
+		err = r.execBody(s.body, f, w)
+		r.autoescape = outer
+		return err
 	case *ifStmt:
 		for i, c := range s.conds {
 			v, err := r.eval(c, f)
@@ -270,6 +286,23 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		return errContinue
 	}
 	return nil
+}
+
+// markupExpr tells whether jinja2 would print the value x just gave
+// unescaped under autoescape because it is a Markup object: the result of
+// safe, escape, forceescape or tojson, or what a macro returns. Values are
+// plain strings here, so this looks at how the value was made.
+func (r *renderer) markupExpr(x expr) bool {
+	switch x := x.(type) {
+	case *filterExpr:
+		switch x.name {
+		case "safe", "e", "escape", "forceescape", "tojson":
+			return true
+		}
+	case *callExpr:
+		return r.calledMacro
+	}
+	return false
 }
 
 // capture renders body in scope f and applies block filters to the text.
@@ -749,6 +782,7 @@ func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, e
 
 func (r *renderer) call(fn value, args []value, kw *kwargs) (value, error) {
 	out, err := r.dispatchCall(fn, args, kw)
+	_, r.calledMacro = fn.(*macroValue)
 	if err != nil {
 		return nil, err
 	}

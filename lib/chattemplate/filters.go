@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -126,6 +127,11 @@ func filterAbs(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		return x, nil
 	case float64:
 		return math.Abs(x), nil
+	case bigInt:
+		if x.text[0] == '-' {
+			return negate(x)
+		}
+		return x, nil
 	case bool:
 		if x {
 			return int64(1), nil
@@ -372,6 +378,9 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		if n, err := strconv.ParseInt(t, int(base), 64); err == nil {
 			return n, nil
 		}
+		if n, ok := new(big.Int).SetString(t, int(base)); ok && base >= 2 && base <= 36 {
+			return normBig(n)
+		}
 		if base != 10 {
 			if n, err := strconv.ParseInt(t, 0, 64); err == nil {
 				return n, nil
@@ -385,7 +394,13 @@ func filterInt(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return def, nil
 		}
+		if math.Abs(x) >= 1<<63 {
+			n, _ := big.NewFloat(x).Int(nil)
+			return normBig(n)
+		}
 		return int64(x), nil
+	case bigInt:
+		return x, nil
 	}
 	if i, _, _, ok := toNumber(v); ok {
 		return i, nil
@@ -653,6 +668,9 @@ func filterRound(r *renderer, v value, a []value, kw *kwargs) (value, error) {
 	_, f, isFloat, ok := toNumber(v)
 	if !ok {
 		return nil, typeError("type %s doesn't define __round__ method", typeName(v))
+	}
+	if b, isBig := v.(bigInt); isBig && method == "common" && prec >= 0 {
+		return b, nil
 	}
 	switch method {
 	case "common":

@@ -99,7 +99,15 @@ func formatWithSpec(v value, spec string) (string, error) {
 	case float64:
 		return fs.formatFloat(x)
 	case bigInt:
-		return fs.formatFloat(x.f)
+		if fs.kind == 0 || fs.kind == 'd' || fs.kind == 'n' {
+			digits, neg := strings.CutPrefix(x.text, "-")
+			return fs.pad(fs.signOf(neg), group(digits, fs.grouping), '>'), nil
+		}
+		f, err := bigToFloat(x)
+		if err != nil {
+			return "", err
+		}
+		return fs.formatFloat(f)
 	}
 	return "", typeError("unsupported format string passed to %s.__format__", typeName(v))
 }

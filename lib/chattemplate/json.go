@@ -160,8 +160,8 @@ func (d *jsonDecoder) number() (value, error) {
 		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
 			return n, nil
 		}
-		if _, ok := new(big.Int).SetString(text, 10); ok {
-			return bigInt{text: text, f: f}, nil
+		if n, ok := new(big.Int).SetString(text, 10); ok {
+			return newBigInt(n)
 		}
 	}
 	if err != nil && !strings.Contains(err.Error(), "range") {

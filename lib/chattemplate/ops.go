@@ -72,6 +72,11 @@ func arith(op string, l, r value) (value, error) {
 	li, lf, lFloat, lNum := toNumber(l)
 	ri, rf, rFloat, rNum := toNumber(r)
 	if lNum && rNum {
+		_, lBig := l.(bigInt)
+		_, rBig := r.(bigInt)
+		if lBig || rBig {
+			return mixedBigArith(op, l, r)
+		}
 		if lFloat || rFloat {
 			return floatArith(op, lf, rf)
 		}
@@ -218,18 +223,42 @@ func floatPow(a, b float64) (value, error) {
 	return f, nil
 }
 
+// mixedBigArith handles arithmetic where an operand is a bigInt: with a
+// float the int converts to float first, as in Python.
+func mixedBigArith(op string, l, r value) (value, error) {
+	lb, lInt := toBig(l)
+	rb, rInt := toBig(r)
+	if lInt && rInt {
+		return bigArith(op, lb, rb)
+	}
+	lf, rf := l, r
+	for _, p := range []*value{&lf, &rf} {
+		if b, ok := (*p).(bigInt); ok {
+			f, err := bigToFloat(b)
+			if err != nil {
+				return nil, err
+			}
+			*p = f
+		}
+	}
+	_, x, _, _ := toNumber(lf)
+	_, y, _, _ := toNumber(rf)
+	return floatArith(op, x, y)
+}
+
+// intArith is int64 arithmetic; results that overflow go to bigArith.
 func intArith(op string, a, b int64) (value, error) {
 	switch op {
 	case "+":
 		if s := a + b; (s > a) == (b > 0) {
 			return s, nil
 		}
-		return float64(a) + float64(b), nil
+		return bigArith(op, big.NewInt(a), big.NewInt(b))
 	case "-":
 		if s := a - b; (s < a) == (b > 0) {
 			return s, nil
 		}
-		return float64(a) - float64(b), nil
+		return bigArith(op, big.NewInt(a), big.NewInt(b))
 	case "*":
 		if a == 0 || b == 0 {
 			return int64(0), nil
@@ -237,10 +266,13 @@ func intArith(op string, a, b int64) (value, error) {
 		if p := a * b; p/b == a && !(a == -1 && b == math.MinInt64) && !(b == -1 && a == math.MinInt64) {
 			return p, nil
 		}
-		return float64(a) * float64(b), nil
+		return bigArith(op, big.NewInt(a), big.NewInt(b))
 	case "//":
 		if b == 0 {
 			return nil, &RenderError{Kind: "ZeroDivisionError", Msg: "integer division or modulo by zero"}
+		}
+		if a == math.MinInt64 && b == -1 {
+			return bigArith(op, big.NewInt(a), big.NewInt(b))
 		}
 		q := a / b
 		if (a%b != 0) && ((a < 0) != (b < 0)) {
@@ -263,8 +295,8 @@ func intArith(op string, a, b int64) (value, error) {
 		result := int64(1)
 		for i := int64(0); i < b; i++ {
 			next := result * a
-			if a != 0 && next/a != result {
-				return math.Pow(float64(a), float64(b)), nil
+			if a != 0 && (next/a != result || a == -1 && result == math.MinInt64) {
+				return bigArith(op, big.NewInt(a), big.NewInt(b))
 			}
 			result = next
 			if result == 0 || result == 1 && a == 1 {
@@ -284,9 +316,14 @@ func negate(v value) (value, error) {
 		}
 		return int64(0), nil
 	case int64:
+		if x == math.MinInt64 {
+			return newBigInt(new(big.Int).Neg(big.NewInt(x)))
+		}
 		return -x, nil
 	case float64:
 		return -x, nil
+	case bigInt:
+		return normBig(new(big.Int).Neg(x.big()))
 	case *undefinedValue:
 		return nil, x.fail()
 	}
@@ -300,7 +337,7 @@ func positive(v value) (value, error) {
 			return int64(1), nil
 		}
 		return int64(0), nil
-	case int64, float64:
+	case int64, float64, bigInt:
 		return x, nil
 	case *undefinedValue:
 		return nil, x.fail()
@@ -314,6 +351,9 @@ func pyEqual(a, b value) bool {
 	ai, af, aFloat, aNum := toNumber(a)
 	bi, bf, bFloat, bNum := toNumber(b)
 	if aNum && bNum {
+		if c, ok := compareBig(a, b); ok {
+			return c == 0
+		}
 		if aFloat || bFloat {
 			return af == bf
 		}
@@ -368,6 +408,9 @@ func pyCompareValues(op string, a, b value) (int, error) {
 	_, af, _, aNum := toNumber(a)
 	_, bf, _, bNum := toNumber(b)
 	if aNum && bNum {
+		if c, ok := compareBig(a, b); ok {
+			return c, nil
+		}
 		ai, _, aFloat, _ := toNumber(a)
 		bi, _, bFloat, _ := toNumber(b)
 		if !aFloat && !bFloat {
@@ -471,6 +514,19 @@ func contains(container, item value) (bool, error) {
 		}
 		_, ok := c.get(item)
 		return ok, nil
+	case *iterValue:
+		// Python takes items until it finds one: the rest stay.
+		if c.err != nil {
+			_, err := c.consume()
+			return false, err
+		}
+		for c.pos < len(c.items) {
+			c.pos++
+			if pyEqual(c.items[c.pos-1], item) {
+				return true, nil
+			}
+		}
+		return false, nil
 	case *namespaceValue:
 		return false, typeError("argument of type 'Namespace' is not iterable")
 	case rangeValue:

@@ -168,6 +168,8 @@ func (p *parser) parseStatement() ([]stmt, error) {
 		s, err = p.parseFilterBlock(line)
 	case "with":
 		s, err = p.parseWith(line)
+	case "autoescape":
+		s, err = p.parseAutoescape(line)
 	case "break", "continue":
 		if p.loops == 0 {
 			return nil, &SyntaxError{Template: p.name, Line: t.line, Msg: fmt.Sprintf("'%s' outside loop", t.val)}
@@ -547,6 +549,21 @@ func (p *parser) parseWith(line pos) (stmt, error) {
 	return s, p.expectBlockEnd()
 }
 
+func (p *parser) parseAutoescape(line pos) (stmt, error) {
+	x, err := p.parseExpression(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectBlockEnd(); err != nil {
+		return nil, err
+	}
+	body, _, err := p.parseBody("endautoescape")
+	if err != nil {
+		return nil, err
+	}
+	return &autoescapeStmt{line, x, body}, p.expectBlockEnd()
+}
+
 // parseTuple parses a comma separated expression list; a single element
 // without a trailing comma is returned as is. simplified (for iterables)
 // disables the ternary so that "for x in y if z" works. Besides the end of
@@ -811,8 +828,11 @@ func (p *parser) parsePrimary() (expr, error) {
 		p.next()
 		n, err := strconv.ParseInt(t.val, 10, 64)
 		if err != nil {
-			f, _ := strconv.ParseFloat(t.val, 64)
-			return &constExpr{line, f}, nil
+			big, err := parseBigLiteral(t.val)
+			if err != nil {
+				return nil, p.fail("%v", err)
+			}
+			return &constExpr{line, big}, nil
 		}
 		return &constExpr{line, n}, nil
 	case tokFloat:

@@ -136,6 +136,9 @@ func (s *scopeInfo) stmt(st stmt) {
 		s.expr(x.x)
 	case *ifStmt:
 		s.ifChain(x.conds, x.bodies, x.otherwise)
+	case *autoescapeStmt:
+		s.expr(x.x)
+		s.body(x.body)
 	case *forStmt:
 		s.expr(x.iter)
 		s.child(func(c *scopeInfo) {

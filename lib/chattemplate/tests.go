@@ -49,7 +49,7 @@ func init() {
 		"mapping": typeTest(func(v value) bool { _, ok := v.(*pyDict); return ok }),
 		"iterable": typeTest(func(v value) bool {
 			switch v.(type) {
-			case string, *pyList, *pyDict, *undefinedValue, rangeValue:
+			case string, *pyList, *pyDict, *undefinedValue, rangeValue, *iterValue, *loopState:
 				return true
 			}
 			return false

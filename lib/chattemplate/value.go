@@ -161,9 +161,8 @@ func isHashable(v value) bool {
 	return false
 }
 
-// bigInt is a JSON integer beyond int64. It prints and serialises with its
-// exact digits, as Python's arbitrary-precision int would; arithmetic and
-// comparisons use its float value.
+// bigInt is a Python int beyond int64 (see bigint.go): text holds its
+// exact digits, f its value as a float.
 type bigInt struct {
 	text string
 	f    float64
@@ -424,7 +423,7 @@ func writeRepr(b *strings.Builder, v value, open []*pyDict) {
 	case *builtinFunc, *boundMethod:
 		b.WriteString("<built-in function>")
 	case *loopState:
-		b.WriteString("<LoopContext>")
+		b.WriteString("<LoopContext " + strconv.Itoa(x.index+1) + "/" + strconv.Itoa(len(x.items)) + ">")
 	case *iterValue:
 		// Python prints the object's address, which no render can
 		// reproduce.
