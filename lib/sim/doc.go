@@ -7,9 +7,11 @@
 //     /get_server_info), GET /model_info (and /get_model_info), GET /health,
 //     GET /health_generate, POST /abort_request.
 //   - The OpenAI-compatible chat API with OpenRouter's extensions:
-//     POST /v1/chat/completions (also /chat/completions), GET /v1/models
-//     (also /models), with reasoning, usage.cost, ": OPENROUTER PROCESSING"
-//     stream comments and OpenRouter-shaped errors.
+//     POST /v1/chat/completions (also /chat/completions and OpenRouter's
+//     /api/v1/chat/completions), GET /v1/models (also /models and
+//     /api/v1/models, the price list in OpenRouter's shape), with
+//     reasoning, usage.cost, ": OPENROUTER PROCESSING" stream comments and
+//     OpenRouter-shaped errors.
 //
 // Behind both sits one engine that imitates SGLang's scheduler: continuous
 // batching inside a KV-cache token budget (Config.MaxTotalTokens), a cap on
@@ -35,5 +37,9 @@
 // uses the same estimate; with input_ids the prompt length is exact.
 // Prefix caching is not modelled, so cached_tokens is always 0.
 //
-// GET /metrics answers the engine counters (Stats) as JSON.
+// GET /metrics answers the engine counters (Stats) as JSON, or, to a client
+// that accepts text/plain (a Prometheus scraper), SGLang's gauges in the
+// Prometheus text format: sglang:gen_throughput (tokens per second over the
+// latest 40 decode steps), num_running_reqs, num_queue_reqs, token_usage and
+// num_used_tokens.
 package sim

@@ -77,6 +77,7 @@ type engine struct {
 	holdAdmission bool
 	closed        bool
 	stats         Stats
+	tput          throughput
 
 	wake chan struct{}
 	stop chan struct{}
@@ -321,12 +322,14 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 	}
 
 	if len(e.running) == 0 {
+		e.tput.idle()
 		return false, 0, prefilled
 	}
 	e.stats.Steps++
 	e.stats.MaxRunning = max(e.stats.MaxRunning, len(e.running))
 	e.stats.MaxQueued = max(e.stats.MaxQueued, len(e.waiting))
 	batch = len(e.running)
+	e.tput.step(batch)
 
 	for _, r := range e.running {
 		if end, _ := r.plan.end(); r.generated < end {

@@ -98,7 +98,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health_generate", s.handleHealthGenerate)
 	mux.HandleFunc("POST /abort_request", s.handleAbortRequest)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
-	for _, prefix := range []string{"/v1", ""} {
+	// /api/v1 is OpenRouter's base path: a client pointed at llm-sim as
+	// at https://openrouter.ai/api/v1 finds the same routes.
+	for _, prefix := range []string{"/v1", "", "/api/v1"} {
 		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
 	}
@@ -281,5 +283,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if wantsPrometheus(r) {
+		s.writePrometheus(w)
+		return
+	}
 	writeJSON(w, http.StatusOK, s.Stats())
 }

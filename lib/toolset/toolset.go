@@ -9,6 +9,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
+	"github.com/synthpipe/synthpipe/lib/estimate"
 	"github.com/synthpipe/synthpipe/lib/generate"
 	"github.com/synthpipe/synthpipe/lib/llmsim"
 	"github.com/synthpipe/synthpipe/lib/tokenizeprompts"
@@ -31,6 +32,7 @@ func All() []Tool {
 		{"generate", generate.NewApp, generate.Main},
 		{"budget-cut", budgetcut.NewApp, budgetcut.Main},
 		{"tokstat", tokstat.NewApp, tokstat.Main},
+		{"estimate", estimate.NewApp, estimate.Main},
 		{"to-train", totrain.NewApp, totrain.Main},
 		{"llm-sim", llmsim.NewApp, llmsim.Main},
 	}

@@ -1,0 +1,168 @@
+// Package estimate is the estimate tool: what the rest of a job will cost
+// before it runs, in time, tokens and money, on each backend it could run
+// on: an SGLang server of one's own (time from a model of its continuous
+// batch in its KV cache) or a paid API such as OpenRouter (money from its
+// price list).
+package estimate
+
+import (
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+const (
+	flagBy            = "by"
+	flagDone          = "done"
+	flagLengths       = "lengths"
+	flagMaxTokens     = "max-tokens"
+	flagBudget        = "budget"
+	flagURL           = "url"
+	flagModel         = "model"
+	flagOpenRouterURL = "openrouter-url"
+	flagPriceIn       = "price-in"
+	flagPriceOut      = "price-out"
+	flagRate          = "rate"
+	flagHourlyCost    = "hourly-cost"
+	flagConcurrency   = "concurrency"
+	flagDraws         = "draws"
+	flagSeed          = "seed"
+	flagJSON          = "json"
+)
+
+// defaultOpenRouterURL is OpenRouter's API base.
+const defaultOpenRouterURL = "https://openrouter.ai/api/v1"
+
+// apiKeyEnv holds the key sent with the price list request.
+const apiKeyEnv = "OPENROUTER_API_KEY"
+
+// NewApp returns a fresh estimate command.
+func NewApp() *cli.App {
+	return cliutil.NewApp(cliutil.Spec{
+		Name:      "estimate",
+		Usage:     "what the rest of a job will cost, in time, tokens and money, here or there",
+		ArgsUsage: "[FILE...]",
+		Description: `estimate reads the records still to do (tokenized records, such as
+dedupe-resume's output; files, or stdin when none or "-"; gzip and zstd are
+read transparently) and prints, per dataset (--by PATH, e.g. dataset) and in
+total, how many records and tokens the rest of the job takes and what it
+costs on each backend given: the time, the money, and, with --budget, how
+many records fit and what an uncut run would spend past the budget.
+
+Answer lengths. The answers to come are drawn from those already made:
+--done FILE (the output so far, e.g. out.jsonl; repeatable) gives each
+dataset its completion lengths and truncation share, and the tokens it
+already holds, which count against --budget as budget-cut --append counts
+them. Without a done file, or for a dataset with fewer than 20 answers in
+it, --lengths SPEC says what answers are expected to look like:
+  mean=800,p90=3000     a lognormal with that mean and 90th percentile
+  median=300,sigma=0.7  any two of mean, median (p50), p90, p99, sigma
+  mean=800              one figure: sigma 0.6 (p90 about 2.2 x the median)
+  mean=800,max=4096     answers stop at 4,096 tokens (counted as truncated)
+  lognormal:300,0.7,1500, fixed:N, uniform:MIN,MAX   llm-sim's forms
+  file:PATH             lengths one per line, drawn at random
+When neither says anything of a dataset, the answers of the other datasets
+in the done file serve. --max-tokens caps every answer (generate's limit).
+
+Tokens. Each of --draws futures (default 200, seeded by --seed so that the
+estimate is the same every time) draws one answer length per record and
+takes the records in input order until the next would pass what is left of
+--budget (total tokens, as budget-cut counts them). The report gives the
+mean of the records that fit and of their prompt and completion tokens, the
+10th, 50th and 90th percentiles of their total, and what an uncut run would
+spend past the budget.
+
+Backends, any combination; each is a column of the table:
+  --url URL (repeatable): an SGLang server. Its KV cache and running request
+    limit come from /server_info, and the time from a model of its
+    continuous batch: generate's requests in flight (as many as the cache
+    holds, plus 10%), admitted first come first served while they fit,
+    every running request getting one token per decode step, the newest
+    retracted when the cache is full; the steps are counted and turned into
+    seconds by the server's speed. That comes from --rate, else from
+    sglang:gen_throughput and sglang:num_running_reqs on /metrics (SGLang
+    started with --enable-metrics; a busy server gives the best figure), else
+    from the done file's answers (the slope of latency over length, one
+    request's decode rate). --hourly-cost prices its hours.
+  --model ID (repeatable): a model on OpenRouter (or any API that lists
+    prices in OpenRouter's /models shape at --openrouter-url). Prices come
+    from its /models list (pricing.prompt and .completion, USD per token),
+    or --price-in and --price-out (USD per million tokens). Time comes from
+    --rate (the tokens per second the provider gives the whole job), else
+    from the done file's answers made with generate --backend openai (one
+    request's decode rate and first-token delay) with --concurrency
+    requests in flight.
+--rate N applies to every backend; --rate NAME=N to the backend whose URL or
+model id is NAME.
+
+Output: one table, datasets down, with a row for the total (datasets one
+after another), and per backend its time and money; lines above it say
+where each figure comes from. --json prints one object instead: budget,
+seed, draws, backends [{label, kind, url, model, kv_tokens, max_running,
+rate, step_seconds, rate_source, price_in, price_out (USD per million
+tokens), price_source}], datasets and total [{dataset, records, done_records,
+spent, budget_left, fit, prompt_tokens, completion_tokens, total_tokens
+{mean, p10, p50, p90}, uncut_tokens, past_budget, lengths {source, mean,
+truncated_share}, backends [{label, seconds, hours, usd, steps}]}].
+
+Limits: the time model assumes the run has its backend to itself, and an
+SGLang server's decode step takes about as long with a small batch as with
+a full one, so the last wave's drain is counted at the full batch's pace. A
+done file written by a run stopped with requests in flight lacks their
+answers, the longer ones: its lengths read somewhat short.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
+				Usage: "one row per value of this gjson `PATH` of the records (e.g. dataset)"},
+			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable): answer lengths, timings, tokens spent"},
+			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=3000; see above)"},
+			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
+				Usage: "cap every answer at `N` tokens (generate --max-tokens)"},
+			&cli.StringFlag{Name: flagBudget, EnvVars: []string{cliutil.EnvName(flagBudget)},
+				Usage: "token budget per dataset, `N` (250k, 10M, 1.5G), the done file's tokens counting as spent"},
+			&cli.StringSliceFlag{Name: flagURL, Usage: "an SGLang server to estimate for, `URL` (repeatable)"},
+			&cli.StringSliceFlag{Name: flagModel, Usage: "an OpenRouter model to estimate for, `ID` (repeatable)"},
+			&cli.StringFlag{Name: flagOpenRouterURL, Value: defaultOpenRouterURL, EnvVars: []string{cliutil.EnvName(flagOpenRouterURL)},
+				Usage: "the API base `URL` whose /models lists the --model prices"},
+			&cli.Float64Flag{Name: flagPriceIn, Usage: "prompt price of --model, `USD` per million tokens (instead of the /models list)"},
+			&cli.Float64Flag{Name: flagPriceOut, Usage: "completion price of --model, `USD` per million tokens"},
+			&cli.StringSliceFlag{Name: flagRate, Usage: "generated tokens per second, `[NAME=]N`, of every backend or of the one whose URL or model is NAME (repeatable)"},
+			&cli.Float64Flag{Name: flagHourlyCost, Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
+			&cli.IntFlag{Name: flagConcurrency, Value: 64, Usage: "requests in flight on a --model backend timed from per-request rates, `N`"},
+			&cli.IntFlag{Name: flagDraws, Value: 200, Usage: "simulated futures per dataset, `N`"},
+			&cli.Uint64Flag{Name: flagSeed, Value: 1, Usage: "seed of the simulated futures, `N`"},
+			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
+			cliutil.QuietFlag(),
+			cliutil.MaxLineFlag(),
+			cliutil.SkipInvalidFlag(),
+		},
+		Environment: []cliutil.EnvVar{
+			{Name: apiKeyEnv, Meaning: "API key sent with the --openrouter-url /models request (never printed)"},
+			{Name: cliutil.EnvName(flagBy), Meaning: "default for --by"},
+			{Name: cliutil.EnvName(flagBudget), Meaning: "default for --budget"},
+			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
+			{Name: cliutil.EnvName(flagOpenRouterURL), Meaning: "default for --openrouter-url"},
+			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: 75, Meaning: "a server did not answer, or answered without what the estimate needs: try again later"},
+			{Code: 77, Meaning: "the price list refused the API key"},
+		},
+		Examples: []cliutil.Example{
+			{Comment: "the rest of a dataset: finish on our SGLang server, or move to OpenRouter?",
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | estimate --done out.jsonl --budget 10M --url http://gpu1:30000 --model moonshotai/kimi-k2.5"},
+			{Comment: "ten datasets before the first answer, with expected lengths and a provider's speed",
+				Command: "cat data/*/todo.jsonl | estimate --by dataset --lengths mean=800,p90=3000,max=10240 --model moonshotai/kimi-k2.5 --rate 2500"},
+			{Comment: "the hours left, for a script",
+				Command: "estimate --json --done out.jsonl --url http://gpu1:30000 todo.jsonl.zst | jq '.total.backends[0].hours'"},
+		},
+		SeeAlso: []string{"generate(1)", "budget-cut(1)", "tokstat(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)"},
+		Action:  run,
+	})
+}
+
+// Main runs estimate and returns its exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}

@@ -1,0 +1,169 @@
+package estimate
+
+import "math"
+
+// job is one request of a simulated run: its prompt and answer in tokens.
+type job struct{ prompt, answer int }
+
+// capacity is what an SGLang server says it holds.
+type capacity struct {
+	kvTokens   int // max_total_num_tokens: the KV cache shared by running requests
+	maxRunning int // max_running_requests
+}
+
+// batchRun is the outcome of a simulated run on one server, in decode steps:
+// a step gives one token to every running request, whatever their number,
+// so the steps, not the requests, are the clock.
+type batchRun struct {
+	steps       int64
+	tokens      int64 // generated
+	fullSteps   int64 // steps with a request left waiting: the batch was as full as the server allows
+	fullTokens  int64 // tokens generated in those steps
+	retractions int64
+	concurrency int // the requests in flight the client keeps
+}
+
+// fullBatch is the mean batch while the server was saturated: the batch at
+// which a measured throughput (tokens per second) was most likely taken.
+func (r batchRun) fullBatch() float64 {
+	if r.fullSteps > 0 {
+		return float64(r.fullTokens) / float64(r.fullSteps)
+	}
+	if r.steps > 0 {
+		return float64(r.tokens) / float64(r.steps)
+	}
+	return 1
+}
+
+// queueMargin is generate's: it keeps 10% more requests in flight than the
+// KV cache holds, so that the server never waits for the client.
+const queueMargin = 0.10
+
+// clientConcurrency is how many requests generate --concurrency auto keeps
+// in flight against a server: as many as the KV cache holds given the mean
+// prompt and the mean number of answer tokens a running request holds,
+// E[L^2]/2E[L], plus the queue margin, capped by max_running_requests plus
+// the margin (see generate's kvSizer).
+func clientConcurrency(jobs []job, c capacity) int {
+	if len(jobs) == 0 {
+		return 1
+	}
+	var prompt, sum, sumSq float64
+	for _, j := range jobs {
+		prompt += float64(j.prompt)
+		a := float64(j.answer)
+		sum += a
+		sumSq += a * a
+	}
+	n := float64(len(jobs))
+	held := prompt / n
+	if sum > 0 {
+		held += sumSq / (2 * sum)
+	}
+	conc := int(math.Ceil(float64(c.kvTokens) / max(held, 1) * (1 + queueMargin)))
+	if c.maxRunning > 0 {
+		conc = min(conc, int(math.Ceil(float64(c.maxRunning)*(1+queueMargin))))
+	}
+	return max(conc, 1)
+}
+
+// simRequest is a job inside the simulated server.
+type simRequest struct {
+	job
+	generated int
+	held      int // KV tokens held while running
+}
+
+// simulateBatch runs jobs through a model of SGLang's scheduler as llm-sim
+// imitates it: the client keeps conc requests in flight; the server admits
+// waiting requests first come, first served while their prompt (and what
+// they generated before a retraction) fits in the free KV cache and fewer
+// than maxRunning run; when the running requests would outgrow the cache,
+// the newest is pushed back to the queue to be recomputed later, and
+// nothing new is admitted until a request finishes. Between two events
+// (a request finishing, the cache filling up) nothing changes but the
+// token counts, so the model jumps from event to event: its cost grows
+// with the number of requests, not of tokens.
+func simulateBatch(jobs []job, c capacity, conc int) batchRun {
+	run := batchRun{concurrency: conc}
+	kv := c.kvTokens
+	maxRunning := c.maxRunning
+	if maxRunning <= 0 {
+		maxRunning = math.MaxInt
+	}
+	var waiting, running []*simRequest
+	next, inSystem, used := 0, 0, 0
+	hold := false
+	for {
+		for inSystem < conc && next < len(jobs) {
+			j := jobs[next]
+			next++
+			// A request that cannot fit even alone is refused by the
+			// server (prompt plus answer past the cache): not simulated.
+			if j.prompt+1 > kv {
+				continue
+			}
+			j.answer = min(max(j.answer, 1), kv-j.prompt)
+			waiting = append(waiting, &simRequest{job: j})
+			inSystem++
+		}
+		for len(waiting) > 0 && len(running) < maxRunning && !hold {
+			r := waiting[0]
+			need := r.prompt + r.generated
+			if need+1 > kv-used {
+				break
+			}
+			waiting = waiting[1:]
+			r.held = need
+			used += need
+			running = append(running, r)
+		}
+		for used+len(running) > kv && len(running) > 1 {
+			r := running[len(running)-1]
+			running = running[:len(running)-1]
+			used -= r.held
+			r.held = 0
+			waiting = append([]*simRequest{r}, waiting...)
+			hold = true
+			run.retractions++
+		}
+		if len(running) == 0 {
+			if len(waiting) == 0 && next >= len(jobs) {
+				return run
+			}
+			// Only a request too large for the cache could be left
+			// waiting with nothing running; it was refused above.
+			return run
+		}
+		b := len(running)
+		k := (kv - used) / b
+		for _, r := range running {
+			k = min(k, r.answer-r.generated)
+		}
+		k = max(k, 1)
+		full := len(waiting) > 0
+		for _, r := range running {
+			r.generated += k
+			r.held += k
+		}
+		used += b * k
+		run.steps += int64(k)
+		run.tokens += int64(b * k)
+		if full {
+			run.fullSteps += int64(k)
+			run.fullTokens += int64(b * k)
+		}
+		kept := running[:0]
+		for _, r := range running {
+			if r.generated >= r.answer {
+				used -= r.held
+				inSystem--
+				hold = false
+				continue
+			}
+			kept = append(kept, r)
+		}
+		clear(running[len(kept):])
+		running = kept
+	}
+}

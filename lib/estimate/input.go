@@ -1,0 +1,189 @@
+package estimate
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// allGroup names the one group of an estimate without --by.
+const allGroup = "all"
+
+// group is one dataset: the prompts still to do, in input order, and what
+// its done file says.
+type group struct {
+	name    string
+	prompts []int // prompt tokens of each record to do
+	done    doneStats
+}
+
+// doneStats is what a done file tells of one dataset.
+type doneStats struct {
+	records   int64
+	spent     int64 // tokens held, as budget-cut --already counts them
+	answers   []int // completion tokens of each answer
+	truncated int64 // answers that stopped at their limit
+	// Timings of the answers, by the backend that made them.
+	sglang, openai timings
+}
+
+// timings are answer lengths beside their latencies.
+type timings struct {
+	lengths    []float64
+	latencies  []float64 // seconds
+	firstToken []float64 // seconds to the first token, when streamed
+}
+
+// decodeRate is the tokens per second one request got, and the fixed part
+// of its latency (queueing, prefill, the round trip): the least-squares line
+// of latency over answer length. A fit needs 8 answers with lengths that
+// differ; with fewer the plain ratio serves.
+func (t timings) decodeRate() (rate, overhead float64, ok bool) {
+	n := float64(len(t.lengths))
+	if n == 0 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for i, x := range t.lengths {
+		y := t.latencies[i]
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	if den := n*sxx - sx*sx; n >= 8 && den > 0 {
+		slope := (n*sxy - sx*sy) / den
+		if slope > 0 {
+			return 1 / slope, max((sy-slope*sx)/n, 0), true
+		}
+	}
+	if sy <= 0 {
+		return 0, 0, false
+	}
+	return sx / sy, 0, true
+}
+
+// reader reads records, grouping them by the value at --by.
+type reader struct {
+	by    string
+	input jsonl.Options
+	scan  *record.Scanner
+}
+
+func (rd *reader) groupOf(line []byte) string {
+	if rd.by == "" {
+		return allGroup
+	}
+	r := gjson.GetBytes(line, rd.by)
+	if !r.Exists() {
+		return "(none)"
+	}
+	return r.String()
+}
+
+// errNoPrompt is a record to do that says nothing of its prompt's size.
+var errNoPrompt = errors.New("record has no prompt_tokens or input_ids: estimate reads tokenized records (run tokenize-prompts first)")
+
+// readPrompts reads the records still to do. Groups come in order of name
+// with --by, as tokstat prints them.
+func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error) {
+	in, err := jsonl.Open(stdin, names, record.ScanAhead(rd.input, rd.scan))
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	byName := map[string]*group{}
+	var groups []*group
+	for in.Next() {
+		info, err := record.Scanned(in)
+		if err == nil && info.PromptTokens <= 0 {
+			err = errNoPrompt
+		}
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		name := rd.groupOf(in.Bytes())
+		g := byName[name]
+		if g == nil {
+			g = &group{name: name}
+			byName[name] = g
+			groups = append(groups, g)
+		}
+		g.prompts = append(g.prompts, int(info.PromptTokens))
+	}
+	if err := in.Err(); err != nil {
+		return nil, err
+	}
+	if rd.by != "" {
+		slices.SortFunc(groups, func(a, b *group) int { return strings.Compare(a.name, b.name) })
+	}
+	return groups, nil
+}
+
+// readDone reads done files: per group, the tokens they hold, the answer
+// lengths and how long the answers took. A torn last line is not counted
+// (it will be redone); records that carry an error count nothing.
+func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneStats, error) {
+	out := map[string]*doneStats{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	in, err := jsonl.Open(stdin, names, record.ScanAhead(rd.input, rd.scan))
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	for in.Next() {
+		info, err := record.Scanned(in)
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if info.HasError {
+			continue
+		}
+		line := in.Bytes()
+		name := rd.groupOf(line)
+		d := out[name]
+		if d == nil {
+			d = &doneStats{}
+			out[name] = d
+		}
+		d.records++
+		d.spent += info.Tokens(record.CountTotal)
+		d.answers = append(d.answers, int(info.CompletionTokens))
+		if info.Truncated() {
+			d.truncated++
+		}
+		gen := gjson.GetBytes(line, "gen")
+		latency := gen.Get("latency_ms")
+		if !latency.Exists() || info.CompletionTokens <= 0 {
+			continue
+		}
+		t := &d.sglang
+		if gen.Get("backend").String() == "openai" {
+			t = &d.openai
+		}
+		t.lengths = append(t.lengths, float64(info.CompletionTokens))
+		t.latencies = append(t.latencies, latency.Float()/1000)
+		if ft := gen.Get("first_token_ms"); ft.Exists() {
+			t.firstToken = append(t.firstToken, ft.Float()/1000)
+		}
+	}
+	return out, in.Err()
+}
+
+// dataErrorf is invalid input data: exit 65.
+func dataErrorf(format string, args ...any) error { return exitcode.DataErrorf(format, args...) }

@@ -1,0 +1,155 @@
+package estimate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// probeTimeout bounds each question asked of a server.
+const probeTimeout = 10 * time.Second
+
+// serverError turns a failed question to a server into an error with the
+// exit code a user can act on: 77 for a refused key, 75 for anything that
+// may work later.
+func serverError(what string, err error) error {
+	var be *backend.Error
+	if errors.As(err, &be) {
+		msg := be.Message
+		if be.Status != 0 {
+			msg = fmt.Sprintf("HTTP %d: %s", be.Status, msg)
+		}
+		if be.Kind == backend.KindAuth || be.Kind == backend.KindCredits {
+			return exitcode.NoPermf("%s: %s (check OPENROUTER_API_KEY)", what, msg)
+		}
+		return exitcode.TempFailf("%s: %s", what, msg)
+	}
+	return exitcode.TempFailf("%s: %v", what, err)
+}
+
+// serverCapacity reads an SGLang server's KV cache and running request
+// limit from /server_info.
+func serverCapacity(ctx context.Context, url, key string) (capacity, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	info, err := backend.NewSGLang(backend.Options{APIKey: key}).ServerInfo(ctx, url)
+	if err != nil {
+		return capacity{}, serverError(url+"/server_info", err)
+	}
+	c := capacity{kvTokens: max(info.MaxTotalTokens, info.TokenCapacity), maxRunning: info.MaxRunningRequests}
+	if c.kvTokens <= 0 {
+		return c, exitcode.TempFailf("%s/server_info says nothing of the KV cache (max_total_num_tokens): is it an SGLang server?", url)
+	}
+	return c, nil
+}
+
+// serverLoad is what an SGLang server's Prometheus metrics say of the work
+// it does now.
+type serverLoad struct {
+	genThroughput float64 // sglang:gen_throughput, tokens per second, summed over ranks
+	running       float64 // sglang:num_running_reqs, summed over ranks
+}
+
+// serverMetrics reads sglang:gen_throughput and sglang:num_running_reqs
+// from /metrics (SGLang started with --enable-metrics). A server without
+// them answers an error that says so; the caller goes on without.
+func serverMetrics(ctx context.Context, url, key string) (serverLoad, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/metrics", nil)
+	if err != nil {
+		return serverLoad{}, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := backend.SharedClient().Do(req)
+	if err != nil {
+		return serverLoad{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return serverLoad{}, fmt.Errorf("/metrics: HTTP %d (start SGLang with --enable-metrics)", resp.StatusCode)
+	}
+	return parseMetrics(io.LimitReader(resp.Body, 16<<20))
+}
+
+// parseMetrics reads SGLang's Prometheus text. With data parallelism every
+// rank has its own series; their rates and batches add up.
+func parseMetrics(r io.Reader) (serverLoad, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return serverLoad{}, fmt.Errorf("/metrics: not Prometheus text: %v", err)
+	}
+	sum := func(name string) (float64, bool) {
+		f, ok := families[name]
+		if !ok {
+			return 0, false
+		}
+		var total float64
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				total += m.GetGauge().GetValue()
+			case m.GetUntyped() != nil:
+				total += m.GetUntyped().GetValue()
+			case m.GetCounter() != nil:
+				total += m.GetCounter().GetValue()
+			}
+		}
+		return total, true
+	}
+	var load serverLoad
+	var ok bool
+	if load.genThroughput, ok = sum("sglang:gen_throughput"); !ok {
+		return load, errors.New("/metrics has no sglang:gen_throughput")
+	}
+	load.running, _ = sum("sglang:num_running_reqs")
+	return load, nil
+}
+
+// prices are USD per token.
+type prices struct{ prompt, completion float64 }
+
+// listedPrices reads a model's prices from an OpenAI-style /models list in
+// OpenRouter's shape: data[].pricing.prompt and .completion, USD per token,
+// as decimal strings.
+func listedPrices(ctx context.Context, base, modelID, key string) (prices, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	info, err := backend.NewOpenAI(backend.Options{APIKey: key, Model: modelID}).ServerInfo(ctx, base)
+	if err != nil {
+		return prices{}, serverError(base+"/models", err)
+	}
+	if info == nil {
+		return prices{}, exitcode.TempFailf("%s/models does not list %q: check the model id, or give --price-in and --price-out", base, modelID)
+	}
+	doc := gjson.ParseBytes(info.Raw)
+	var p prices
+	for _, f := range []struct {
+		key string
+		dst *float64
+	}{{"pricing.prompt", &p.prompt}, {"pricing.completion", &p.completion}} {
+		v := doc.Get(f.key)
+		n, err := strconv.ParseFloat(v.String(), 64)
+		if !v.Exists() || err != nil || n < 0 {
+			return prices{}, exitcode.TempFailf("%s/models: %q has no %s price: give --price-in and --price-out", base, modelID, f.key)
+		}
+		*f.dst = n
+	}
+	return p, nil
+}

@@ -1,0 +1,443 @@
+package estimate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+)
+
+// report is the estimate, as --json prints it.
+type report struct {
+	Budget   *int64          `json:"budget"`
+	Seed     uint64          `json:"seed"`
+	Draws    int             `json:"draws"`
+	Backends []backendReport `json:"backends"`
+	Datasets []*datasetRow   `json:"datasets"`
+	Total    *datasetRow     `json:"total"`
+}
+
+type backendReport struct {
+	Label       string   `json:"label"`
+	Kind        string   `json:"kind"`
+	URL         string   `json:"url"`
+	Model       string   `json:"model,omitempty"`
+	KVTokens    int      `json:"kv_tokens,omitempty"`
+	MaxRunning  int      `json:"max_running,omitempty"`
+	Rate        *float64 `json:"rate,omitempty"`         // tokens per second of the whole backend
+	StepSeconds *float64 `json:"step_seconds,omitempty"` // SGLang: one decode step
+	RateSource  string   `json:"rate_source"`
+	PriceIn     *float64 `json:"price_in,omitempty"`  // USD per million prompt tokens
+	PriceOut    *float64 `json:"price_out,omitempty"` // USD per million completion tokens
+	PriceSource string   `json:"price_source,omitempty"`
+	HourlyCost  *float64 `json:"hourly_cost,omitempty"`
+}
+
+// datasetRow is one row of the table.
+type datasetRow struct {
+	Dataset     string        `json:"dataset"`
+	Records     int64         `json:"records"`
+	DoneRecords int64         `json:"done_records"`
+	Spent       int64         `json:"spent"`
+	BudgetLeft  *int64        `json:"budget_left,omitempty"`
+	Fit         float64       `json:"fit"`
+	Prompt      float64       `json:"prompt_tokens"`
+	Completion  float64       `json:"completion_tokens"`
+	TotalTokens spread        `json:"total_tokens"`
+	Uncut       spread        `json:"uncut_tokens"`
+	PastBudget  float64       `json:"past_budget"`
+	Lengths     *lengthReport `json:"lengths,omitempty"`
+	Backends    []cost        `json:"backends"`
+
+	totals []int64 // per draw, for the total row's percentiles
+	uncuts []int64
+}
+
+type spread struct {
+	Mean float64 `json:"mean"`
+	P10  int64   `json:"p10"`
+	P50  int64   `json:"p50"`
+	P90  int64   `json:"p90"`
+}
+
+func spreadOf(v []int64) spread {
+	return spread{Mean: mean(v), P10: percentile(v, 10), P50: percentile(v, 50), P90: percentile(v, 90)}
+}
+
+type lengthReport struct {
+	Source         string  `json:"source"`
+	Mean           float64 `json:"mean"`
+	TruncatedShare float64 `json:"truncated_share"`
+}
+
+// cost is one dataset on one backend. Seconds and USD are null when the
+// backend has no speed or no price.
+type cost struct {
+	Label        string   `json:"label"`
+	Seconds      *float64 `json:"seconds"`
+	Hours        *float64 `json:"hours"`
+	USD          *float64 `json:"usd"`
+	Steps        int64    `json:"steps,omitempty"` // SGLang: decode steps
+	UncutSeconds *float64 `json:"uncut_seconds,omitempty"`
+	UncutUSD     *float64 `json:"uncut_usd,omitempty"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// roundTo rounds v to a multiple of unit, away from float noise such as
+// 0.09999999999999999 for a price of 0.1.
+func roundTo(v, unit float64) float64 { return math.Round(v/unit) * unit }
+
+// lengthsFor picks what a dataset's answers are drawn from.
+func lengthsFor(g *group, cfg *config, flag lengths, pooled *empirical) (lengths, error) {
+	own := &empirical{values: g.done.answers, truncated: g.done.truncated, limit: cfg.maxTokens, source: "done file"}
+	switch {
+	case len(own.values) >= minDoneAnswers:
+		return own, nil
+	case flag != nil:
+		return flag, nil
+	case pooled != nil && len(pooled.values) > 0:
+		return pooled, nil
+	case len(own.values) > 0:
+		return own, nil
+	}
+	return nil, cliutil.Usagef("dataset %q: no answer lengths known (no answers in the done file): give --lengths SPEC", g.name)
+}
+
+func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag lengths, backends []*backendModel) (*report, error) {
+	rep := &report{Seed: cfg.seed, Draws: cfg.draws}
+	if cfg.budget >= 0 {
+		rep.Budget = ptr(cfg.budget)
+	}
+	if len(groups) == 0 {
+		return nil, exitcode.NoInputf("no records to do in the input: nothing to estimate")
+	}
+	var pooled *empirical
+	names := make([]string, 0, len(done))
+	for name := range done {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the same pooled sample, and so the same draws, every time
+	for _, name := range names {
+		d := done[name]
+		if pooled == nil {
+			pooled = &empirical{limit: cfg.maxTokens, source: "done file, all datasets"}
+		}
+		pooled.values = append(pooled.values, d.answers...)
+		pooled.truncated += d.truncated
+	}
+	for _, b := range backends {
+		rep.Backends = append(rep.Backends, describeBackend(b))
+	}
+	total := &datasetRow{Dataset: "total", Backends: make([]cost, len(backends))}
+	for i, b := range backends {
+		total.Backends[i].Label = b.label
+	}
+	total.totals = make([]int64, cfg.draws)
+	total.uncuts = make([]int64, cfg.draws)
+	var totalLeft int64
+	for _, g := range groups {
+		dist, err := lengthsFor(g, cfg, flag, pooled)
+		if err != nil {
+			return nil, err
+		}
+		row := &datasetRow{Dataset: g.name, Records: int64(len(g.prompts)), DoneRecords: g.done.records, Spent: g.done.spent,
+			Lengths: &lengthReport{Source: dist.String(), Mean: dist.mean(), TruncatedShare: dist.truncatedShare()}}
+		left := int64(-1)
+		if cfg.budget >= 0 {
+			left = max(cfg.budget-g.done.spent, 0)
+			row.BudgetLeft = ptr(left)
+			totalLeft += left
+		}
+		draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens)
+		var fit, prompt, completion []int64
+		for _, d := range draws {
+			fit = append(fit, d.fit)
+			prompt = append(prompt, d.prompt)
+			completion = append(completion, d.completion)
+			row.totals = append(row.totals, d.total())
+			row.uncuts = append(row.uncuts, d.uncut)
+		}
+		row.Fit, row.Prompt, row.Completion = mean(fit), mean(prompt), mean(completion)
+		row.TotalTokens, row.Uncut = spreadOf(row.totals), spreadOf(row.uncuts)
+		if left >= 0 {
+			past := make([]int64, len(draws))
+			for i, d := range draws {
+				past[i] = max(d.uncut-left, 0)
+			}
+			row.PastBudget = mean(past)
+		}
+		for _, b := range backends {
+			row.Backends = append(row.Backends, costOf(b, draws, left >= 0))
+		}
+		addRow(total, row)
+		rep.Datasets = append(rep.Datasets, row)
+	}
+	total.TotalTokens, total.Uncut = spreadOf(total.totals), spreadOf(total.uncuts)
+	if cfg.budget >= 0 {
+		total.BudgetLeft = ptr(totalLeft)
+	}
+	rep.Total = total
+	return rep, nil
+}
+
+// costOf is a dataset's time and money on a backend, the mean over the
+// timed draws.
+func costOf(b *backendModel, draws []draw, hasBudget bool) cost {
+	c := cost{Label: b.label}
+	n := min(len(draws), timedDraws)
+	var secs, uncutSecs, usd, uncutUSD float64
+	var steps int64
+	for _, d := range draws[:n] {
+		s, st := b.runTime(d.jobs)
+		secs += s
+		steps += st
+		if hasBudget {
+			us, _ := b.runTime(d.uncutJobs)
+			uncutSecs += us
+		}
+	}
+	for _, d := range draws {
+		usd += float64(d.prompt)*b.price.prompt + float64(d.completion)*b.price.completion
+		uncutUSD += float64(d.uncutPrompt)*b.price.prompt + float64(d.uncutCompl)*b.price.completion
+	}
+	usd = roundTo(usd/float64(len(draws)), 1e-9)
+	uncutUSD = roundTo(uncutUSD/float64(len(draws)), 1e-9)
+	if b.knowsTime() {
+		c.Seconds = ptr(secs / float64(n))
+		c.Hours = ptr(*c.Seconds / 3600)
+		c.Steps = steps / int64(n)
+		if hasBudget {
+			c.UncutSeconds = ptr(uncutSecs / float64(n))
+		}
+	}
+	switch {
+	case b.kind == kindOpenRouter:
+		c.USD = ptr(usd)
+		if hasBudget {
+			c.UncutUSD = ptr(uncutUSD)
+		}
+	case b.hourlyCost > 0 && c.Seconds != nil:
+		c.USD = ptr(*c.Hours * b.hourlyCost)
+		if hasBudget {
+			c.UncutUSD = ptr(*c.UncutSeconds / 3600 * b.hourlyCost)
+		}
+	}
+	return c
+}
+
+// addRow adds a dataset to the total: the datasets run one after another.
+func addRow(t, r *datasetRow) {
+	t.Records += r.Records
+	t.DoneRecords += r.DoneRecords
+	t.Spent += r.Spent
+	t.Fit += r.Fit
+	t.Prompt += r.Prompt
+	t.Completion += r.Completion
+	t.PastBudget += r.PastBudget
+	for i, v := range r.totals {
+		t.totals[i] += v
+		t.uncuts[i] += r.uncuts[i]
+	}
+	for i, c := range r.Backends {
+		tc := &t.Backends[i]
+		tc.Steps += c.Steps
+		tc.Seconds = addPtr(tc.Seconds, c.Seconds)
+		tc.Hours = addPtr(tc.Hours, c.Hours)
+		tc.USD = addPtr(tc.USD, c.USD)
+		tc.UncutSeconds = addPtr(tc.UncutSeconds, c.UncutSeconds)
+		tc.UncutUSD = addPtr(tc.UncutUSD, c.UncutUSD)
+	}
+}
+
+func addPtr(a, b *float64) *float64 {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		return ptr(*b)
+	}
+	return ptr(*a + *b)
+}
+
+func describeBackend(b *backendModel) backendReport {
+	r := backendReport{Label: b.label, URL: b.url, Model: b.model, RateSource: b.rateSource}
+	if b.rate > 0 {
+		r.Rate = ptr(b.rate)
+	}
+	switch b.kind {
+	case kindSGLang:
+		r.Kind = "sglang"
+		r.KVTokens, r.MaxRunning = b.cap.kvTokens, b.cap.maxRunning
+		if b.stepTime > 0 {
+			r.StepSeconds = ptr(b.stepTime)
+		}
+		if b.hourlyCost > 0 {
+			r.HourlyCost = ptr(b.hourlyCost)
+		}
+	case kindOpenRouter:
+		r.Kind = "openrouter"
+		r.PriceIn, r.PriceOut = ptr(roundTo(b.price.prompt*perMillion, 1e-9)), ptr(roundTo(b.price.completion*perMillion, 1e-9))
+		r.PriceSource = b.priceSource
+	}
+	return r
+}
+
+func writeJSON(w io.Writer, rep *report) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// writeTable prints where the figures come from, then the table.
+func writeTable(w io.Writer, rep *report) error {
+	var b strings.Builder
+	for _, be := range rep.Backends {
+		fmt.Fprintf(&b, "%s  %s\n", be.Label, backendLine(be))
+	}
+	for _, d := range rep.Datasets {
+		l := d.Lengths
+		fmt.Fprintf(&b, "%s: answers from %s, mean %s tokens, %.1f%% truncated", d.Dataset, l.Source,
+			cliutil.Thousands(int64(math.Round(l.Mean))), 100*l.TruncatedShare)
+		if d.BudgetLeft != nil {
+			fmt.Fprintf(&b, "; budget %s, %s spent, %s left", cliutil.Thousands(*rep.Budget), cliutil.Thousands(d.Spent), cliutil.Thousands(*d.BudgetLeft))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := []string{"dataset", "records"}
+	if rep.Budget != nil {
+		header = append(header, "fit")
+	}
+	header = append(header, "prompt", "completion", "total", "p10", "p90")
+	if rep.Budget != nil {
+		header = append(header, "past budget")
+	}
+	for _, be := range rep.Backends {
+		header = append(header, be.Label+" time", be.Label+" USD")
+	}
+	rows := append(rep.Datasets, rep.Total)
+	width := len(header[0])
+	for _, r := range rows {
+		width = max(width, len(r.Dataset))
+	}
+	header[0] = padRight(header[0], width)
+	writeCells(tw, header)
+	for _, r := range rows {
+		cells := []string{padRight(r.Dataset, width), cliutil.Thousands(r.Records)}
+		if rep.Budget != nil {
+			cells = append(cells, cliutil.Thousands(int64(math.Round(r.Fit))))
+		}
+		cells = append(cells, tokens(r.Prompt), tokens(r.Completion), tokens(r.TotalTokens.Mean),
+			tokens(float64(r.TotalTokens.P10)), tokens(float64(r.TotalTokens.P90)))
+		if rep.Budget != nil {
+			cells = append(cells, tokens(r.PastBudget))
+		}
+		for _, c := range r.Backends {
+			cells = append(cells, duration(c.Seconds), dollars(c.USD))
+		}
+		writeCells(tw, cells)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Right alignment pads the first column too: drop that padding.
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		b.WriteString(strings.TrimPrefix(line, "  "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeCells(tw *tabwriter.Writer, cells []string) {
+	fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+}
+
+// padRight pads the dataset names to one width: the table aligns numbers
+// right, and names read better aligned left.
+func padRight(s string, width int) string {
+	return s + strings.Repeat(" ", max(width-len(s), 0))
+}
+
+func backendLine(be backendReport) string {
+	var parts []string
+	switch be.Kind {
+	case "sglang":
+		parts = append(parts, fmt.Sprintf("sglang %s: KV %s tokens, %s running at most", be.URL,
+			cliutil.Thousands(int64(be.KVTokens)), cliutil.Thousands(int64(be.MaxRunning))))
+		if be.HourlyCost != nil {
+			parts = append(parts, fmt.Sprintf("$%.2f an hour", *be.HourlyCost))
+		}
+	default:
+		parts = append(parts, fmt.Sprintf("openrouter %s: $%s in, $%s out per million tokens (%s)", be.Model,
+			money(*be.PriceIn), money(*be.PriceOut), be.PriceSource))
+	}
+	if be.RateSource != "" {
+		parts = append(parts, "speed from "+be.RateSource)
+	} else {
+		parts = append(parts, "no speed known (give --rate)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// tokens writes a token count: exact below a million, else 12.3M.
+func tokens(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	}
+	return cliutil.Thousands(int64(math.Round(v)))
+}
+
+func money(v float64) string {
+	s := fmt.Sprintf("%.4f", v)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}
+
+func dollars(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	switch {
+	case *v > 0 && *v < 0.01:
+		return "$" + strconv.FormatFloat(*v, 'g', 2, 64)
+	case *v < 10:
+		return fmt.Sprintf("$%.2f", *v)
+	}
+	return "$" + cliutil.Thousands(int64(math.Round(*v)))
+}
+
+// duration writes seconds as people read a run's length: 45s, 12m30s, 7h05m.
+func duration(secs *float64) string {
+	if secs == nil {
+		return "-"
+	}
+	d := time.Duration(*secs * float64(time.Second))
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+	case d < time.Hour:
+		d = d.Round(time.Second)
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

@@ -1,0 +1,292 @@
+package estimate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// perMillion turns prices per million tokens into prices per token.
+const perMillion = 1e6
+
+// minDoneAnswers is the fewest answers of a dataset its own lengths are
+// drawn from; with fewer, --lengths or the other datasets' answers serve.
+const minDoneAnswers = 20
+
+// config is estimate's flags, checked.
+type config struct {
+	files       []string
+	by          string
+	done        []string
+	lengthsSpec string
+	maxTokens   int
+	budget      int64 // -1: none
+	urls        []string
+	models      []string
+	routerURL   string
+	apiKey      string
+	priceIn     float64
+	priceOut    float64
+	hasPrices   bool
+	rates       map[string]float64 // by backend URL or model; "" for all
+	hourlyCost  float64
+	concurrency int
+	draws       int
+	seed        uint64
+	json        bool
+	quiet       bool
+	input       jsonl.Options
+}
+
+func parse(c *cli.Context) (*config, error) {
+	cfg := &config{
+		files:       c.Args().Slice(),
+		by:          c.String(flagBy),
+		done:        c.StringSlice(flagDone),
+		lengthsSpec: c.String(flagLengths),
+		budget:      -1,
+		urls:        c.StringSlice(flagURL),
+		models:      c.StringSlice(flagModel),
+		routerURL:   strings.TrimSuffix(c.String(flagOpenRouterURL), "/"),
+		apiKey:      os.Getenv(apiKeyEnv),
+		priceIn:     c.Float64(flagPriceIn),
+		priceOut:    c.Float64(flagPriceOut),
+		hourlyCost:  c.Float64(flagHourlyCost),
+		concurrency: c.Int(flagConcurrency),
+		draws:       c.Int(flagDraws),
+		seed:        c.Uint64(flagSeed),
+		json:        c.Bool(flagJSON),
+		quiet:       c.Bool(cliutil.FlagQuiet),
+		rates:       map[string]float64{},
+	}
+	if c.IsSet(flagBudget) {
+		n, err := cliutil.ParseCount(c.String(flagBudget))
+		if err != nil {
+			return nil, cliutil.Usagef("--%s: %v", flagBudget, err)
+		}
+		cfg.budget = n
+	}
+	if s := c.String(flagMaxTokens); s != "" {
+		n, err := cliutil.ParseCount(s)
+		if err != nil || n < 1 || n > 1<<30 {
+			return nil, cliutil.Usagef("--%s %q: want a positive number of tokens", flagMaxTokens, s)
+		}
+		cfg.maxTokens = int(n)
+	}
+	if c.IsSet(flagPriceIn) != c.IsSet(flagPriceOut) {
+		return nil, cliutil.Usagef("--%s and --%s go together: give both (USD per million tokens)", flagPriceIn, flagPriceOut)
+	}
+	cfg.hasPrices = c.IsSet(flagPriceIn)
+	if cfg.priceIn < 0 || cfg.priceOut < 0 || cfg.hourlyCost < 0 {
+		return nil, cliutil.Usagef("prices must not be negative")
+	}
+	if cfg.hasPrices && len(cfg.models) == 0 {
+		return nil, cliutil.Usagef("--%s and --%s price a --model: name it (any id, e.g. --model mine)", flagPriceIn, flagPriceOut)
+	}
+	if c.IsSet(flagHourlyCost) && len(cfg.urls) == 0 {
+		return nil, cliutil.Usagef("--%s prices the hours of a --url server: give one", flagHourlyCost)
+	}
+	for _, spec := range c.StringSlice(flagRate) {
+		name, value := "", spec
+		if k := strings.LastIndexByte(spec, '='); k >= 0 {
+			name, value = spec[:k], spec[k+1:]
+		}
+		r, err := parseRate(value)
+		if err != nil {
+			return nil, cliutil.Usagef("--%s %q: %v", flagRate, spec, err)
+		}
+		if name != "" && !contains(cfg.urls, name) && !contains(cfg.models, name) {
+			return nil, cliutil.Usagef("--%s %q: %q is neither a --url nor a --model", flagRate, spec, name)
+		}
+		cfg.rates[name] = r
+	}
+	if cfg.concurrency < 1 {
+		return nil, cliutil.Usagef("--%s must be at least 1", flagConcurrency)
+	}
+	if cfg.draws < 1 || cfg.draws > 100000 {
+		return nil, cliutil.Usagef("--%s must be between 1 and 100000", flagDraws)
+	}
+	if len(cfg.done) == 0 && cfg.lengthsSpec == "" {
+		return nil, cliutil.Usagef("say what answers will look like: --done FILE (the output so far) or --lengths SPEC (e.g. mean=800,p90=3000)")
+	}
+	var err error
+	if cfg.input, err = cliutil.InputOptions(c); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseRate reads tokens per second: 1250, 1.25k, 850.5.
+func parseRate(s string) (float64, error) {
+	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+		if f <= 0 || f > 1e12 {
+			return 0, fmt.Errorf("want a positive number of tokens per second")
+		}
+		return f, nil
+	}
+	n, err := cliutil.ParseCount(s)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("want tokens per second such as 1250 or 1.2k")
+	}
+	return float64(n), nil
+}
+
+func run(c *cli.Context) error {
+	cfg, err := parse(c)
+	if err != nil {
+		return err
+	}
+	var dist lengths
+	if cfg.lengthsSpec != "" {
+		if dist, err = parseLengths(cfg.lengthsSpec, cfg.maxTokens); err != nil {
+			if _, usage := err.(interface{ ExitCode() int }); usage {
+				return err
+			}
+			return cliutil.Usagef("%v", err)
+		}
+	}
+	rd := &reader{by: cfg.by, input: cfg.input, scan: record.NewScanner("", false, "")}
+	done, err := rd.readDone(c.App.Reader, cfg.done)
+	if err != nil {
+		return err
+	}
+	groups, err := rd.readPrompts(c.App.Reader, cfg.files)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if d := done[g.name]; d != nil {
+			g.done = *d
+		}
+	}
+	note := func(format string, args ...any) {
+		if !cfg.quiet {
+			cliutil.Notef(c.App.ErrWriter, c.App.Name, format, args...)
+		}
+	}
+	backends, err := probeBackends(c.Context, cfg, done, note)
+	if err != nil {
+		return err
+	}
+	rep, err := buildReport(cfg, groups, done, dist, backends)
+	if err != nil {
+		return err
+	}
+	if cfg.json {
+		return writeJSON(c.App.Writer, rep)
+	}
+	return writeTable(c.App.Writer, rep)
+}
+
+// probeBackends asks each backend what it can: capacity, speed, prices.
+func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats, note func(string, ...any)) ([]*backendModel, error) {
+	var pooled doneStats
+	for _, d := range done {
+		pooled.sglang = appendTimings(pooled.sglang, d.sglang)
+		pooled.openai = appendTimings(pooled.openai, d.openai)
+	}
+	rateFor := func(name string) (float64, bool) {
+		if r, ok := cfg.rates[name]; ok {
+			return r, true
+		}
+		r, ok := cfg.rates[""]
+		return r, ok
+	}
+	var out []*backendModel
+	label := func() string { return string(rune('A' + len(out)%26)) }
+	for _, u := range cfg.urls {
+		u = strings.TrimSuffix(u, "/")
+		b := &backendModel{label: label(), kind: kindSGLang, url: u, hourlyCost: cfg.hourlyCost}
+		var err error
+		if b.cap, err = serverCapacity(ctx, u, ""); err != nil {
+			return nil, err
+		}
+		load, merr := serverMetrics(ctx, u, "")
+		if merr == nil && load.genThroughput <= 0 {
+			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
+		}
+		doneRate, _, doneOK := pooled.sglang.decodeRate()
+		switch r, ok := rateFor(u); {
+		case ok:
+			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
+		case merr == nil && load.running > 0:
+			// A busy server: its throughput over its running batch is the
+			// time of one decode step.
+			b.stepTime = load.running / load.genThroughput
+			b.rateSource = fmt.Sprintf("/metrics: %s tok/s with %.0f running", fmtRate(load.genThroughput), load.running)
+		case doneOK:
+			b.stepTime = 1 / doneRate
+			b.rateSource = fmt.Sprintf("the done file: %s tok/s per running request (%d answers)", fmtRate(doneRate), len(pooled.sglang.lengths))
+		case merr == nil:
+			// An idle server keeps its last figure, taken at a batch
+			// nobody knows: read as a full batch's.
+			b.rate = load.genThroughput
+			b.rateSource = fmt.Sprintf("/metrics: %s tok/s when last busy", fmtRate(load.genThroughput))
+		default:
+			note("%s: %v; no speed known: give --rate", u, merr)
+		}
+		out = append(out, b)
+	}
+	for _, m := range cfg.models {
+		b := &backendModel{label: label(), kind: kindOpenRouter, url: cfg.routerURL, model: m, concurrency: cfg.concurrency}
+		if cfg.hasPrices {
+			b.price = prices{cfg.priceIn / perMillion, cfg.priceOut / perMillion}
+			b.priceSource = "--price-in/--price-out"
+		} else {
+			p, err := listedPrices(ctx, cfg.routerURL, m, cfg.apiKey)
+			if err != nil {
+				return nil, err
+			}
+			b.price, b.priceSource = p, cfg.routerURL+"/models"
+		}
+		if r, ok := rateFor(m); ok {
+			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
+		} else if r, overhead, ok := pooled.openai.decodeRate(); ok {
+			b.perRequest, b.overhead = r, overhead
+			if len(pooled.openai.firstToken) > 0 {
+				var sum float64
+				for _, v := range pooled.openai.firstToken {
+					sum += v
+				}
+				b.overhead = sum / float64(len(pooled.openai.firstToken))
+			}
+			b.rateSource = fmt.Sprintf("done file: %s tok/s per request after %.1fs, %d in flight", fmtRate(r), b.overhead, b.concurrency)
+		} else {
+			note("%s: no speed known: give --rate %s=TOK/S", m, m)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func appendTimings(a, b timings) timings {
+	a.lengths = append(a.lengths, b.lengths...)
+	a.latencies = append(a.latencies, b.latencies...)
+	a.firstToken = append(a.firstToken, b.firstToken...)
+	return a
+}
+
+// fmtRate writes tokens per second as people read them.
+func fmtRate(r float64) string {
+	if r >= 100 {
+		return cliutil.Thousands(int64(r + 0.5))
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64)
+}
