@@ -57,10 +57,9 @@ type draw struct {
 	completion  int64 // their completion tokens
 	uncut       int64 // total tokens of every record, the budget ignored
 	uncutCompl  int64
-	jobs        []job // the records that fit, for the time model (kept for the first draws only)
-	uncutJobs   []job
-	truncated   int64
 	uncutPrompt int64
+	jobs        []job // the records that fit, for the time model (kept for the first draws only)
+	uncutJobs   []job // every record
 }
 
 func (d draw) total() int64 { return d.prompt + d.completion }
