@@ -134,7 +134,7 @@ func retryAfter(header http.Header, now time.Time) time.Duration {
 // for an empty body.
 func serverMessage(body []byte, contentType string) string {
 	body = trimBOM(body)
-	if gjson.ValidBytes(body) {
+	if validJSON(body) {
 		doc := gjson.ParseBytes(body)
 		if msg := jsonErrorMessage(doc); msg != "" {
 			return msg

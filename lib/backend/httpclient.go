@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // Options configure a backend. The zero value works: the shared client, no
@@ -387,7 +389,7 @@ func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, handle func
 // refused, not misread.
 func parseAnswer(data []byte) (gjson.Result, *Error) {
 	data = trimBOM(data)
-	if !gjson.ValidBytes(data) {
+	if !validJSON(data) {
 		return gjson.Result{}, protocolError("answer is not JSON: %s", snippet(data))
 	}
 	doc := gjson.ParseBytes(data)
@@ -398,6 +400,13 @@ func parseAnswer(data []byte) (gjson.Result, *Error) {
 		return gjson.Result{}, streamError(doc)
 	}
 	return doc, nil
+}
+
+// validJSON is gjson's validation behind a bound on nesting: it recurses
+// once per level, and a server's twelve megabytes of "[" would overflow
+// the stack.
+func validJSON(data []byte) bool {
+	return jsonl.WithinDepth(data, jsonl.MaxDepth) && gjson.ValidBytes(data)
 }
 
 // clean scrubs the API key from an error's message.

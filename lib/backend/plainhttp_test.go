@@ -21,7 +21,7 @@ type rawServer struct {
 	conns atomic.Int32
 }
 
-func newRawServer(t *testing.T, serve func(conn net.Conn, requests *bufio.Reader)) *rawServer {
+func newRawServer(t testing.TB, serve func(conn net.Conn, requests *bufio.Reader)) *rawServer {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

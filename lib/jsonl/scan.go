@@ -546,3 +546,34 @@ func (s *scanner) escape() error {
 func isHex(c byte) bool {
 	return class[c] == clDigit || (c|0x20 >= 'a' && c|0x20 <= 'f')
 }
+
+// MaxDepth is the deepest nesting of arrays and objects any tool accepts,
+// from a file or from a server. Recursive parsers (gjson's validation among
+// them) use one stack frame per level: twelve megabytes of "[" would
+// overflow the stack and crash the tool, so bytes from outside are checked
+// with WithinDepth before such a parser sees them.
+const MaxDepth = maxDepth
+
+// WithinDepth reports whether the arrays and objects of b nest at most
+// limit deep. It only counts brackets outside strings, in one pass without
+// recursion, and says nothing else about b's validity.
+func WithinDepth(b []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '[', '{':
+			if depth++; depth > limit {
+				return false
+			}
+		case ']', '}':
+			depth--
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return true
+}

@@ -240,3 +240,47 @@ func TestIntArrayLenEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+func TestWithinDepth(t *testing.T) {
+	for _, tc := range []struct {
+		json  string
+		limit int
+		want  bool
+	}{
+		{`1`, 0, true},
+		{`[]`, 0, false},
+		{`[]`, 1, true},
+		{`{"a":[{"b":[]}]}`, 4, true},
+		{`{"a":[{"b":[]}]}`, 3, false},
+		{`{"a":"[[[[[["}`, 1, true},                    // brackets inside a string do not count
+		{`{"a":"\"[[[[["}`, 1, true},                   // nor after an escaped quote
+		{`{"a":"\\"}`, 1, true},                        // an escaped backslash ends before the quote
+		{`[[[[`, 3, false},                             // unbalanced: the depth reached counts
+		{`]]]][`, 1, true},                             // closing first never goes below the limit
+		{strings.Repeat("[", 12<<20), MaxDepth, false}, // the reply that crashed generate
+	} {
+		if got := WithinDepth([]byte(tc.json), tc.limit); got != tc.want {
+			t.Errorf("WithinDepth(%.40q, %d) = %v, want %v", tc.json, tc.limit, got, tc.want)
+		}
+	}
+}
+
+func FuzzWithinDepth(f *testing.F) {
+	for _, s := range []string{`[[1]]`, `{"a":"[\"["}`, `[` + strings.Repeat(`{"a":[`, 20)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// The scanner bounds the depth of values, so an empty array may
+		// open one level more: what it accepts nests within MaxDepth+1.
+		if Valid(b) && !WithinDepth(b, MaxDepth+1) {
+			t.Fatalf("Valid(%q) but not WithinDepth", b)
+		}
+		if !WithinDepth(b, 3) && Valid(b) {
+			deep := bytes.Repeat([]byte("["), MaxDepth-2)
+			wrapped := append(append(deep, b...), bytes.Repeat([]byte("]"), MaxDepth-2)...)
+			if Valid(wrapped) {
+				t.Fatalf("%q nests deeper than 3, yet wrapped %d deep it stays within MaxDepth", b, MaxDepth-2)
+			}
+		}
+	})
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // maxBodyBytes bounds request bodies; prompts of a 32k context fit easily.
@@ -30,8 +32,8 @@ func readJSON(r *http.Request) (gjson.Result, error) {
 	if err != nil {
 		return gjson.Result{}, fmt.Errorf("reading request body: %w", err)
 	}
-	if !gjson.ValidBytes(body) {
-		return gjson.Result{}, errors.New("request body is not valid JSON")
+	if !jsonl.WithinDepth(body, jsonl.MaxDepth) || !gjson.ValidBytes(body) {
+		return gjson.Result{}, errors.New("request body is not valid JSON (or nests deeper than 10000)")
 	}
 	doc := gjson.ParseBytes(body)
 	if !doc.IsObject() {
