@@ -31,7 +31,7 @@ type sseReader struct {
 	line    []byte // a line longer than the read buffer, assembled
 	data    []byte // the data of the event being read
 	hasData bool   // a data field was seen since the last dispatch
-	pending []byte // lines left over after splitting on a lone CR
+	afterCR bool   // the last line ended in a CR at the end of the buffer: an LF next belongs to it
 	started bool   // the byte order mark check is done
 }
 
@@ -82,72 +82,58 @@ func (s *sseReader) Next() ([]byte, error) {
 	}
 }
 
-// readLine returns the next line without its terminator. The slice is
-// valid until the next call.
+// readLine returns the next line without its terminator: LF, CRLF or a
+// CR alone (old Mac line ends, which the specification allows). A line
+// ending in CR is returned at once, without waiting to see whether an LF
+// follows: a server that ends its lines with CR alone must not have its
+// event held back until its next one. The slice is valid until the next
+// call. A stream ending in the middle of a line ends with
+// io.ErrUnexpectedEOF, and the partial line is dropped.
 func (s *sseReader) readLine() ([]byte, error) {
-	if s.pending != nil {
-		return s.splitCR(), nil
-	}
-	raw, err := s.readRawLine()
-	if err != nil {
-		return nil, err
-	}
-	if !s.started {
-		s.started = true
-		raw = trimBOM(raw)
-	}
-	// ReadSlice reads up to the LF, so a CRLF is never split between two
-	// raw lines; only CRs inside the line remain to be split. (A stream
-	// that ends its lines with CR alone and never sends an LF is not
-	// supported: no server in use does that.)
-	raw = raw[:len(raw)-1] // the LF
-	if n := len(raw); n > 0 && raw[n-1] == '\r' {
-		raw = raw[:n-1]
-	}
-	if bytes.IndexByte(raw, '\r') < 0 {
-		return raw, nil
-	}
-	s.pending = raw
-	return s.splitCR(), nil
-}
-
-// splitCR returns the next CR-terminated piece of a line that contained
-// lone CRs (old Mac line ends, which the specification allows).
-func (s *sseReader) splitCR() []byte {
-	i := bytes.IndexByte(s.pending, '\r')
-	if i < 0 {
-		line := s.pending
-		s.pending = nil
-		return line
-	}
-	line := s.pending[:i]
-	s.pending = s.pending[i+1:]
-	return line
-}
-
-// readRawLine reads up to and including the next LF. A stream ending
-// without a final LF ends with io.EOF (or the read error) and the partial
-// line is dropped. A lone CR at the very end of a stream is treated alike.
-func (s *sseReader) readRawLine() ([]byte, error) {
 	s.line = s.line[:0]
 	for {
-		chunk, err := s.r.ReadSlice('\n')
-		if err == nil {
-			if len(s.line) == 0 {
-				return chunk, nil
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(s.line) > 0 {
+					return nil, io.ErrUnexpectedEOF
+				}
+				return nil, err
 			}
-			s.line = append(s.line, chunk...)
-			return s.line, nil
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			if errors.Is(err, io.EOF) && len(s.line)+len(chunk) > 0 {
-				return nil, io.ErrUnexpectedEOF
+		buf, _ := s.r.Peek(s.r.Buffered())
+		if s.afterCR {
+			s.afterCR = false
+			if buf[0] == '\n' { // the LF of a CRLF split by a read
+				s.r.Discard(1)
+				continue
 			}
-			return nil, err
 		}
-		if len(s.line)+len(chunk) > s.maxLine {
-			return nil, fmt.Errorf("%w (over %d bytes)", errLineTooLong, s.maxLine)
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if len(s.line)+len(buf) > s.maxLine {
+				return nil, fmt.Errorf("%w (over %d bytes)", errLineTooLong, s.maxLine)
+			}
+			s.line = append(s.line, buf...)
+			s.r.Discard(len(buf))
+			continue
 		}
-		s.line = append(s.line, chunk...)
+		line := buf[:i]
+		if len(s.line) > 0 {
+			s.line = append(s.line, line...)
+			line = s.line
+		}
+		if buf[i] == '\r' {
+			if i+1 < len(buf) && buf[i+1] == '\n' {
+				i++
+			} else {
+				s.afterCR = i+1 == len(buf)
+			}
+		}
+		s.r.Discard(i + 1)
+		if !s.started {
+			s.started = true
+			line = trimBOM(line)
+		}
+		return line, nil
 	}
 }

@@ -38,6 +38,8 @@ func TestSSEReader(t *testing.T) {
 		{"multi-line data", "data: a\ndata:b\ndata:  c\n\n", []string{"a\nb\n c"}, nil},
 		{"CRLF", "data: a\r\n\r\ndata: b\r\n\r\n", []string{"a", "b"}, nil},
 		{"lone CR inside a line", "data: a\rdata: b\r\r\n", []string{"a\nb"}, nil},
+		{"CR only", "data: a\r\rdata: b\rdata: c\r\r", []string{"a", "b\nc"}, nil},
+		{"CR only, mixed with CRLF", "data: a\r\r\ndata: b\r\n\r", []string{"a", "b"}, nil},
 		{"empty data", "data\n\ndata:\n\n", []string{"", ""}, nil},
 		{"blank lines only", "\n\n\n", nil, nil},
 		{"byte order mark", "\xEF\xBB\xBFdata: a\n\n", []string{"a"}, nil},
@@ -57,6 +59,38 @@ func TestSSEReader(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSSECROnlyDispatchesAtOnce: an event whose lines end in CR alone is
+// handed over as soon as its blank line arrives, not when the server sends
+// its next bytes (it may send none until the answer ends).
+func TestSSECROnlyDispatchesAtOnce(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	s := newSSEReader(r, 1<<20)
+	got := make(chan string)
+	go func() {
+		for {
+			data, err := s.Next()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(data)
+		}
+	}()
+	for _, ev := range []string{"a", "b"} {
+		io.WriteString(w, "data: "+ev+"\r\r")
+		if data := <-got; data != ev {
+			t.Fatalf("got %q, want %q", data, ev)
+		}
+	}
+	// An LF after a CR that ended a read is the same line end, not a blank line.
+	io.WriteString(w, "data: c\r")
+	io.WriteString(w, "\n\r\n")
+	if data := <-got; data != "c" {
+		t.Fatalf("got %q, want c", data)
 	}
 }
 
