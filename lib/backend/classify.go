@@ -222,9 +222,14 @@ func trimBOM(b []byte) []byte {
 // package is told apart from the caller's cancellation.
 var (
 	errRequestTimeout = errors.New("no complete answer within the request timeout")
-	errIdleTimeout    = errors.New("stream idle for longer than the idle timeout")
+	errIdleTimeout    = ErrIdleTimeout
 	errDrainTimeout   = errors.New("stream went on after [DONE]")
 )
+
+// ErrIdleTimeout is the cause of a KindTimeout error (errors.Is finds it)
+// when a stream was silent for longer than Options.IdleTimeout, so that a
+// caller can name its own setting in what it prints.
+var ErrIdleTimeout = errors.New("stream idle for longer than the idle timeout")
 
 // transportError classifies a failure to send a request or to read its
 // answer. parent is the caller's context, reqCtx the request's own (which
@@ -236,7 +241,14 @@ func transportError(parent, reqCtx context.Context, err error) *Error {
 		return &Error{Kind: KindTimeout, Message: cause.Error(), Retryable: true, cause: cause}
 	case parent.Err() != nil:
 		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			return &Error{Kind: KindTimeout, Message: "caller's deadline exceeded", Retryable: true, cause: parent.Err()}
+			// The caller's own cause (context.WithTimeoutCause) says which
+			// of its limits this was, in its words.
+			cause := context.Cause(parent)
+			msg := cause.Error()
+			if cause == context.DeadlineExceeded {
+				msg = "no complete answer before the caller's deadline"
+			}
+			return &Error{Kind: KindTimeout, Message: msg, Retryable: true, cause: cause}
 		}
 		return &Error{Kind: KindCanceled, Message: "request canceled", cause: context.Cause(parent)}
 	}

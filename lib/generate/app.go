@@ -46,6 +46,7 @@ const (
 	flagRetries            = "retries"
 	flagTimeout            = "timeout"
 	flagStream             = "stream"
+	flagIdleTimeout        = "idle-timeout"
 	flagAPIKeyFile         = "api-key-file"
 	flagReferer            = "referer"
 	flagTitle              = "title"
@@ -108,7 +109,10 @@ sidelined and retried later with backoff.
 
 Failures. What the server marks retryable (connection errors, timeouts, 5xx,
 429) is retried up to --retries times with exponential backoff and jitter,
-Retry-After honoured, on any server. Other failures (HTTP 400, a prompt over
+Retry-After honoured, on any server. An attempt ends after --timeout, and
+with --stream also when the server has sent nothing for --idle-timeout
+(default 2m: a stopped server, a dead peer behind a proxy); both are
+retried like a broken connection. Other failures (HTTP 400, a prompt over
 the context length) and exhausted retries become error records in --errors
 FILE: the request's own fields plus error {kind, status, message, attempts,
 retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries

@@ -35,6 +35,7 @@ type config struct {
 	params    backend.Params
 	stream    bool
 	timeout   time.Duration
+	idle      time.Duration // --idle-timeout, with --stream
 	retries   int
 	errors    string
 	inputs    []string
@@ -67,6 +68,13 @@ type config struct {
 // wait for it.
 var firstBackoff = 500 * time.Millisecond
 
+// defaultIdleTimeout is --idle-timeout: a streaming server that says
+// nothing for two minutes is taken for stuck (a stopped process, a dead
+// peer behind a proxy that keeps the connection open). Requests rarely
+// wait that long in a queue, since generate sizes its concurrency to the
+// server, and OpenRouter's keep-alive comments count as activity.
+const defaultIdleTimeout = 2 * time.Minute
+
 // maxBackoff caps the retry delay.
 const maxBackoff = 30 * time.Second
 
@@ -79,6 +87,7 @@ func parse(c *cli.Context) (*config, error) {
 		title:         c.String(flagTitle),
 		stream:        c.Bool(flagStream),
 		timeout:       c.Duration(flagTimeout),
+		idle:          c.Duration(flagIdleTimeout),
 		retries:       c.Int(flagRetries),
 		errors:        c.String(flagErrors),
 		inputs:        c.Args().Slice(),
@@ -129,6 +138,7 @@ func parse(c *cli.Context) (*config, error) {
 	}{
 		{flagRetries, cfg.retries < 0, "must not be negative"},
 		{flagTimeout, cfg.timeout < 0, "must not be negative"},
+		{flagIdleTimeout, cfg.idle < 0, "must not be negative"},
 		{flagDrainTimeout, cfg.drainTimeout < 0, "must not be negative"},
 		{flagProgressInterval, cfg.progressEvery < 0, "must not be negative"},
 		{flagReorderWindow, cfg.window < 1, "must be at least 1"},

@@ -43,6 +43,8 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: flagRetries, Value: 5, Usage: "retry a retryable failure up to `N` times (attempts = N+1)"},
 		&cli.DurationFlag{Name: flagTimeout, Value: 30 * time.Minute, Usage: "give up on one attempt after `DURATION` (then retry)"},
 		&cli.BoolFlag{Name: flagStream, Usage: "stream answers (detects dead connections and slow first tokens sooner)"},
+		&cli.DurationFlag{Name: flagIdleTimeout, Value: defaultIdleTimeout,
+			Usage: "with --stream: retry an attempt whose server sent nothing for `DURATION`; it must outlast the server's queueing (0: no limit)"},
 		// Scheduling.
 		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
 			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)"},

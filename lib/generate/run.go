@@ -160,11 +160,12 @@ func startLine(cfg *config, maxTokensSet bool) string {
 // newBackend builds the backend of --backend.
 func newBackend(cfg *config) backend.Backend {
 	opts := backend.Options{
-		Stream:  cfg.stream,
-		APIKey:  cfg.apiKey,
-		Referer: cfg.referer,
-		Title:   cfg.title,
-		Model:   cfg.model,
+		Stream:      cfg.stream,
+		IdleTimeout: cfg.idle,
+		APIKey:      cfg.apiKey,
+		Referer:     cfg.referer,
+		Title:       cfg.title,
+		Model:       cfg.model,
 	}
 	if cfg.backend == backendOpenAI {
 		return backend.NewOpenAI(opts)

@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -93,12 +94,19 @@ func (w *workers) work(j *job) {
 func (w *workers) attempt(j *job) (*backend.Result, error) {
 	ctx, cancel := w.stops.run, context.CancelFunc(func() {})
 	if w.cfg.timeout > 0 {
-		ctx, cancel = context.WithTimeout(w.stops.run, w.cfg.timeout)
+		// The cause is what the attempt's error says: the flag, not
+		// "deadline exceeded".
+		cause := fmt.Errorf("no complete answer within --%s %v", flagTimeout, w.cfg.timeout)
+		ctx, cancel = context.WithTimeoutCause(w.stops.run, w.cfg.timeout, cause)
 	}
 	defer cancel()
 	res, err := w.be.Do(ctx, j.server.url, &j.req)
 	if err != nil {
-		return nil, classify(err, ctx)
+		e := classify(err, ctx)
+		if errors.Is(e, backend.ErrIdleTimeout) {
+			e.Message = fmt.Sprintf("the server sent nothing for --%s %v", flagIdleTimeout, w.cfg.idle)
+		}
+		return nil, e
 	}
 	return res, nil
 }
