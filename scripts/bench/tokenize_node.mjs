@@ -1,20 +1,27 @@
-// Times the reference tokenizers on the corpus the Go benchmark uses.
-// Usage: node tokenize_node.mjs <node_modules dir> <models dir> <corpus.jsonl> <family> <seconds>
-// Prints one JSON line: {"family", "lib", "mb_per_s", "cpu_mb_per_s"}; the second is per second of
-// process CPU time, which a shared machine disturbs less than wall time.
-// tokenizer.json families go through npm `tokenizers` (HF's Rust core, one
-// awaited encode per text, add_special_tokens=false); Kimi through npm
-// `tiktoken` (WASM) with Kimi's pattern and special tokens, allowed_special="all".
+// The reference side of scripts/bench/tokenize.sh: encodes the texts of a
+// JSONL file ({"text": ...} per line) with the official implementations.
+// Usage: node tokenize_node.mjs <node_modules dir> <model dir> <texts.jsonl> <family> <seconds> [ids-out]
+//
+// tokenizer.json families go through npm `tokenizers` (HF's Rust core) by its
+// fast path, encodeBatch over batches of 1,024 texts; the thread count is the
+// caller's RAYON_NUM_THREADS (1 for one thread, unset for all cores). Kimi goes
+// through npm `tiktoken` (WASM, synchronous, no batch API) with Kimi's pattern
+// and special tokens, allowed_special="all".
+//
+// Prints one JSON line: {family, lib, mb_per_s, cpu_mb_per_s, passes}. MB/s is
+// of wall time; cpu_mb_per_s is per second of process CPU time over all its
+// threads, which a shared machine disturbs less. With ids-out, the ids of one
+// pass are written there, one JSON array per line, for the identity check.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 
-const [modules, modelsDir, corpusPath, family, secondsArg] = process.argv.slice(2);
+const [modules, dir, textsPath, family, secondsArg, idsOut] = process.argv.slice(2);
 const require = createRequire(path.join(modules, "node_modules", "x.js"));
 const seconds = Number(secondsArg || 3);
+const BATCH = 1024;
 
-const texts = fs.readFileSync(corpusPath, "utf8").split("\n").filter(Boolean)
-  .map((l) => JSON.parse(l)).filter((r) => r.cat !== "long").map((r) => r.text);
+const texts = fs.readFileSync(textsPath, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).text);
 const bytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
 
 // tokenization_kimi.py's pattern.
@@ -29,8 +36,8 @@ const KIMI_PATTERN = [
   String.raw`\s+`,
 ].join("|");
 
-let encode, lib;
-const dir = path.join(modelsDir, family);
+// pass() encodes every text once and returns the ids when keep is set.
+let pass, lib;
 if (family.startsWith("kimi")) {
   const { Tiktoken } = require("tiktoken");
   const ranks = fs.readFileSync(path.join(dir, "tiktoken.model"), "utf8");
@@ -41,28 +48,44 @@ if (family.startsWith("kimi")) {
     specials[named[String(id)]?.content ?? `<|reserved_token_${id}|>`] = id;
   }
   const tk = new Tiktoken(ranks, specials, KIMI_PATTERN);
-  encode = async (t) => tk.encode(t, "all").length;
-  lib = "tiktoken@1.0.22 (wasm)";
+  pass = async (keep) => {
+    const all = [];
+    for (const t of texts) {
+      const ids = tk.encode(t, "all");
+      if (keep) all.push(Array.from(ids));
+    }
+    return all;
+  };
+  lib = "tiktoken@1.0.22 encode (wasm, one thread)";
 } else {
   const { Tokenizer } = require("tokenizers");
   const tk = Tokenizer.fromFile(path.join(dir, "tokenizer.json"));
-  encode = async (t) => (await tk.encode(t, null, { addSpecialTokens: false })).getIds().length;
-  lib = "tokenizers@0.23.2 (node)";
+  pass = async (keep) => {
+    const all = [];
+    for (let i = 0; i < texts.length; i += BATCH) {
+      const encs = await tk.encodeBatch(texts.slice(i, i + BATCH), { addSpecialTokens: false });
+      if (keep) for (const e of encs) all.push(e.getIds());
+    }
+    return all;
+  };
+  const threads = process.env.RAYON_NUM_THREADS === "1" ? "one thread" : "all threads";
+  lib = `tokenizers@0.23.2 encodeBatch (${threads})`;
 }
 
-for (const t of texts) await encode(t); // warm up
+const first = await pass(Boolean(idsOut)); // warms the caches, as a long run has them
+if (idsOut) fs.writeFileSync(idsOut, first.map((ids) => JSON.stringify(ids)).join("\n") + "\n");
 const start = performance.now();
 const cpuStart = process.cpuUsage();
 let passes = 0;
 while ((performance.now() - start) / 1000 < seconds) {
-  for (const t of texts) await encode(t);
+  await pass(false);
   passes++;
 }
 const elapsed = (performance.now() - start) / 1000;
 const cpu = process.cpuUsage(cpuStart);
 const cpuSeconds = (cpu.user + cpu.system) / 1e6;
 console.log(JSON.stringify({
-  family, lib,
+  family, lib, passes,
   mb_per_s: +(bytes * passes / elapsed / 1e6).toFixed(3),
   cpu_mb_per_s: +(bytes * passes / cpuSeconds / 1e6).toFixed(3),
 }));
