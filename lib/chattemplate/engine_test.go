@@ -257,4 +257,9 @@ func TestJinja2Syntax(t *testing.T) {
 		{"{{ 'abc'.replace('a', 'x', count=1) }}", "TypeError"}, // Python 3.11; 3.13 accepts count=
 		{"{{ lst.index(1, start=0) }}", "TypeError"},
 	})
+	for _, src := range []string{"{{ }}", "{{ f(*a, b) }}", "{{ f(**a, b=1) }}", "{{ f(a=1, b) }}", "{% for (a, 1) in x %}{% endfor %}", "{{ (1 }}", "{{ [1) }}", "{{ 1) }}"} {
+		if _, err := Parse("syntax", src); err == nil {
+			t.Errorf("%q parsed; jinja2 rejects it", src)
+		}
+	}
 }

@@ -42,6 +42,11 @@ func FuzzRender(f *testing.F) {
 		"{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(10) }}",
 		"{%- raw -%} {{ x }} {%- endraw %}",
 		"{{ 'a' * 1000 }}{{ range(10)|list }}",
+		"{% macro m(a, b) %}{{ a }}{{ b }}{% endmacro %}{{ m(*[1], **{'b': 2}) }}{{ m.arguments }}",
+		"{% for a, (b, c) in [[1, [2, 3]]] %}{{ a }}{{ loop|list }}{% endfor %}{% with ((x,), y) = [[1], 2] %}{{ x }}{% endwith %}",
+		"{{ {'a': {'b': 1}}['a'].b }}{{ messages.0.content }}{% set if = 1 %}{{ if in [1] }}",
+		"{% autoescape true %}{{ '<' }}{{ '<'|safe }}{% endautoescape %}{{ 2 ** 100 // 3 }}{{ -9223372036854775808 - 1 }}",
+		"{% set g = messages|selectattr('content')|map(attribute='role') %}{{ g|first }}{{ g|list }}{{ [1, 2]|reverse|list }}",
 	} {
 		f.Add(seed)
 	}

@@ -115,7 +115,7 @@ func (p *parser) parseBody(ends ...string) ([]stmt, string, error) {
 			body = append(body, &textStmt{pos{t.line}, t.val})
 		case tokVarBegin:
 			p.next()
-			x, err := p.parseTuple(true, false)
+			x, err := p.parseTuple(false, false) // jinja2 rejects an empty {{ }}
 			if err != nil {
 				return nil, "", err
 			}
