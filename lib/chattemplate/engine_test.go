@@ -227,8 +227,8 @@ func TestGenerators(t *testing.T) {
 			"[3, 1]|always true||[2, 1, 3]"},
 		{"{{ 1 in lst|map('int') }}|{{ lst|unique|list }}|{{ d|items|list }}|{{ lst|batch(2)|list }}|{{ lst|slice(2)|list }}",
 			"True|[3, 1, 2]|[('b', 2), ('a', 1)]|[[3, 1], [2]]|[[3, 1], [2]]"},
-		{"{% for x in lst|select %}{{ loop.length }}{% endfor %}|{{ lst|reject('odd')|join(',') }}|{{ lst|select|sum }}",
-			"333|2|6"},
+		{"{% for x in lst|select %}{{ loop.length }}{% endfor %}|{{ lst|reject('odd')|join(',') }}|{{ lst|select|sum }}|{{ lst|select('divisibleby', num=3)|list }}|{{ 6 is divisibleby(num=3) }}",
+			"333|2|6|[3]|True"},
 	})
 	runErrorTable(t, []tableCase{
 		{"{{ lst|select|length }}", "TypeError"},
@@ -254,6 +254,8 @@ func TestJinja2Syntax(t *testing.T) {
 	})
 	runErrorTable(t, []tableCase{
 		{"{{ 2 is even(42) }}", "TypeError"},
+		{"{{ lst|select('odd', 1)|list }}", "TypeError"},
+		{"{{ lst|select('divisibleby', num=3)|list }}{{ lst|select('ne', c=3)|list }}", "TypeError"},
 		{"{{ 'abc'.replace('a', 'x', count=1) }}", "TypeError"}, // Python 3.11; 3.13 accepts count=
 		{"{{ lst.index(1, start=0) }}", "TypeError"},
 	})

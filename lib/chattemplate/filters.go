@@ -721,7 +721,12 @@ func selectFilter(keep, byAttr bool) filterFunc {
 			if !ok {
 				return nil, &RenderError{Kind: "TemplateRuntimeError", Msg: "No test named '" + name + "' found."}
 			}
-			rest := a[1:]
+			// The test gets the remaining arguments, checked against its
+			// signature as a call would be.
+			rest, err := bindTestArgs(name, a[1:], kw)
+			if err != nil {
+				return nil, err
+			}
 			check = func(x value) (bool, error) { return test(r, x, rest) }
 		}
 		var out []value
