@@ -177,7 +177,7 @@ func run(c *cli.Context) (err error) {
 
 func idNote(info record.Info) string {
 	if info.HasID {
-		return fmt.Sprintf(" (id %q)", info.ID)
+		return fmt.Sprintf(" (id %s)", record.ShowID(info.ID))
 	}
 	return ""
 }

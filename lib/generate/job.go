@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -43,25 +40,21 @@ const maxCount = 1 << 53
 
 // errNoInputIDs and errNoMessages explain a record the backend cannot send.
 var (
-	errNoInputIDs = errors.New(`no "input_ids": --backend sglang sends token ids (run tokenize-prompts first, or use --backend openai with messages)`)
-	errNoMessages = errors.New(`no "messages": --backend openai sends the conversation (an array of {role, content})`)
+	errNoInputIDs  = errors.New(`no "input_ids": --backend sglang sends token ids (run tokenize-prompts first, or use --backend openai with messages)`)
+	errNoMessages  = errors.New(`no "messages": --backend openai sends the conversation (an array of {role, content})`)
+	errEmptyPrompt = errors.New(`"input_ids" is empty: there is no prompt to answer`)
 )
 
 // parser turns input lines into jobs.
 type parser struct {
 	backend string
-	idPath  string
-	idTop   []byte // idPath when it is a top-level key
+	id      record.IDPath
 	params  backend.Params
 	batch   *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
-	p := &parser{backend: cfg.backend, idPath: cfg.idPath, params: cfg.params}
-	if gjson.Valid(`{"`+cfg.idPath+`":1}`) && !strings.ContainsAny(cfg.idPath, `.*?|#@\!=<>%[]{}()`) {
-		p.idTop = []byte(cfg.idPath)
-	}
-	return p
+	return &parser{backend: cfg.backend, id: record.NewIDPath(cfg.idPath), params: cfg.params}
 }
 
 // parse validates line as one JSON object and builds its job; line is
@@ -75,6 +68,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 	var (
 		idRaw, inputIDs, messages, tools, promptTok []byte
 		hasError, collides                          bool
+		id                                          = p.id.Match()
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
 		switch string(m.Key) {
@@ -93,25 +87,26 @@ func (p *parser) parse(line []byte) (*job, error) {
 				collides = true
 			}
 		}
-		if p.idTop != nil && bytes.Equal(m.Key, p.idTop) {
-			idRaw = m.Value
-		}
+		id.Visit(m)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if p.idTop == nil {
-		if r := gjson.GetBytes(line, p.idPath); r.Exists() {
-			idRaw = []byte(r.Raw)
-		}
+	if p.id.TopKey() != nil {
+		idRaw, err = id.Result()
+	} else {
+		idRaw, err = p.id.Find(line)
+	}
+	if err != nil {
+		return nil, err
 	}
 	j := &job{collides: collides}
 	if len(idRaw) == 0 || idRaw[0] != '"' {
-		return nil, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.idPath)
+		return nil, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
 	}
-	j.req.ID = gjson.ParseBytes(idRaw).String()
+	j.req.ID = record.DecodeID(idRaw)
 	if j.req.ID == "" {
-		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.idPath)
+		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
 	}
 	if len(promptTok) > 0 && !bytes.Equal(promptTok, []byte("null")) {
 		n, err := strconv.ParseInt(string(promptTok), 10, 64)
@@ -125,12 +120,15 @@ func (p *parser) parse(line []byte) (*job, error) {
 	}
 	switch p.backend {
 	case backendSGLang:
-		if len(inputIDs) == 0 || inputIDs[0] != '[' {
+		if len(inputIDs) == 0 || bytes.Equal(inputIDs, []byte("null")) {
 			return nil, errNoInputIDs
 		}
 		ids, ok := parseIDs(inputIDs)
 		if !ok {
-			return nil, fmt.Errorf("%q must be an array of non-negative integer token ids", record.FieldInputIDs)
+			return nil, record.TokenIDsError(record.FieldInputIDs, inputIDs)
+		}
+		if len(ids) == 0 {
+			return nil, errEmptyPrompt
 		}
 		j.req.InputIDs = ids
 		if !j.hasPromptTokens {

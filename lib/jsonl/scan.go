@@ -74,9 +74,9 @@ func ScanObject(line []byte, visit func(Member)) error {
 	return s.end()
 }
 
-// IntArrayLen counts the elements of v, the raw text of an array of
-// non-negative integers, without decoding them. ok is false when v is not
-// such an array (it may still be valid JSON of another shape).
+// IntArrayLen counts the elements of v, the raw text of an array of token
+// ids (integers from 0 to MaxTokenID), without decoding them. ok is false
+// when v is not such an array (it may still be valid JSON of another shape).
 func IntArrayLen(v []byte) (n int, ok bool) {
 	if len(v) == 0 || v[0] != '[' {
 		return 0, false
@@ -301,6 +301,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 	first := i            // no element starts before this
 	start := uint64(0x80) // 0x80 when b[i] is the first byte of an element, else 0
 	commas := 0           // separators seen: the count is commas+1
+	run := 0              // digits that end the word before b[i]
 	for {
 		// 16 bytes at a time, as two words: the second's checks do not wait
 		// for the first's, so the processor overlaps them. A word may be
@@ -316,6 +317,12 @@ func (s *scanner) intRun() (n int, ok bool) {
 			if d0|sep0 != hiBits || d1|sep1 != hiBits || d0 == hiBits || d1 == hiBits {
 				break
 			}
+			// A number of up to 9 digits is a valid token id; a longer one
+			// (across two words) must go through the byte path's check.
+			nd0, nd1 := ^d0&hiBits, ^d1&hiBits
+			if run+bits.TrailingZeros64(nd0)>>3 > 9 || bits.LeadingZeros64(nd0)>>3+bits.TrailingZeros64(nd1)>>3 > 9 {
+				break
+			}
 			starts0 := sep0<<8 | start    // bytes that begin an element
 			starts1 := sep1<<8 | sep0>>56 // (w1's first, if w0 ends in a comma)
 			if starts0&(sep0|zeroMask(w0))|starts1&(sep1|zeroMask(w1)) != 0 {
@@ -323,6 +330,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 			}
 			commas += bits.OnesCount64(sep0 | sep1>>1) // the two masks' bits do not overlap
 			start = sep1 >> 56
+			run = bits.LeadingZeros64(nd1) >> 3
 			i += 16
 		}
 		if start == 0 { // back up to the start of the number the fast path was in
@@ -341,7 +349,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 		for i < len(b) && class[b[i]] == clDigit {
 			i++
 		}
-		if !fitsUint64(b[d0:i]) {
+		if !fitsTokenID(b[d0:i]) {
 			return 0, false
 		}
 		for i < len(b) && class[b[i]] == clSpace {
@@ -357,7 +365,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 			for i < len(b) && class[b[i]] == clSpace {
 				i++
 			}
-			start = 0x80
+			start, run = 0x80, 0
 		case ']':
 			s.i = i + 1
 			return commas + 1, true
@@ -367,20 +375,24 @@ func (s *scanner) intRun() (n int, ok bool) {
 	}
 }
 
-// maxUint64Digits is the largest uint64 in decimal, the bound token ids and
-// counts are read into.
-const maxUint64Digits = "18446744073709551615"
+// MaxTokenID is the largest token id accepted: ids are int32 in every
+// tokenizer and server (SGLang, vLLM, the training loaders), and a larger one
+// would wrap around on its way there.
+const MaxTokenID = 1<<31 - 1
 
-// fitsUint64 reports whether the decimal digits d (no leading zeros) fit in a
-// uint64.
-func fitsUint64(d []byte) bool {
+// maxTokenIDDigits is MaxTokenID in decimal.
+const maxTokenIDDigits = "2147483647"
+
+// fitsTokenID reports whether the decimal digits d (no leading zeros) are at
+// most MaxTokenID.
+func fitsTokenID(d []byte) bool {
 	switch {
-	case len(d) < len(maxUint64Digits):
+	case len(d) < len(maxTokenIDDigits):
 		return true
-	case len(d) > len(maxUint64Digits):
+	case len(d) > len(maxTokenIDDigits):
 		return false
 	}
-	return string(d) <= maxUint64Digits
+	return string(d) <= maxTokenIDDigits
 }
 
 // SWAR helpers: each byte of a uint64 is one input byte (little endian); a

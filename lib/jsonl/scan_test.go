@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -107,7 +108,10 @@ func TestIntArrayLen(t *testing.T) {
 		{name: "zeros in a run", in: `[1,0,22,0,333,0,4444,0,0,0,55555]`, n: 11, ok: true},
 		{name: "spaces", in: `[ 1 ,2,  3 ]`, n: 3, ok: true},
 		{name: "long run", in: "[" + strings.Repeat("123456,", 999) + "1]", n: 1000, ok: true},
-		{name: "max uint64", in: `[18446744073709551615]`, n: 1, ok: true},
+		{name: "max token id", in: `[2147483647]`, n: 1, ok: true},
+		{name: "above the max token id", in: `[2147483648]`, ok: false},
+		{name: "max uint64", in: `[18446744073709551615]`, ok: false},
+		{name: "10 digits across two words", in: `[1,2,3,4,5,6,7,1234567890123,5]`, ok: false},
 		{name: "above uint64", in: `[18446744073709551616]`, ok: false},
 		{name: "21 digits", in: `[100000000000000000000]`, ok: false},
 		{name: "above uint64 after a run", in: `[1,2,3,4,5,6,7,8,18446744073709551616]`, ok: false},
@@ -201,13 +205,13 @@ func FuzzIntArrayLen(f *testing.F) {
 	for _, s := range []string{
 		`[]`, `[ ]`, `[0]`, `[1,2,3]`, `[01]`, `[1,,2]`, `[null]`, `[18446744073709551615]`, `[18446744073709551616]`,
 		`[123456,234567,345678,456789,0,1]`, `[ 1 , 2 ]`, `[1.0]`, `[-1]`, `[1e2]`,
+		`[2147483647]`, `[2147483648]`, `[1,22,333,4444,55555,2147483648,7]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, ok := IntArrayLen(b)
-		var ids []uint64
-		jerr := json.Unmarshal(b, &ids)
+		ids, jerr := tokenIDs(b)
 		if jerr != nil && ok {
 			t.Fatalf("IntArrayLen(%q) = %d, true; encoding/json refuses it: %v", b, n, jerr)
 		}
@@ -223,16 +227,31 @@ func FuzzIntArrayLen(f *testing.F) {
 	})
 }
 
+// tokenIDs decodes an array of token ids with encoding/json, refusing ids
+// past MaxTokenID as IntArrayLen must.
+func tokenIDs(b []byte) ([]uint64, error) {
+	var ids []uint64
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if id > MaxTokenID {
+			return nil, fmt.Errorf("token id %d past %d", id, MaxTokenID)
+		}
+	}
+	return ids, nil
+}
+
 // TestIntArrayLenEveryOffset puts each element the fast path must hand to
 // the byte-at-a-time one (a leading zero, an empty element, the id 0, a run
 // of digits) at every offset of the 16-byte chunks, and compares with
 // encoding/json.
 func TestIntArrayLenEveryOffset(t *testing.T) {
-	for _, odd := range []string{"00", "", "0", "012", "123456789012", "18446744073709551616"} {
+	for _, odd := range []string{"00", "", "0", "012", "123456789012", "18446744073709551616",
+		"999999999", "2147483647", "2147483648", "9999999999", "1234567,1234567"} {
 		for pad := 0; pad < 40; pad++ {
 			in := "[" + strings.Repeat("7", pad%7+1) + "," + strings.Repeat("12,", pad) + odd + ",345,6789,1,23456,7,89]"
-			var ids []uint64
-			jerr := json.Unmarshal([]byte(in), &ids)
+			ids, jerr := tokenIDs([]byte(in))
 			n, ok := IntArrayLen([]byte(in))
 			if ok != (jerr == nil) || ok && n != len(ids) {
 				t.Errorf("IntArrayLen(%q) = %d, %v; encoding/json: %d ids, error %v", in, n, ok, len(ids), jerr)

@@ -6,7 +6,6 @@ package record
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -61,8 +60,8 @@ func (in Info) Truncated() bool { return in.FinishReason == "length" }
 
 // Scanner reads Info from lines. Its zero value is not ready: use NewScanner.
 type Scanner struct {
-	idPath   string
-	idTop    []byte // idPath when it names a top-level member directly
+	id       IDPath
+	idTop    []byte // the id's key when it is a top-level member
 	needID   bool
 	useCount string // gjson path for a custom count, or ""
 	// borrowIDs: Info.ID views the line instead of copying it (see
@@ -75,13 +74,8 @@ type Scanner struct {
 // is a gjson path whose number is the record's count (Info.Custom), whatever
 // the mode.
 func NewScanner(idPath string, needID bool, countPath string) *Scanner {
-	s := &Scanner{idPath: idPath, needID: needID, useCount: countPath}
-	if idPath == "" {
-		s.idPath = FieldID
-	}
-	if isPlainKey(s.idPath) {
-		s.idTop = []byte(s.idPath)
-	}
+	s := &Scanner{id: NewIDPath(idPath), needID: needID, useCount: countPath}
+	s.idTop = s.id.TopKey()
 	return s
 }
 
@@ -112,6 +106,7 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		in                                        Info
 		promptTok, complTok, inIDs, outIDs, usage []byte
 		idRaw, finish                             []byte
+		id                                        = IDMatch{key: s.idTop}
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
 		key := memberKey(m.Key)
@@ -132,16 +127,20 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 			in.HasError = !bytes.Equal(m.Value, nullLit)
 		}
 		if s.idTop != nil && bytes.Equal(key, s.idTop) {
-			idRaw = m.Value
+			id.raw = m.Value
+			id.times++
 		}
 	})
 	if err != nil {
 		return in, err
 	}
-	if s.idTop == nil {
-		if r := gjson.GetBytes(line, s.idPath); r.Exists() {
-			idRaw = []byte(r.Raw)
-		}
+	if s.idTop != nil {
+		idRaw, err = id.Result()
+	} else {
+		idRaw, err = s.id.Find(line)
+	}
+	if err != nil {
+		return in, err
 	}
 	if err := s.readID(&in, idRaw); err != nil {
 		return in, err
@@ -180,45 +179,31 @@ func finishReason(raw []byte) string {
 	case `"length"`:
 		return "length"
 	}
-	return unquote(raw)
+	return DecodeID(raw)
 }
 
 func (s *Scanner) readID(in *Info, raw []byte) error {
 	switch {
 	case raw == nil:
 		if s.needID {
-			return fmt.Errorf("no %q field: every record needs a string id (pick another field with --id-path)", s.idPath)
+			return fmt.Errorf("no %q field: every record needs a string id (pick another field with --id-path)", s.id.path)
 		}
 	case raw[0] != '"':
 		if s.needID {
-			return fmt.Errorf("%q is %s, not a string: ids must be JSON strings (pick another field with --id-path)", s.idPath, jsonl.Kind(raw))
+			return fmt.Errorf("%q is %s, not a string: ids must be JSON strings (pick another field with --id-path)", s.id.path, jsonl.Kind(raw))
 		}
 	default:
 		if s.borrowIDs && bytes.IndexByte(raw, '\\') < 0 {
 			in.ID = unsafe.String(&raw[1], len(raw)-2) // between the quotes
 		} else {
-			in.ID = unquote(raw)
+			in.ID = DecodeID(raw)
 		}
 		in.HasID = true
 		if in.ID == "" && s.needID {
-			return fmt.Errorf("%q is an empty string: ids must not be empty", s.idPath)
+			return fmt.Errorf("%q is an empty string: ids must not be empty", s.id.path)
 		}
 	}
 	return nil
-}
-
-// unquote decodes a JSON string literal that the scanner has validated. With
-// escapes it defers to encoding/json, so that ids compare equal to what every
-// JSON decoder downstream reads (lone surrogates become U+FFFD).
-func unquote(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1])
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return string(raw[1 : len(raw)-1]) // cannot happen: raw was validated
-	}
-	return s
 }
 
 // memberKey is a member's key as decoders read it: keys are almost never
@@ -228,7 +213,7 @@ func memberKey(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw
 	}
-	return []byte(unquote(append(append([]byte{'"'}, raw...), '"')))
+	return []byte(DecodeID(append(append([]byte{'"'}, raw...), '"')))
 }
 
 // errNotCount explains a count field of the wrong type.
@@ -286,7 +271,7 @@ func countSide(countField string, count []byte, idsField string, ids, usage []by
 	if !isNull(ids) {
 		n, ok := jsonl.IntArrayLen(ids)
 		if !ok {
-			return 0, fmt.Errorf("%q must be an array of non-negative integer token ids", idsField)
+			return 0, TokenIDsError(idsField, ids)
 		}
 		return int64(n), nil
 	}
@@ -314,4 +299,25 @@ func usageMember(usage []byte, key string) []byte {
 		}
 	}) // usage was validated with the record
 	return v
+}
+
+// TokenIDsError explains why raw, the value of field, is not an array of
+// token ids (integers from 0 to 2^31-1): its type, or its first bad element.
+func TokenIDsError(field string, raw []byte) error {
+	if len(raw) == 0 || raw[0] != '[' {
+		return fmt.Errorf("%s is %s, want an array of token ids", field, jsonl.Kind(raw))
+	}
+	i, bad := 0, ""
+	gjson.ParseBytes(raw).ForEach(func(_, v gjson.Result) bool {
+		if n, err := strconv.ParseUint(v.Raw, 10, 64); err != nil || n > jsonl.MaxTokenID {
+			bad = v.Raw
+			return false
+		}
+		i++
+		return true
+	})
+	if len(bad) > 40 {
+		bad = bad[:40] + "..."
+	}
+	return fmt.Errorf("%s[%d] is %s: token ids are integers from 0 to %d", field, i, bad, jsonl.MaxTokenID)
 }

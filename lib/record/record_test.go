@@ -40,9 +40,13 @@ func TestScanCounts(t *testing.T) {
 		{name: "count past 2^53", line: `{"prompt_tokens":9007199254740993}`, wantErr: `more than 2^53: no record holds that many tokens`},
 		{name: "counts whose sum would overflow", line: `{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807}`, wantErr: `more than 2^53`},
 		{name: "count of 2^53", line: `{"prompt_tokens":9007199254740992}`, prompt: 1 << 53},
-		{name: "ids with a string", line: `{"input_ids":[1,"2"]}`, wantErr: `"input_ids" must be an array of non-negative integer token ids`},
-		{name: "ids not an array", line: `{"output_ids":{"a":1}}`, wantErr: `"output_ids" must be an array`},
-		{name: "negative id", line: `{"output_ids":[1,-2]}`, wantErr: `"output_ids" must be an array`},
+		{name: "ids with a string", line: `{"input_ids":[1,"2"]}`, wantErr: `input_ids[1] is "2": token ids are integers from 0 to 2147483647`},
+		{name: "ids not an array", line: `{"output_ids":{"a":1}}`, wantErr: `output_ids is an object, want an array of token ids`},
+		{name: "ids a string", line: `{"input_ids":"abc"}`, wantErr: `input_ids is a string, want an array of token ids`},
+		{name: "negative id", line: `{"output_ids":[1,-2]}`, wantErr: `output_ids[1] is -2: token ids`},
+		{name: "id past 2^31-1", line: `{"output_ids":[1,2147483648]}`, wantErr: `output_ids[1] is 2147483648: token ids are integers from 0 to 2147483647`},
+		{name: "id past 2^64 wraps no more", line: `{"input_ids":[18446744073709551615]}`, wantErr: `input_ids[0] is 18446744073709551615`},
+		{name: "largest id", line: `{"input_ids":[2147483647]}`, prompt: 1},
 		{name: "bad usage count", line: `{"usage":{"prompt_tokens":"x"}}`, wantErr: `"usage.prompt_tokens" is "x"`},
 		{name: "invalid JSON", line: `{"prompt_tokens":1,}`, wantErr: "invalid JSON at byte 20"},
 		{name: "not an object", line: `[1]`, wantErr: "must be a JSON object"},
@@ -126,7 +130,6 @@ func TestScanIDs(t *testing.T) {
 	}{
 		{name: "top level", line: `{"id":"abc"}`, id: "abc", hasID: true},
 		{name: "escaped", line: `{"id":"a\"b\\c\u00e9\ud83d\ude00"}`, id: "a\"b\\cé😀", hasID: true},
-		{name: "lone surrogate", line: `{"id":"x\ud800"}`, id: "x\ufffd", hasID: true},
 		{name: "escaped key", line: `{"\u0069d":"k"}`, id: "k", hasID: true},
 		{name: "other top-level field", path: "uid", line: `{"id":"no","uid":"yes"}`, id: "yes", hasID: true},
 		{name: "nested", path: "meta.uid", line: `{"id":"no","meta":{"uid":"deep"}}`, id: "deep", hasID: true},
@@ -139,6 +142,16 @@ func TestScanIDs(t *testing.T) {
 		{name: "null", need: true, line: `{"id":null}`, wantErr: `"id" is null, not a string`},
 		{name: "object", need: true, line: `{"id":{}}`, wantErr: `"id" is an object, not a string`},
 		{name: "empty", need: true, line: `{"id":""}`, wantErr: `"id" is an empty string`},
+		{name: "lone high surrogate", line: `{"id":"x\ud83d"}`, id: "x\xed\xa0\xbd", hasID: true},
+		{name: "lone low surrogate", line: `{"id":"x\udc00"}`, id: "x\xed\xb0\x80", hasID: true},
+		{name: "replacement character", line: `{"id":"x\ufffd"}`, id: "x\ufffd", hasID: true},
+		{name: "surrogate pair", line: `{"id":"x\ud83d\ude00"}`, id: "x\U0001F600", hasID: true},
+		{name: "escaped letter", line: `{"id":"\u0041\/"}`, id: "A/", hasID: true},
+		{name: "duplicate id key", line: `{"id":"a","x":1,"id":"b"}`, wantErr: `the key "id" appears 2 times at --id-path "id": a record has one id`},
+		{name: "duplicate escaped id key", line: `{"id":"a","\u0069d":"a"}`, wantErr: `the key "id" appears 2 times`},
+		{name: "duplicate nested id key", path: "meta.uid", line: `{"meta":{"uid":"a","uid":"b"}}`, wantErr: `the key "uid" appears 2 times at --id-path "meta.uid"`},
+		{name: "duplicate key on the way", path: "meta.uid", line: `{"meta":{"uid":"a"},"meta":{"uid":"b"}}`, wantErr: `the key "meta" appears 2 times at --id-path "meta"`},
+		{name: "duplicates elsewhere are fine", path: "meta.uid", line: `{"id":1,"id":2,"meta":{"x":1,"x":2,"uid":"u"}}`, id: "u", hasID: true},
 	}
 	for _, tc := range tests {
 		// A scanner that borrows ids reads the same ones.
@@ -255,7 +268,7 @@ func referenceScan(line []byte) (ref refInfo, ok bool) {
 				if !isNum {
 					return 0, false
 				}
-				if _, err := strconv.ParseUint(string(n), 10, 64); err != nil {
+				if id, err := strconv.ParseUint(string(n), 10, 64); err != nil || id > 1<<31-1 {
 					return 0, false
 				}
 			}
@@ -272,7 +285,35 @@ func referenceScan(line []byte) (ref refInfo, ok bool) {
 	if raw, ok := m["id"]; ok {
 		ref.hasID = json.Unmarshal(raw, &ref.id) == nil
 	}
-	return ref, pOK && cOK
+	return ref, pOK && cOK && topKeyCount(line, "id") < 2
+}
+
+// topKeyCount counts the top-level members of an object named key.
+func topKeyCount(line []byte, key string) int {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.Token() // {
+	n := 0
+	for d.More() {
+		k, _ := d.Token()
+		if k == key {
+			n++
+		}
+		var skip json.RawMessage
+		d.Decode(&skip)
+	}
+	return n
+}
+
+// asDecoders is an exact id as encoding/json reads it: lone surrogates,
+// kept apart by DecodeID as their WTF-8 bytes, become U+FFFD.
+func asDecoders(id string) string {
+	b := []byte(id)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == 0xed && b[i+1] >= 0xa0 && b[i+1] <= 0xbf {
+			b[i], b[i+1], b[i+2] = 0xef, 0xbf, 0xbd
+		}
+	}
+	return string(b)
 }
 
 func isJSONNull(raw json.RawMessage) bool { return string(raw) == "null" }
@@ -306,7 +347,7 @@ func FuzzRecordScan(f *testing.F) {
 		`{"id":"b","input_ids":[1,2,3,0],"output_ids":[4,5]}`,
 		`{"usage":{"prompt_tokens":7,"completion_tokens":9}}`,
 		`{"prompt_tokens":null,"input_ids":[1],"usage":{"completion_tokens":2.0}}`,
-		`{"prompt_tokens":"6"}`, `{"input_ids":[1,"2"]}`, `{"input_ids":[null]}`, `{"output_ids":[18446744073709551616]}`,
+		`{"prompt_tokens":"6"}`, `{"input_ids":[1,"2"]}`, `{"input_ids":[null]}`, `{"output_ids":[18446744073709551616]}`, `{"output_ids":[2147483648]}`,
 		`{"id":"a\u00e9\ud800","prompt\u005ftokens":1}`, `{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`,
 		`{"prompt_tokens":-0}`, `{"completion_tokens":1e2}`, `[1]`, `{"id":1}`, `{"id":"x","id":"y"}`,
 	} {
@@ -322,7 +363,7 @@ func FuzzRecordScan(f *testing.F) {
 		if !ok {
 			return
 		}
-		got := refInfo{in.PromptTokens, in.CompletionTokens, in.ID, in.HasID}
+		got := refInfo{in.PromptTokens, in.CompletionTokens, asDecoders(in.ID), in.HasID}
 		if got != ref {
 			t.Fatalf("Scan(%q) = %+v, reference %+v", line, got, ref)
 		}

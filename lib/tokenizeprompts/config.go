@@ -8,6 +8,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // Values of --truncate.
@@ -71,6 +72,7 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.convert.idPath == "" {
 		cfg.convert.idPath = "id"
 	}
+	cfg.convert.id = record.NewIDPath(cfg.convert.idPath)
 	templateName := c.String(flagTemplate)
 	if cfg.convert.render.Extra, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
 		return nil, err

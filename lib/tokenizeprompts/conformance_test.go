@@ -148,8 +148,9 @@ func TestTextRecordsMatchReferenceIDs(t *testing.T) {
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatal(err)
 		}
-		// Every special-token case, and one line in nine of the rest.
-		if rec.Cat == "specials" || i%9 == 0 {
+		// Every special-token case, and one line in nine of the rest; not
+		// the empty text, which tokenize-prompts refuses as an empty prompt.
+		if rec.Text != "" && (rec.Cat == "specials" || i%9 == 0) {
 			picked[rec.ID] = true
 			b, _ := json.Marshal(map[string]string{"id": rec.ID, "text": rec.Text})
 			sample.Write(b)

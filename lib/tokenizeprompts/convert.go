@@ -21,6 +21,7 @@ type converter struct {
 	render       chattemplate.Options   // the settings every record shares
 	shape        shapeOptions
 	idPath       string
+	id           record.IDPath // finds idPath's value
 	idPrefix     string
 	parseSpecial bool // for rendered text records; templates always parse
 	maxTokens    int  // 0: no limit
@@ -43,6 +44,10 @@ type converted struct {
 	tooLong   bool
 	err       error // the record is invalid
 }
+
+// errEmptyPrompt refuses a prompt that tokenizes to nothing ({"text": ""}):
+// there is nothing to answer, and a server would refuse it.
+var errEmptyPrompt = errors.New("the prompt is empty (no tokens): there is nothing to answer")
 
 var errConversationPlain = errors.New(`--template none tokenizes rendered "text" records; this record is a conversation (use --template auto or FILE)`)
 
@@ -82,7 +87,12 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 		res.err = err
 		return res
 	}
-	if res.id, err = cv.recordID(f, p); err != nil {
+	if len(ids) == 0 {
+		res.err = errEmptyPrompt
+		return res
+	}
+	var idJSON []byte
+	if res.id, idJSON, err = cv.recordID(f, p); err != nil {
 		res.err = err
 		return res
 	}
@@ -99,7 +109,7 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 		}
 	}
 	res.tokens = len(ids)
-	res.out = cv.outputLine(f, p, res.id, msgs, ids)
+	res.out = cv.outputLine(f, p, idJSON, msgs, ids)
 	return res
 }
 
@@ -121,20 +131,47 @@ func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, ids 
 	return msgs, cv.tok.AppendEncode(dst, text, true), nil
 }
 
-func (cv *converter) recordID(f *fields, p *prompt) (string, error) {
-	id, ok, err := sourceID(cv.idPath, f.path(cv.idPath))
-	if err != nil || ok {
-		return id, err
+// recordID is the record's id, and how the output writes it: a string id
+// exactly as the source spelled it (so that no two ids merge on the way), a
+// number or a derived id as a new JSON string.
+func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, err error) {
+	path := cv.id
+	if path.String() == "" { // a converter not made by parse
+		path = record.NewIDPath(cv.idPath)
 	}
-	return derivedID(cv.idPrefix, p)
+	var raw []byte
+	if path.TopKey() != nil {
+		m := path.Match()
+		for _, mem := range f.members {
+			m.Visit(mem)
+		}
+		raw, err = m.Result()
+	} else {
+		raw, err = path.Find(f.line)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	id, ok, err := sourceID(cv.idPath, raw)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case ok && raw[0] == '"':
+		return id, raw, nil
+	case !ok:
+		if id, err = derivedID(cv.idPrefix, p); err != nil {
+			return "", nil, err
+		}
+	}
+	return id, jsonString(id), nil
 }
 
 // outputLine writes the record of the contract: id, messages, tools,
 // input_ids, prompt_tokens, then the source's other fields in their order.
-func (cv *converter) outputLine(f *fields, p *prompt, id string, msgs []byte, ids []int) []byte {
+func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, ids []int) []byte {
 	b := make([]byte, 0, len(f.line)+len(msgs)+7*len(ids)+64)
 	b = append(b, `{"`+record.FieldID+`":`...)
-	b = append(b, jsonString(id)...)
+	b = append(b, idJSON...)
 	if msgs != nil {
 		b = append(b, `,"`+fieldMessages+`":`...)
 		b = append(b, msgs...)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // isInteger reports whether a JSON number is written as an integer.
@@ -39,10 +40,7 @@ func sourceID(idPath string, raw []byte) (id string, ok bool, err error) {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", false, err
-		}
+		s := record.DecodeID(raw)
 		return s, s != "", nil
 	case c == '-' || c >= '0' && c <= '9':
 		return numberID(raw), true, nil

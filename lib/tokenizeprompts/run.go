@@ -12,6 +12,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // invalidHint ends the message of a record that stops the run.
@@ -221,11 +222,11 @@ func (s *summary) String(cfg *config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "read %s, wrote %s (%s prompt tokens", count(s.read+s.skippedLines, "record"), cliutil.Thousands(s.written), cliutil.Thousands(s.tokens))
 	if s.written > 0 {
-		fmt.Fprintf(&b, "; longest %s, id %q", cliutil.Thousands(int64(s.longest)), s.longestID)
+		fmt.Fprintf(&b, "; longest %s, id %s", cliutil.Thousands(int64(s.longest)), record.ShowID(s.longestID))
 	}
 	b.WriteString(")")
 	if s.tooLong > 0 {
-		fmt.Fprintf(&b, "; dropped %s longer than %s tokens (longest %s, id %q)", cliutil.Thousands(s.tooLong), cliutil.Thousands(int64(cfg.convert.maxTokens)), cliutil.Thousands(int64(s.longestDropped)), s.longestDroppedID)
+		fmt.Fprintf(&b, "; dropped %s longer than %s tokens (longest %s, id %s)", cliutil.Thousands(s.tooLong), cliutil.Thousands(int64(cfg.convert.maxTokens)), cliutil.Thousands(int64(s.longestDropped)), record.ShowID(s.longestDroppedID))
 	}
 	if s.truncated > 0 {
 		fmt.Fprintf(&b, "; cut %s to %s tokens (--truncate %s)", cliutil.Thousands(s.truncated), cliutil.Thousands(int64(cfg.convert.maxTokens)), cfg.convert.truncate)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 const (
@@ -98,8 +99,11 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 		var ok1, ok2 bool
 		prompt, ok1 = jsonl.IntArrayLen([]byte(in.Raw))
 		answer, ok2 = jsonl.IntArrayLen([]byte(out.Raw))
-		if !ok1 || !ok2 {
-			return dst, fmt.Errorf("input_ids and output_ids must be arrays of non-negative integers")
+		if !ok1 {
+			return dst, record.TokenIDsError(record.FieldInputIDs, []byte(in.Raw))
+		}
+		if !ok2 {
+			return dst, record.TokenIDsError(record.FieldOutputIDs, []byte(out.Raw))
 		}
 		if answer == 0 {
 			return dst, errNoAnswer
