@@ -182,7 +182,8 @@ func indentBlock(s string) string {
 // SIGINT/SIGTERM into a cancelled context, and prints any error once, prefixed
 // with the tool's name.
 func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	watched := &watchedWriter{w: stdout}
+	app.Reader, app.Writer, app.ErrWriter = stdin, watched, stderr
 	if err := checkFlagOrder(app, args); err != nil {
 		return report(app, stderr, err)
 	}
@@ -190,6 +191,11 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 	ctx, stop := signalContext(context.Background(), stderr, app.Name)
 	defer stop()
 	err := app.RunContext(ctx, args)
+	if werr := watched.failed(); err == nil && werr != nil && !IsBrokenPipe(werr) {
+		// Only what was printed unchecked gets here: the tools' own
+		// writes return their errors.
+		err = exitcode.WithCode(exitcode.IOErr, fmt.Errorf("write stdout: %w", unwrapPath(werr)))
+	}
 	// A signalled pipeline stops from both ends: a tool that was told to stop
 	// may then meet the pipe its neighbour closed. It stopped because of the
 	// signal, not because its reader had all it wanted, and says so in its
@@ -315,4 +321,14 @@ func Interrupted(ctx context.Context) error {
 		return cause
 	}
 	return ctx.Err()
+}
+
+// unwrapPath drops a *PathError's "write /dev/stdout:" so that a message names
+// the stream once.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -87,10 +87,23 @@ func (w *Writer) Buffered() int { return len(w.buf) }
 
 // IsTerminal reports whether w is a character device (a terminal).
 func IsTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
+	f := FileOf(w)
+	if f == nil {
 		return false
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// FileOf is the *os.File under a stream: the stream itself, or the file of a
+// wrapper that says which (a File method, as cliutil's stdout has); nil for
+// anything else (a pipe inside the process, a buffer).
+func FileOf(stream any) *os.File {
+	switch s := stream.(type) {
+	case *os.File:
+		return s
+	case interface{ File() *os.File }:
+		return s.File()
+	}
+	return nil
 }
