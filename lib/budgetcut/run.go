@@ -2,7 +2,6 @@ package budgetcut
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,16 +51,21 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.appendTo && cfg.output == "" {
 		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
 	}
-	if cfg.output != "" {
-		if err := jsonl.CheckNotInput(cfg.output, c.Args().Slice()); err != nil {
-			return nil, err
-		}
-	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
-	if cfg.appendTo && !slices.Contains(cfg.already, cfg.output) {
+	if cfg.appendTo && !jsonl.SameFileIn(cfg.output, cfg.already) {
 		cfg.already = append(cfg.already, cfg.output)
+	}
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, c.Args().Slice())
+	files.State("--"+flagAlready, cfg.already)
+	if cfg.output == "" {
+		files.Stdout(c.App.Writer)
+	}
+	files.Output("-o", cfg.output, cfg.appendTo)
+	if err := files.Check(); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

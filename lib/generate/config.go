@@ -174,12 +174,13 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
-	if cfg.errors != "" {
-		for _, in := range cfg.inputs {
-			if in == cfg.errors {
-				return nil, cliutil.Usagef("--%s %s is also an input: write the new errors to another file", flagErrors, in)
-			}
-		}
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, cfg.inputs)
+	files.State("--"+flagAlready, cfg.already)
+	files.Stdout(c.App.Writer)
+	files.Output("--"+flagErrors, cfg.errors, false)
+	if err := files.Check(); err != nil {
+		return nil, err
 	}
 	if cfg.apiKey, err = readAPIKey(c.String(flagAPIKeyFile)); err != nil {
 		return nil, err

@@ -149,22 +149,3 @@ func (s *safeFile) Write(p []byte) (int, error) {
 	// %w keeps the cause visible: a closed pipe (-o /dev/stdout) is no failure.
 	return 0, exitcode.WithCode(exitcode.IOErr, fmt.Errorf("write %s: %w%s", s.path, unwrapPath(err), undone))
 }
-
-// CheckNotInput refuses an output file that is also one of the inputs
-// (through any name or link): created, it would be emptied before it is
-// read; appended to, the tool would read back its own output.
-func CheckNotInput(output string, inputs []string) error {
-	out, err := os.Stat(output)
-	if err != nil {
-		return nil // not there yet: it cannot be an input that exists
-	}
-	for _, in := range inputs {
-		if in == "-" {
-			continue
-		}
-		if fi, err := os.Stat(in); err == nil && os.SameFile(fi, out) && out.Mode().IsRegular() {
-			return exitcode.Usagef("output %s is also the input %s: write to another file (then rename it)", output, in)
-		}
-	}
-	return nil
-}

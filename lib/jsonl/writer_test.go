@@ -292,7 +292,7 @@ func TestCreateOutputErrors(t *testing.T) {
 	})
 }
 
-func TestCheckNotInput(t *testing.T) {
+func TestFilesCheck(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, dir, "in.jsonl", []byte("{}\n"))
 	other := writeFile(t, dir, "other.jsonl", []byte("{}\n"))
@@ -300,28 +300,47 @@ func TestCheckNotInput(t *testing.T) {
 	if err := os.Link(in, link); err != nil {
 		t.Fatal(err)
 	}
+	open := func(path string, flag int) *os.File {
+		f, err := os.OpenFile(path, flag, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	devNull := open(os.DevNull, os.O_RDWR)
 	tests := []struct {
-		name   string
-		output string
-		inputs []string
-		bad    bool
+		name  string
+		files func(fs *Files)
+		want  string // "" for no clash
 	}{
-		{name: "different files", output: other, inputs: []string{in, "-"}},
-		{name: "new output", output: filepath.Join(dir, "new.jsonl"), inputs: []string{in}},
-		{name: "same name", output: in, inputs: []string{other, in}, bad: true},
-		{name: "hard link", output: link, inputs: []string{in}, bad: true},
-		{name: "character device", output: "/dev/null", inputs: []string{"/dev/null"}},
+		{"different files", func(fs *Files) { fs.Inputs(nil, []string{in, "-"}); fs.Output("-o", other, false) }, ""},
+		{"new output", func(fs *Files) { fs.Inputs(nil, []string{in}); fs.Output("-o", filepath.Join(dir, "new.jsonl"), false) }, ""},
+		{"same name", func(fs *Files) { fs.Inputs(nil, []string{other, in}); fs.Output("-o", in, false) }, "is also the input " + in + ": it would be emptied before it is read"},
+		{"hard link", func(fs *Files) { fs.Inputs(nil, []string{in}); fs.Output("-o", link, true) }, "the run would read back its own output"},
+		{"character device", func(fs *Files) { fs.Inputs(devNull, nil); fs.Stdout(devNull); fs.Output("-o", os.DevNull, false) }, ""},
+		{"stdin is the output", func(fs *Files) { fs.Inputs(open(in, os.O_RDONLY), nil); fs.Output("--errors", in, false) }, "--errors " + in + " is also stdin"},
+		{"stdout emptied by the shell", func(fs *Files) { fs.Inputs(nil, []string{in}); fs.Stdout(open(in, os.O_WRONLY)) }, "stdout is also the input " + in + ", which the shell emptied"},
+		{"stdout appended to is read", func(fs *Files) { fs.Inputs(open(in, os.O_RDONLY), nil); fs.Stdout(open(in, os.O_WRONLY|os.O_APPEND)) }, "stdout is also stdin: the run would read back its own output"},
+		{"two outputs", func(fs *Files) { fs.Stdout(open(in, os.O_WRONLY|os.O_APPEND)); fs.Output("--errors", link, false) }, "are the same file: the two outputs would be mixed"},
+		{"two new outputs", func(fs *Files) { fs.Output("-o", "x.jsonl", false); fs.Output("--errors", "./x.jsonl", false) }, "are the same file"},
+		{"resume: --already is the output appended to", func(fs *Files) { fs.State("--already", []string{in}); fs.Output("-o", link, true) }, ""},
+		{"resume: --already is stdout appended to", func(fs *Files) { fs.State("--already", []string{in}); fs.Stdout(open(in, os.O_WRONLY|os.O_APPEND)) }, ""},
+		{"--already is the output truncated", func(fs *Files) { fs.State("--already", []string{in}); fs.Output("-o", in, false) }, "it would be emptied before it is read"},
+		{"inputs read twice", func(fs *Files) { fs.Inputs(open(in, os.O_RDONLY), []string{in, "-", link}); fs.State("--done", []string{in}) }, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := CheckNotInput(tc.output, tc.inputs)
-			if !tc.bad {
+			var fs Files
+			tc.files(&fs)
+			err := fs.Check()
+			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			wantCode(t, err, exitcode.Usage, "is also the input")
+			wantCode(t, err, exitcode.Usage, tc.want)
 		})
 	}
 }

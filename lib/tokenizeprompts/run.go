@@ -31,6 +31,12 @@ func run(c *cli.Context) (err error) {
 		previous := debug.SetGCPercent(gcPercent)
 		defer debug.SetGCPercent(previous)
 	}
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, c.Args().Slice())
+	files.Stdout(c.App.Writer)
+	if err := files.Check(); err != nil {
+		return err
+	}
 	cfg, err := parse(c)
 	if err != nil {
 		return err

@@ -73,6 +73,12 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, err
 	}
 	cfg.input.SkipInvalid = true // a health report counts bad lines, it does not stop at them
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, cfg.files)
+	files.Stdout(c.App.Writer)
+	if err := files.Check(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 

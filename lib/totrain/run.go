@@ -40,6 +40,15 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, c.Args().Slice())
+	if c.String(flagOutput) == "" {
+		files.Stdout(c.App.Writer)
+	}
+	files.Output("-o", c.String(flagOutput), false)
+	if err := files.Check(); err != nil {
+		return err
+	}
 	out, finishOutput, err := jsonl.OpenOutput(c.String(flagOutput), false, c.App.Writer, cliutil.Warner(c))
 	if err != nil {
 		return err
