@@ -327,7 +327,10 @@ func TestFilesCheck(t *testing.T) {
 		{"resume: --already is the output appended to", func(fs *Files) { fs.State("--already", []string{in}); fs.Output("-o", link, true) }, ""},
 		{"resume: --already is stdout appended to", func(fs *Files) { fs.State("--already", []string{in}); fs.Stdout(open(in, os.O_WRONLY|os.O_APPEND)) }, ""},
 		{"--already is the output truncated", func(fs *Files) { fs.State("--already", []string{in}); fs.Output("-o", in, false) }, "it would be emptied before it is read"},
-		{"inputs read twice", func(fs *Files) { fs.Inputs(open(in, os.O_RDONLY), []string{in, "-", link}); fs.State("--done", []string{in}) }, ""},
+		{"inputs read twice", func(fs *Files) {
+			fs.Inputs(open(in, os.O_RDONLY), []string{in, "-", link})
+			fs.State("--done", []string{in})
+		}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
