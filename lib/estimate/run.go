@@ -121,6 +121,13 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
+	var files jsonl.Files
+	files.Inputs(c.App.Reader, cfg.files)
+	files.State("--"+flagDone, cfg.done)
+	files.Stdout(c.App.Writer)
+	if err := files.Check(); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
