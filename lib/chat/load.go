@@ -2,8 +2,10 @@ package chat
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -37,6 +39,9 @@ func load(path string) (*tokenizer.Tokenizer, error) {
 		return loadBuiltin(name)
 	}
 	tok, err := tokenizer.Load(path)
+	if noFile := (*tokenizer.NoTokenizerFileError)(nil); errors.As(err, &noFile) {
+		tok, err = loadCompressedFolder(path, err)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, exitcode.NoInputf("--tokenizer %s: %v", path, err)
 	}
@@ -44,6 +49,28 @@ func load(path string) (*tokenizer.Tokenizer, error) {
 		return nil, exitcode.DataErrorf("--tokenizer %s: %v", path, err)
 	}
 	return tok, nil
+}
+
+// loadCompressedFolder loads a model folder whose tokenizer files are
+// zstd-compressed (tiktoken.model.zst, tokenizer.json.zst: the layout of the
+// bundled tokenizer in lib/bundle, and a common way to keep model folders
+// small) by unpacking it into a temporary folder. A folder without those
+// either is refused with notFound, plus the name of the bundled tokenizer.
+func loadCompressedFolder(dir string, notFound error) (*tokenizer.Tokenizer, error) {
+	compressed, _ := filepath.Glob(filepath.Join(dir, "*.zst"))
+	if len(compressed) == 0 {
+		return nil, fmt.Errorf("%w (the Kimi-K2.5 tokenizer bundled in the binary is --tokenizer %s%s)",
+			notFound, BuiltinPrefix, bundle.TokenizerName)
+	}
+	tmp, err := os.MkdirTemp("", "synthpipe-tokenizer-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := bundle.UnpackDir(os.DirFS(dir), tmp); err != nil {
+		return nil, err
+	}
+	return tokenizer.Load(tmp)
 }
 
 // loadBuiltin unpacks a bundled tokenizer into a temporary folder just long

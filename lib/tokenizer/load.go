@@ -55,6 +55,15 @@ func Load(path string) (*Tokenizer, error) {
 	return loadTiktoken(ranks, cfg, template)
 }
 
+// NoTokenizerFileError is Load's error for a folder without a tokenizer
+// file it can read.
+type NoTokenizerFileError struct{ Dir string }
+
+func (e *NoTokenizerFileError) Error() string {
+	return fmt.Sprintf("tokenizer: %s holds neither %s nor %s nor a *%s file",
+		e.Dir, hfTokenizerFileName, tiktokenModelName, tiktokenSuffix)
+}
+
 func fileExists(path string) bool {
 	info, err := os.Stat(path)
 	return err == nil && !info.IsDir()
@@ -70,8 +79,7 @@ func findTiktokenFile(dir string) (string, error) {
 	case 1:
 		return matches[0], nil
 	case 0:
-		return "", fmt.Errorf("tokenizer: %s holds neither %s nor %s nor a *%s file",
-			dir, hfTokenizerFileName, tiktokenModelName, tiktokenSuffix)
+		return "", &NoTokenizerFileError{Dir: dir}
 	}
 	return "", fmt.Errorf("tokenizer: %s holds several *%s files; name one", dir, tiktokenSuffix)
 }
