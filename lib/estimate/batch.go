@@ -70,9 +70,18 @@ func clientConcurrency(jobs []job, c capacity) int {
 // simRequest is a job inside the simulated server.
 type simRequest struct {
 	job
+	index     int
 	generated int
 	held      int // KV tokens held while running
+	// The run's step and token counts when it arrived.
+	arrivedSteps, arrivedTokens int64
 }
+
+// life is what one request lived through on the server, from its arrival
+// to its answer: decode steps, and the tokens the whole batch generated in
+// them. Its latency is about steps times the fixed part of a step plus
+// tokens times the part that grows with the batch.
+type life struct{ steps, tokens int64 }
 
 // simulateBatch runs jobs through a model of SGLang's scheduler as llm-sim
 // imitates it: the client keeps conc requests in flight; the server admits
@@ -83,8 +92,9 @@ type simRequest struct {
 // nothing new is admitted until a request finishes. Between two events
 // (a request finishing, the cache filling up) nothing changes but the
 // token counts, so the model jumps from event to event: its cost grows
-// with the number of requests, not of tokens.
-func simulateBatch(jobs []job, c capacity, conc int) batchRun {
+// with the number of requests, not of tokens. When lives is not nil, it
+// receives each job's life (lives[i] for jobs[i]).
+func simulateBatch(jobs []job, c capacity, conc int, lives []life) batchRun {
 	run := batchRun{concurrency: conc}
 	kv := c.kvTokens
 	maxRunning := c.maxRunning
@@ -104,7 +114,7 @@ func simulateBatch(jobs []job, c capacity, conc int) batchRun {
 				continue
 			}
 			j.answer = min(max(j.answer, 1), kv-j.prompt)
-			waiting = append(waiting, &simRequest{job: j})
+			waiting = append(waiting, &simRequest{job: j, index: next - 1, arrivedSteps: run.steps, arrivedTokens: run.tokens})
 			inSystem++
 		}
 		for len(waiting) > 0 && len(running) < maxRunning && !hold {
@@ -156,6 +166,9 @@ func simulateBatch(jobs []job, c capacity, conc int) batchRun {
 		kept := running[:0]
 		for _, r := range running {
 			if r.generated >= r.answer {
+				if lives != nil {
+					lives[r.index] = life{run.steps - r.arrivedSteps, run.tokens - r.arrivedTokens}
+				}
 				used -= r.held
 				inSystem--
 				hold = false

@@ -27,7 +27,7 @@ func TestSimulateBatch(t *testing.T) {
 		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, capacity{200, 100}, 3, 40 + 40 - 16, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := simulateBatch(tc.jobs, tc.cap, tc.conc)
+			run := simulateBatch(tc.jobs, tc.cap, tc.conc, nil)
 			var tokens int64
 			for _, j := range tc.jobs {
 				tokens += int64(j.answer)
@@ -56,7 +56,7 @@ func TestSimulateBatchBounds(t *testing.T) {
 			longest = max(longest, j.answer)
 			tokens += j.answer
 		}
-		run := simulateBatch(jobs, c, clientConcurrency(jobs, c))
+		run := simulateBatch(jobs, c, clientConcurrency(jobs, c), nil)
 		if run.tokens != int64(tokens) {
 			t.Fatalf("trial %d: %d tokens generated, want %d", trial, run.tokens, tokens)
 		}

@@ -36,6 +36,7 @@ type doneStats struct {
 
 // timings are answer lengths beside their latencies.
 type timings struct {
+	prompts    []float64
 	lengths    []float64
 	latencies  []float64 // seconds
 	firstToken []float64 // seconds to the first token, when streamed
@@ -68,6 +69,15 @@ func (t timings) decodeRate() (rate, overhead float64, ok bool) {
 		return 0, 0, false
 	}
 	return sx / sy, 0, true
+}
+
+// timedJobs is the answers as jobs of the batch model, in file order.
+func (t timings) timedJobs() []timedJob {
+	out := make([]timedJob, len(t.lengths))
+	for i := range out {
+		out[i] = timedJob{job{int(t.prompts[i]), int(t.lengths[i])}, t.latencies[i]}
+	}
+	return out
 }
 
 // reader reads records, grouping them by the value at --by.
@@ -176,6 +186,7 @@ func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneSta
 		if gen.Get("backend").String() == "openai" {
 			t = &d.openai
 		}
+		t.prompts = append(t.prompts, float64(info.PromptTokens))
 		t.lengths = append(t.lengths, float64(info.CompletionTokens))
 		t.latencies = append(t.latencies, latency.Float()/1000)
 		if ft := gen.Get("first_token_ms"); ft.Exists() {

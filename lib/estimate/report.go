@@ -33,12 +33,14 @@ type backendReport struct {
 	KVTokens    int      `json:"kv_tokens,omitempty"`
 	MaxRunning  int      `json:"max_running,omitempty"`
 	Rate        *float64 `json:"rate,omitempty"`         // tokens per second of the whole backend
-	StepSeconds *float64 `json:"step_seconds,omitempty"` // SGLang: one decode step
-	RateSource  string   `json:"rate_source"`
-	PriceIn     *float64 `json:"price_in,omitempty"`  // USD per million prompt tokens
-	PriceOut    *float64 `json:"price_out,omitempty"` // USD per million completion tokens
-	PriceSource string   `json:"price_source,omitempty"`
-	HourlyCost  *float64 `json:"hourly_cost,omitempty"`
+	StepSeconds *float64 `json:"step_seconds,omitempty"` // SGLang: a decode step's fixed part
+	// StepSecondsPerRequest is what each running request adds to a step.
+	StepSecondsPerRequest *float64 `json:"step_seconds_per_request,omitempty"`
+	RateSource            string   `json:"rate_source"`
+	PriceIn               *float64 `json:"price_in,omitempty"`  // USD per million prompt tokens
+	PriceOut              *float64 `json:"price_out,omitempty"` // USD per million completion tokens
+	PriceSource           string   `json:"price_source,omitempty"`
+	HourlyCost            *float64 `json:"hourly_cost,omitempty"`
 }
 
 // datasetRow is one row of the table.
@@ -277,8 +279,9 @@ func describeBackend(b *backendModel) backendReport {
 	case kindSGLang:
 		r.Kind = "sglang"
 		r.KVTokens, r.MaxRunning = b.cap.kvTokens, b.cap.maxRunning
-		if b.stepTime > 0 {
-			r.StepSeconds = ptr(b.stepTime)
+		if b.step.known() {
+			r.StepSeconds = ptr(b.step.fixed)
+			r.StepSecondsPerRequest = ptr(b.step.perRequest)
 		}
 		if b.hourlyCost > 0 {
 			r.HourlyCost = ptr(b.hourlyCost)

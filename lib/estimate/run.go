@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -205,9 +206,14 @@ func run(c *cli.Context) error {
 // probeBackends asks each backend what it can: capacity, speed, prices.
 func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats, note func(string, ...any)) ([]*backendModel, error) {
 	var pooled doneStats
-	for _, d := range done {
-		pooled.sglang = appendTimings(pooled.sglang, d.sglang)
+	var sglangRuns [][]timedJob
+	for _, name := range sortedKeys(done) {
+		d := done[name]
 		pooled.openai = appendTimings(pooled.openai, d.openai)
+		if len(d.sglang.lengths) > 0 {
+			sglangRuns = append(sglangRuns, d.sglang.timedJobs())
+		}
+		pooled.sglang = appendTimings(pooled.sglang, d.sglang)
 	}
 	rateFor := func(name string) (float64, bool) {
 		if r, ok := cfg.rates[name]; ok {
@@ -229,18 +235,19 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 		if merr == nil && load.genThroughput <= 0 {
 			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
 		}
-		doneRate, _, doneOK := pooled.sglang.decodeRate()
+		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap)
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
 		case merr == nil && load.running > 0:
 			// A busy server: its throughput over its running batch is the
 			// time of one decode step.
-			b.stepTime = load.running / load.genThroughput
+			b.step.fixed = load.running / load.genThroughput
 			b.rateSource = fmt.Sprintf("/metrics: %s tok/s with %.0f running", fmtRate(load.genThroughput), load.running)
 		case doneOK:
-			b.stepTime = 1 / doneRate
-			b.rateSource = fmt.Sprintf("the done file: %s tok/s per running request (%d answers)", fmtRate(doneRate), len(pooled.sglang.lengths))
+			b.step = doneStep
+			b.rateSource = fmt.Sprintf("the done file's latencies (%d answers): a step takes %s + %s per running request",
+				len(pooled.sglang.lengths), seconds(doneStep.fixed), seconds(doneStep.perRequest))
 		case merr == nil:
 			// An idle server keeps its last figure, taken at a batch
 			// nobody knows: read as a full batch's.
@@ -288,6 +295,26 @@ func appendTimings(a, b timings) timings {
 	a.latencies = append(a.latencies, b.latencies...)
 	a.firstToken = append(a.firstToken, b.firstToken...)
 	return a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// seconds writes a short time: 2.1ms, 12us.
+func seconds(s float64) string {
+	switch {
+	case s >= 1:
+		return strconv.FormatFloat(s, 'f', 2, 64) + "s"
+	case s >= 1e-3:
+		return strconv.FormatFloat(s*1e3, 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(s*1e6, 'f', 2, 64) + "us"
 }
 
 // fmtRate writes tokens per second as people read them.
