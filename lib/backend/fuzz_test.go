@@ -11,7 +11,7 @@ import (
 // answerOffline runs a parser over raw as if a server had answered it with
 // status 200, as one JSON body or as an event stream.
 func answerOffline(raw []byte, stream bool, p answerParser) (*Result, *Error) {
-	c := newClient(Options{Stream: stream, MaxResponseBytes: 1 << 20})
+	c := newClient(Options{Stream: stream, MaxResponseBytes: 1 << 20}, SGLang)
 	ctx := context.Background()
 	header := http.Header{"Content-Type": {"application/json"}}
 	if stream {

@@ -36,12 +36,13 @@ type Options struct {
 	// result is the same; streaming adds the idle timeout, FirstToken and
 	// early detection of dead connections.
 	Stream bool
-	// APIKey is sent as "Authorization: Bearer <key>" (OpenRouter, vLLM
-	// --api-key, SGLang --api-key). It is never logged and is removed from
-	// any server text kept in an Error.
+	// APIKey is sent as the kind's Auth says (Bearer for every kind
+	// today). It is never logged and is removed from any server text kept
+	// in an Error.
 	APIKey string
 	// Referer and Title are OpenRouter's optional app attribution headers
-	// (HTTP-Referer, X-Title).
+	// (HTTP-Referer, X-Title), sent by the kinds whose Auth is
+	// BearerAttributed.
 	Referer string
 	Title   string
 	// Model is the model name sent to OpenAI-compatible servers.
@@ -102,15 +103,17 @@ func newTransport() *http.Transport {
 	return t
 }
 
-// client is what both backends share: options, the HTTP client, and the
-// plumbing of one exchange.
+// client is what every backend shares: options, the HTTP client, the
+// kind's authentication and status classification, and the plumbing of one
+// exchange.
 type client struct {
 	opts Options
 	http *http.Client
+	kind *Kind
 }
 
-func newClient(opts Options) client {
-	c := client{opts: opts, http: opts.Client}
+func newClient(opts Options, kind *Kind) client {
+	c := client{opts: opts, http: opts.Client, kind: kind}
 	if c.http == nil {
 		c.http = sharedClient
 	}
@@ -130,12 +133,15 @@ type exchange struct {
 	idle   *time.Timer        // nil without an idle timeout
 	resp   *http.Response
 	start  time.Time
+
+	// classify says what a status other than 200 means: the kind's.
+	classify func(status int, header http.Header, body []byte) *Error
 }
 
 // send starts a request. body may be nil (GET). stream selects the
 // event-stream Accept header and arms the idle timeout.
 func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
-	x := &exchange{parent: ctx, start: time.Now()}
+	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify}
 	x.ctx, x.cancel = context.WithCancelCause(ctx)
 	x.stop = func() {}
 	if c.opts.Timeout > 0 {
@@ -166,15 +172,7 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	} else {
 		h.Set("Accept", "application/json")
 	}
-	if c.opts.APIKey != "" {
-		h.Set("Authorization", "Bearer "+c.opts.APIKey)
-	}
-	if c.opts.Referer != "" {
-		h.Set("HTTP-Referer", c.opts.Referer)
-	}
-	if c.opts.Title != "" {
-		h.Set("X-Title", c.opts.Title)
-	}
+	c.kind.Auth(h, &c.opts)
 	x.resp, err = c.http.Do(hreq)
 	if err != nil {
 		x.close()
@@ -213,7 +211,7 @@ func (x *exchange) statusError() *Error {
 	if err != nil && len(body) == 0 && x.ctx.Err() != nil {
 		return x.fail(err)
 	}
-	return statusError(x.resp.StatusCode, x.resp.Header, body)
+	return x.classify(x.resp.StatusCode, x.resp.Header, body)
 }
 
 // readAll reads a whole answer, bounded by limit.

@@ -14,18 +14,28 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// OpenAI is OpenAI-compatible chat completions: OpenRouter (base
+// https://openrouter.ai/api/v1), vLLM and SGLang (base http://host:port/v1).
+// It posts the conversation to {base}/chat/completions with the model named.
+var OpenAI = register(&Kind{
+	Name:       "openai",
+	About:      "chat completions with messages",
+	Input:      Messages,
+	NeedsModel: true,
+	BatchBody:  func(string, json.RawMessage) (BodyMember, error) { return BodyField, nil },
+	Auth:       BearerAttributed,
+	Classify:   statusError,
+	open:       func(c client) Backend { return &openAI{client: c} },
+})
+
 type openAI struct {
 	client
 }
 
-// NewOpenAI returns the backend for OpenAI-compatible chat completions:
-// OpenRouter (base https://openrouter.ai/api/v1), vLLM and SGLang
-// (base http://host:port/v1). It posts to {base}/chat/completions.
-func NewOpenAI(opts Options) Backend {
-	return &openAI{client: newClient(opts)}
-}
+// NewOpenAI returns a backend of kind OpenAI.
+func NewOpenAI(opts Options) Backend { return OpenAI.New(opts) }
 
-func (b *openAI) Name() string { return "openai" }
+func (b *openAI) Name() string { return b.kind.Name }
 
 // chatRequest is the chat completions body: OpenAI's fields, plus top_k,
 // min_p and stop_token_ids (vLLM, SGLang and OpenRouter accept them) and
@@ -460,7 +470,7 @@ func findModel(doc gjson.Result, name string) gjson.Result {
 // pricing.completion as decimal strings in USD per token. OpenRouter's
 // list is public, so no key is sent. Variable-price routers report -1.
 func Pricing(ctx context.Context, base, model string) (promptUSDPerToken, completionUSDPerToken float64, err error) {
-	c := newClient(Options{})
+	c := newClient(Options{}, OpenAI)
 	doc, err := c.getJSON(ctx, joinURL(base, "/models"))
 	if err != nil {
 		return 0, 0, err

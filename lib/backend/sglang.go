@@ -49,17 +49,47 @@ func RID(id string, attempt int) string {
 	return fmt.Sprintf("%s#%d.%s", id, attempt, ridNonce)
 }
 
+// SGLang is SGLang's native API: POST /generate with token ids, GET
+// /server_info for the KV cache's size.
+var SGLang = register(&Kind{
+	Name:      "sglang",
+	About:     "native /generate with input_ids",
+	Input:     TokenIDs,
+	BatchBody: sglangBatchBody,
+	Auth:      Bearer,
+	Classify:  statusError,
+	open:      func(c client) Backend { return &sglang{client: c} },
+})
+
 type sglang struct {
 	client
 }
 
-// NewSGLang returns the backend for SGLang's native API: POST /generate
-// with token ids, GET /server_info.
-func NewSGLang(opts Options) Backend {
-	return &sglang{client: newClient(opts)}
+// NewSGLang returns a backend of kind SGLang.
+func NewSGLang(opts Options) Backend { return SGLang.New(opts) }
+
+func (b *sglang) Name() string { return b.kind.Name }
+
+// sglangSamplingKeys are the chat completions body fields that SGLang's
+// sampling_params understand; the rest have no meaning for /generate.
+var sglangSamplingKeys = map[string]bool{
+	"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
+	"min_tokens": true, "ignore_eos": true,
 }
 
-func (b *sglang) Name() string { return "sglang" }
+// sglangBatchBody sends the penalties SGLang understands among the sampling
+// parameters and leaves the rest out, except a response_format asking for
+// JSON: unconstrained answers where the file asked for JSON would pass for
+// good data.
+func sglangBatchBody(key string, value json.RawMessage) (BodyMember, error) {
+	switch {
+	case sglangSamplingKeys[key]:
+		return BodySampling, nil
+	case key == "response_format" && gjson.GetBytes(value, "type").String() != "text":
+		return BodyDrop, errors.New(`"body" has a "response_format": --backend sglang does not send it; use --backend openai with the server's /v1`)
+	}
+	return BodyDrop, nil
+}
 
 // sglangRequest is the /generate body. Fields follow SGLang's
 // GenerateReqInput and SamplingParams.

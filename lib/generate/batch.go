@@ -54,18 +54,19 @@ func parseFormats(c *cli.Context, cfg *config) error {
 			return cliutil.Usagef("--%s %q: want %s or %s", f.flag, f.value, formatRecords, formatOpenAIBatch)
 		}
 	}
-	if cfg.inputFormat == formatOpenAIBatch && cfg.backend == backendSGLang && cfg.tokenizer == "" {
-		return cliutil.Usagef("--%s %s with --backend sglang needs --%s DIR: SGLang takes token ids, and the chat template and tokenizer in DIR turn each body's messages into them", flagInputFormat, formatOpenAIBatch, flagTokenizer)
+	if cfg.inputFormat == formatOpenAIBatch && cfg.kind.Input == backend.TokenIDs && cfg.tokenizer == "" {
+		return cliutil.Usagef("--%s %s with --%s %s needs --%s DIR: it takes token ids, and the chat template and tokenizer in DIR turn each body's messages into them",
+			flagInputFormat, formatOpenAIBatch, flagBackend, cfg.kind.Name, flagTokenizer)
 	}
 	return nil
 }
 
 // batchInput turns OpenAI Batch input lines into jobs.
 type batchInput struct {
-	backend string
-	model   string         // --model: overrides the bodies' model
-	params  backend.Params // the command line's, which each body overrides
-	chat    *chat.Model    // renders and tokenizes the messages for SGLang
+	kind   *backend.Kind
+	model  string         // --model: overrides the bodies' model
+	params backend.Params // the command line's, which each body overrides
+	chat   *chat.Model    // renders and tokenizes the messages for a backend that takes token ids
 }
 
 // batchLine is one Batch input line, as the OpenAI Batch API defines it.
@@ -100,13 +101,6 @@ var bodyOwnKeys = map[string]bool{
 	"stop_token_ids": true, "reasoning_effort": true, "n": true,
 	// generate chooses streaming (--stream) and asks for usage itself.
 	"stream": true, "stream_options": true,
-}
-
-// sglangSamplingKeys are the other body fields SGLang's sampling_params
-// understand; the rest have no meaning for /generate and are left out.
-var sglangSamplingKeys = map[string]bool{
-	"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true,
-	"min_tokens": true, "ignore_eos": true,
 }
 
 // parse reads one Batch input line. The line itself is what the job
@@ -144,7 +138,7 @@ func (b *batchInput) parse(line []byte) (*job, error) {
 	}
 	j := &job{line: line, params: paramsJSON(params)}
 	j.req.ID, j.req.Params = *in.CustomID, params
-	if b.backend == backendSGLang {
+	if b.kind.Input == backend.TokenIDs {
 		rendered, err := b.chat.Render(messages, tools, true)
 		if err != nil {
 			return nil, fmt.Errorf("chat template: %v", err)
@@ -201,7 +195,7 @@ func (b *batchInput) requestParams(body map[string]json.RawMessage) (backend.Par
 			return p, errors.New(`"body" "stop" must be a string or an array of strings`)
 		}
 	}
-	if b.backend == backendOpenAI && b.model == "" && len(body["model"]) == 0 {
+	if b.kind.NeedsModel && b.model == "" && len(body["model"]) == 0 {
 		return p, errors.New(`"body" has no "model" and --model is not set`)
 	}
 	extra, err := b.extraFields(body)
@@ -233,19 +227,21 @@ func (b *batchInput) extraFields(body map[string]json.RawMessage) (json.RawMessa
 	}
 	sampling := map[string]json.RawMessage{}
 	for k, v := range body {
-		switch {
-		case b.backend == backendSGLang && sglangSamplingKeys[k]:
+		if bodyOwnKeys[k] {
+			continue
+		}
+		where, err := b.kind.BatchBody(k, v)
+		if err != nil {
+			return nil, err
+		}
+		switch where {
+		case backend.BodySampling:
 			sampling[k] = v
-		case b.backend == backendSGLang && k == "response_format" && gjson.GetBytes(v, "type").String() != "text":
-			// Unconstrained answers where the file asked for JSON would
-			// pass for good data.
-			return nil, errors.New(`"body" has a "response_format": --backend sglang does not send it; use --backend openai with the server's /v1`)
-		case b.backend == backendSGLang || bodyOwnKeys[k]:
-		default:
+		case backend.BodyField:
 			extra[k] = v
 		}
 	}
-	if b.backend == backendOpenAI && b.model == "" {
+	if b.kind.NeedsModel && b.model == "" {
 		extra["model"] = body["model"]
 	}
 	if len(sampling) > 0 {
@@ -440,5 +436,5 @@ func newBatchInput(cfg *config, tmpl *chat.Model) *batchInput {
 	if cfg.inputFormat != formatOpenAIBatch {
 		return nil
 	}
-	return &batchInput{backend: cfg.backend, model: cfg.model, params: cfg.params, chat: tmpl}
+	return &batchInput{kind: cfg.kind, model: cfg.model, params: cfg.params, chat: tmpl}
 }

@@ -95,9 +95,9 @@ func TestBatchInputToRequest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &batchInput{backend: backendOpenAI, model: tc.model, params: flagParams}
+			in := &batchInput{kind: backend.OpenAI, model: tc.model, params: flagParams}
 			if tc.sglang {
-				in.backend, in.chat = backendSGLang, testChatModel(t)
+				in.kind, in.chat = backend.SGLang, testChatModel(t)
 			}
 			j, err := in.parse([]byte(tc.line))
 			if tc.wantErr != "" {

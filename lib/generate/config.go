@@ -18,15 +18,9 @@ import (
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
-// Backend names.
-const (
-	backendSGLang = "sglang"
-	backendOpenAI = "openai"
-)
-
 // config is generate's flags, checked.
 type config struct {
-	backend   string
+	kind      *backend.Kind // --backend
 	urls      []string
 	model     string
 	apiKey    string
@@ -80,7 +74,6 @@ const maxBackoff = 30 * time.Second
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
-		backend:       c.String(flagBackend),
 		urls:          c.StringSlice(flagURL),
 		model:         c.String(flagModel),
 		referer:       c.String(flagReferer),
@@ -104,9 +97,11 @@ func parse(c *cli.Context) (*config, error) {
 		backoff:       firstBackoff,
 		tokenizer:     c.String(flagTokenizer),
 	}
-	if cfg.backend != backendSGLang && cfg.backend != backendOpenAI {
-		return nil, cliutil.Usagef("--%s %q: want sglang or openai", flagBackend, cfg.backend)
+	kind, ok := backend.Lookup(c.String(flagBackend))
+	if !ok {
+		return nil, cliutil.Usagef("--%s %q: want %s", flagBackend, c.String(flagBackend), orList(backend.Names()))
 	}
+	cfg.kind = kind
 	if len(cfg.urls) == 0 {
 		return nil, cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
 	}
@@ -120,12 +115,13 @@ func parse(c *cli.Context) (*config, error) {
 	if err := parseFormats(c, cfg); err != nil {
 		return nil, err
 	}
-	batchInput := cfg.inputFormat == formatOpenAIBatch // names its model and needs --tokenizer for SGLang
-	if cfg.backend == backendOpenAI && cfg.model == "" && !batchInput {
-		return nil, cliutil.Usagef("--backend openai needs --%s", flagModel)
+	batchInput := cfg.inputFormat == formatOpenAIBatch // names its model, and needs --tokenizer for a backend that takes token ids
+	if cfg.kind.NeedsModel && cfg.model == "" && !batchInput {
+		return nil, cliutil.Usagef("--%s %s needs --%s", flagBackend, cfg.kind.Name, flagModel)
 	}
-	if cfg.tokenizer != "" && cfg.backend != backendOpenAI && !batchInput {
-		return nil, cliutil.Usagef("--%s is for --backend openai: SGLang returns the output ids itself", flagTokenizer)
+	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput {
+		return nil, cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
+			flagTokenizer, orList(backendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
 	}
 	var err error
 	if cfg.params, err = sampling(c); err != nil {
@@ -276,4 +272,23 @@ func paramsJSON(p backend.Params) json.RawMessage {
 		panic(fmt.Sprintf("generate: sampling parameters: %v", err)) // only plain values: cannot fail
 	}
 	return b
+}
+
+// backendsTaking names, as --backend options, the kinds that send input.
+func backendsTaking(input backend.Input) []string {
+	var names []string
+	for _, k := range backend.Kinds() {
+		if k.Input == input {
+			names = append(names, "--"+flagBackend+" "+k.Name)
+		}
+	}
+	return names
+}
+
+// orList joins "a", "b" and "c" as "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }

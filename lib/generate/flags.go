@@ -5,8 +5,23 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
+
+// defaultBackend is --backend's default.
+var defaultBackend = backend.SGLang
+
+// backendUsage lists the backends for --help, the default first.
+func backendUsage() string {
+	items := []string{defaultBackend.Name + " (" + defaultBackend.About + ")"}
+	for _, k := range backend.Kinds() {
+		if k != defaultBackend {
+			items = append(items, k.Name+" ("+k.About+")")
+		}
+	}
+	return "server API (`KIND`): " + orList(items)
+}
 
 func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
 
@@ -14,8 +29,7 @@ func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
 func flags() []cli.Flag {
 	return []cli.Flag{
 		// Where and what.
-		&cli.StringFlag{Name: flagBackend, Value: "sglang", EnvVars: envs(flagBackend),
-			Usage: "server API (`KIND`): sglang (native /generate with input_ids) or openai (chat completions with messages)"},
+		&cli.StringFlag{Name: flagBackend, Value: defaultBackend.Name, EnvVars: envs(flagBackend), Usage: backendUsage()},
 		&cli.StringSliceFlag{Name: flagURL, EnvVars: envs(flagURL),
 			Usage: "server base `URL` (repeatable: requests are spread over all), e.g. http://gpu1:30000 or https://openrouter.ai/api/v1"},
 		&cli.StringFlag{Name: flagModel, EnvVars: envs(flagModel), Usage: "model `NAME` for openai backends"},

@@ -68,7 +68,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"api key flag", []string{"--api-key", "sk-secret", "--url", "http://127.0.0.1:1"}, "there is no --api-key flag"},
 		{"no url", []string{}, "--url is required"},
-		{"bad backend", []string{"--backend", "vllm", "--url", "http://x"}, "want sglang or openai"},
+		{"bad backend", []string{"--backend", "vllm", "--url", "http://x"}, "want openai or sglang"},
 		{"openai without model", []string{"--backend", "openai", "--url", "http://x"}, "needs --model"},
 		{"bad concurrency", []string{"--url", "http://x", "--concurrency", "lots"}, "want a positive number or auto"},
 	}

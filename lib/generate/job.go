@@ -38,23 +38,28 @@ var responseKeys = map[string]bool{
 // tool, since sums beyond it are no longer exact.
 const maxCount = 1 << 53
 
-// errNoInputIDs and errNoMessages explain a record the backend cannot send.
-var (
-	errNoInputIDs  = errors.New(`no "input_ids": --backend sglang sends token ids (run tokenize-prompts first, or use --backend openai with messages)`)
-	errNoMessages  = errors.New(`no "messages": --backend openai sends the conversation (an array of {role, content})`)
-	errEmptyPrompt = errors.New(`"input_ids" is empty: there is no prompt to answer`)
-)
+// missingInput explains a record without what the backend sends.
+func missingInput(kind *backend.Kind) error {
+	if kind.Input == backend.TokenIDs {
+		return fmt.Errorf(`no %q: --%s %s sends token ids (run tokenize-prompts first, or use %s with messages)`,
+			record.FieldInputIDs, flagBackend, kind.Name, orList(backendsTaking(backend.Messages)))
+	}
+	return fmt.Errorf(`no "messages": --%s %s sends the conversation (an array of {role, content})`, flagBackend, kind.Name)
+}
+
+// errEmptyPrompt explains a record whose token ids are an empty array.
+var errEmptyPrompt = errors.New(`"input_ids" is empty: there is no prompt to answer`)
 
 // parser turns input lines into jobs.
 type parser struct {
-	backend string
-	id      record.IDPath
-	params  backend.Params
-	batch   *batchInput // --input-format openai-batch, else nil
+	kind   *backend.Kind
+	id     record.IDPath
+	params backend.Params
+	batch  *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
-	return &parser{backend: cfg.backend, id: record.NewIDPath(cfg.idPath), params: cfg.params}
+	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params}
 }
 
 // parse validates line as one JSON object and builds its job; line is
@@ -118,10 +123,10 @@ func (p *parser) parse(line []byte) (*job, error) {
 		}
 		j.promptTokens, j.hasPromptTokens = int(n), true
 	}
-	switch p.backend {
-	case backendSGLang:
+	switch p.kind.Input {
+	case backend.TokenIDs:
 		if len(inputIDs) == 0 || bytes.Equal(inputIDs, []byte("null")) {
-			return nil, errNoInputIDs
+			return nil, missingInput(p.kind)
 		}
 		ids, ok := parseIDs(inputIDs)
 		if !ok {
@@ -136,7 +141,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 		}
 	default:
 		if len(messages) == 0 || messages[0] != '[' {
-			return nil, errNoMessages
+			return nil, missingInput(p.kind)
 		}
 		j.req.Messages = messages
 		if len(tools) > 0 && tools[0] == '[' {

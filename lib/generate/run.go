@@ -147,7 +147,7 @@ func startLine(cfg *config, maxTokensSet bool) string {
 		src = "--max-tokens"
 	}
 	s := fmt.Sprintf("%s backend, %d server(s), max_tokens %d (%s), retries %d, timeout %v",
-		cfg.backend, len(cfg.urls), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
+		cfg.kind.Name, len(cfg.urls), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
 	if cfg.tokenBudget > 0 {
 		s += fmt.Sprintf(", token budget %s %s", cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 	}
@@ -167,10 +167,7 @@ func newBackend(cfg *config) backend.Backend {
 		Title:       cfg.title,
 		Model:       cfg.model,
 	}
-	if cfg.backend == backendOpenAI {
-		return backend.NewOpenAI(opts)
-	}
-	return backend.NewSGLang(opts)
+	return cfg.kind.New(opts)
 }
 
 // newServers sets up each --url with its concurrency limiter: fixed, sized
