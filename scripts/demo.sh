@@ -35,7 +35,6 @@ echo "llm-sim listening at $url" >&2
 run_all() {
 	for d in "${datasets[@]}"; do
 		echo "-- $d" >&2
-		touch "$demo/$d.jsonl" # generate reads it (--already) before budget-cut first writes it
 		tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$d.jsonl.zst" |
 			dedupe-resume --done "$demo/$d.jsonl" |
 			generate --backend sglang --url "$url" --max-tokens 1500 --errors "$demo/$d.errors.jsonl" --progress-interval 5s \

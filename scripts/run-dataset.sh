@@ -120,10 +120,6 @@ fi
 
 urls=()
 for u in $url_list; do urls+=(--url "$u"); done
-# generate reads the output for its budget (--already) as it starts, maybe
-# before budget-cut has created it: a first run must find it there.
-: >>"$out" || exit 73
-
 note "start: budget $budget, backend $backend, $url_list"
 tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |

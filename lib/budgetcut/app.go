@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
 const (
@@ -37,15 +38,20 @@ bought than the budget allows.
 A record's tokens are prompt_tokens + completion_tokens (falling back to the
 lengths of input_ids and output_ids, then to usage); --count and --path choose
 otherwise. Tokens already spent count against the budget: --already names
-earlier outputs (a torn last line in them is ignored), --used gives a number.
+earlier outputs (a torn last line in them is ignored; one that does not exist
+yet, before a first run, counts as empty), --used gives a number.
 With -o FILE --append the existing FILE counts as already spent too, a torn
 last line in it is cut off first (kept in FILE.torn), and every record is
-written whole and flushed.`,
+written whole and flushed. The run holds an exclusive lock (flock) on FILE:
+a second budget-cut appending to the same FILE at the same time does not
+wait, it exits 75 at once with nothing written, so that the budget counted
+by the first holds. A compressed FILE (gzip, zstd) is refused with 64 and
+left as it is: records appended to it would be plain text.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTokens, Aliases: []string{"n"}, EnvVars: []string{cliutil.EnvName(flagTokens)},
 				Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number)"},
 			&cli.StringSliceFlag{Name: flagAlready, EnvVars: []string{cliutil.EnvName(flagAlready)},
-				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable)"},
+				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable; missing = empty)"},
 			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},
 			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion"},
 			&cli.StringFlag{Name: flagPath, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
@@ -70,6 +76,9 @@ written whole and flushed.`,
 				Command: "generate --url URL < req.jsonl | budget-cut --tokens 10M --already out.jsonl >> out.jsonl"},
 			{Comment: "keep the first 250k completion tokens of a finished file",
 				Command: "budget-cut --tokens 250k --count completion big.jsonl.zst > sample.jsonl"},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: exitcode.TempFail, Meaning: "-o FILE --append: another process is appending to FILE (it holds the lock); nothing was written: try again when it ends"},
 		},
 		SeeAlso: []string{"generate(1)", "tokstat(1)", "dedupe-resume(1)", "synthpipe-records(7)"},
 		Action:  run,

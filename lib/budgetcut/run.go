@@ -110,8 +110,13 @@ func run(c *cli.Context) (err error) {
 	}
 
 	spent := cfg.used
-	if len(cfg.already) > 0 {
-		n, _, err := record.SumTokens(c.App.Reader, cfg.already, input, scan, cfg.mode)
+	already := jsonl.ExistingFiles(cfg.already, func(path string) {
+		if !cfg.quiet {
+			cliutil.Notef(stderr, name, "--%s %s does not exist yet: counted as empty", flagAlready, path)
+		}
+	})
+	if len(already) > 0 {
+		n, _, err := record.SumTokens(c.App.Reader, already, input, scan, cfg.mode)
 		if err != nil {
 			return err
 		}

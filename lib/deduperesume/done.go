@@ -2,9 +2,7 @@ package deduperesume
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/synthpipe/synthpipe/lib/idset"
@@ -20,14 +18,7 @@ import (
 // hold a 1/N of it.
 func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*idset.Set, jsonl.Stats, error) {
 	set := idset.New(0)
-	var existing []string
-	for _, path := range cfg.done {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			missing(path)
-			continue
-		}
-		existing = append(existing, path) // jsonl.Open reports the rest
-	}
+	existing := jsonl.ExistingFiles(cfg.done, missing)
 	if len(existing) == 0 {
 		return set, jsonl.Stats{}, nil
 	}

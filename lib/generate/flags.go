@@ -67,7 +67,7 @@ func flags() []cli.Flag {
 		// Budgets.
 		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
 			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens"},
-		&cli.StringSliceFlag{Name: flagAlready, Usage: "the tokens of this earlier output `FILE` count against --token-budget (repeatable)"},
+		&cli.StringSliceFlag{Name: flagAlready, Usage: "the tokens of this earlier output `FILE` count against --token-budget (repeatable; missing = empty)"},
 		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
 		&cli.BoolFlag{Name: flagDrain, Usage: "no effect, accepted so that older scripts run: a budget stop waits for the requests in flight, leaving none to cancel"},
 		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case)"},

@@ -50,9 +50,12 @@ func run(c *cli.Context) (err error) {
 	}()
 
 	spent := int64(0)
-	if len(cfg.already) > 0 {
+	already := jsonl.ExistingFiles(cfg.already, func(path string) {
+		note("--%s %s does not exist yet: counted as empty", flagAlready, path)
+	})
+	if len(already) > 0 {
 		scan := record.NewScanner(cfg.idPath, false, "")
-		if spent, _, err = record.SumTokens(c.App.Reader, cfg.already, cfg.input, scan, cfg.countMode); err != nil {
+		if spent, _, err = record.SumTokens(c.App.Reader, already, cfg.input, scan, cfg.countMode); err != nil {
 			return err
 		}
 		if spent >= cfg.tokenBudget {

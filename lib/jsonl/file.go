@@ -2,9 +2,12 @@ package jsonl
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -19,8 +22,14 @@ type OutputFile struct {
 }
 
 // CreateOutput opens path for writing records: truncated, or appended to with
-// appendMode. When appending, a torn last line left by an earlier run that was
-// killed is cut off first and kept in path+".torn"; warn says so.
+// appendMode.
+//
+// When appending, the file is locked first (an exclusive flock, held until
+// Close): a second process appending to it at the same time is refused with
+// exit 75 instead of writing past the budget the first one counts. A
+// compressed file is refused (64) untouched: plain records appended to it
+// would be neither gzip nor JSONL. Then a torn last line left by an earlier
+// run that was killed is cut off and kept in path+".torn"; warn says so.
 func CreateOutput(path string, appendMode bool, warn func(string)) (*OutputFile, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if appendMode {
@@ -32,6 +41,10 @@ func CreateOutput(path string, appendMode bool, warn func(string)) (*OutputFile,
 	}
 	size := int64(0)
 	if appendMode {
+		if err := lockForAppend(f, path); err != nil {
+			f.Close()
+			return nil, err
+		}
 		if size, err = cutTornTail(f, path, warn); err != nil {
 			f.Close()
 			return nil, err
@@ -68,6 +81,33 @@ func (o *OutputFile) Close() error {
 	}
 	if cerr != nil {
 		return exitcode.IOErrorf("close %s: %v", o.path, unwrapPath(cerr))
+	}
+	return nil
+}
+
+// lockForAppend takes the exclusive lock of a file to append to, without
+// waiting, and refuses a compressed one.
+func lockForAppend(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return exitcode.CantCreatef("stat %s: %v", path, unwrapPath(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil // a pipe or a device: nothing to lock, nothing to repair
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return exitcode.TempFailf("%s is being appended to by another process (another run at the same time?): refused, so that its budget holds; try again when that run ends", path)
+		}
+		return exitcode.CantCreatef("lock %s: %v", path, err)
+	}
+	head := make([]byte, 4)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return exitcode.NoInputf("read %s: %v", path, unwrapPath(err))
+	}
+	if kind := compression(head[:n]); kind != "" {
+		return exitcode.Usagef("%s is %s-compressed: records appended to it would be plain text in a compressed file; append to an uncompressed file instead (and compress it when the job is done)", path, kind)
 	}
 	return nil
 }
@@ -148,4 +188,22 @@ func (s *safeFile) Write(p []byte) (int, error) {
 	}
 	// %w keeps the cause visible: a closed pipe (-o /dev/stdout) is no failure.
 	return 0, exitcode.WithCode(exitcode.IOErr, fmt.Errorf("write %s: %w%s", s.path, unwrapPath(err), undone))
+}
+
+// ExistingFiles returns the paths that exist, telling missing of each one
+// that does not: the earlier outputs a resumable run reads (--done,
+// --already) do not exist before its first run, and count as empty. Any
+// other failure (a directory, no permission) is left for Open to report.
+func ExistingFiles(paths []string, missing func(path string)) []string {
+	var existing []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			if missing != nil {
+				missing(p)
+			}
+			continue
+		}
+		existing = append(existing, p)
+	}
+	return existing
 }

@@ -17,8 +17,17 @@ var (
 
 // Compressed reports whether head, the first bytes of a file, starts a gzip
 // or zstd stream (which the Reader decompresses).
-func Compressed(head []byte) bool {
-	return bytes.HasPrefix(head, gzipMagic) || bytes.HasPrefix(head, zstdMagic)
+func Compressed(head []byte) bool { return compression(head) != "" }
+
+// compression names the compression head starts ("gzip", "zstd"), or "".
+func compression(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		return "gzip"
+	case bytes.HasPrefix(head, zstdMagic):
+		return "zstd"
+	}
+	return ""
 }
 
 // errLineTooLong is returned by lineSplitter when a line passes the cap; the

@@ -402,3 +402,50 @@ func TestWriterLinesFromReaderMemory(t *testing.T) {
 		t.Errorf("uncopied writes %v, want %v", rec.direct, want)
 	}
 }
+
+// TestCreateOutputAppendLocks: a second writer appending to the same file is
+// refused (75) while the first holds it, and may append once it is closed.
+func TestCreateOutputAppendLocks(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "out.jsonl", []byte("{\"id\":\"a\"}\n"))
+	first, err := CreateOutput(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CreateOutput(path, true, nil)
+	wantCode(t, err, exitcode.TempFail, "is being appended to by another process")
+	if err := first.Write([]byte(`{"id":"b"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := CreateOutput(path, true, nil)
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	second.Close()
+}
+
+// TestCreateOutputAppendCompressed: appending to a gzip or zstd file is
+// refused (64) and leaves it byte for byte as it was: no torn tail cut, no
+// .torn file.
+func TestCreateOutputAppendCompressed(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"out.jsonl.gz":  {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 'x'},
+		"out.jsonl.zst": {0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeFile(t, dir, name, data)
+			_, err := CreateOutput(path, true, nil)
+			wantCode(t, err, exitcode.Usage, "-compressed: records appended to it would be plain text")
+			got, _ := os.ReadFile(path)
+			if !bytes.Equal(got, data) {
+				t.Errorf("file changed: %q", got)
+			}
+			if _, err := os.Stat(path + ".torn"); err == nil {
+				t.Error("a .torn file was written")
+			}
+		})
+	}
+}
