@@ -9,6 +9,17 @@
 #                                   writes DATASET/out.shard-K-of-N.jsonl, gets
 #                                   SYNTHPIPE_BUDGET / N, and the shards' outputs
 #                                   concatenate to the unsharded result
+#   fanout.sh stop DATASET...       stop the runs of these datasets (every shard),
+#                                   wherever they were started from
+#
+# Stopping: GNU parallel runs each job in a process group of its own, so a
+# signal to fanout.sh alone, or kill -9 of it, would leave the runs going.
+# fanout.sh catches SIGINT, SIGTERM and SIGHUP: it tells parallel to start no
+# more runs and passes the signal on to every running one, which then stops
+# as the pipeline does (generate finishes what is in flight and writes it);
+# a second signal is passed on too and stops them at once. After a kill -9 of
+# fanout.sh, `fanout.sh stop DATASET...` signals each run through the process
+# group its lock file names (run-dataset.sh writes it there).
 #
 # At most $SYNTHPIPE_JOBS runs at a time (default 4; shards: all N). Settings are
 # run-dataset.sh's (SYNTHPIPE_DATA, SYNTHPIPE_TOKENIZER, SYNTHPIPE_URL, ...). The
@@ -25,7 +36,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
-	sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 64
 }
 
@@ -41,6 +52,57 @@ worst_status() {
 		END { if (retry) print 75; else print other + 0 }' "$1"
 }
 
+# stop_runs DATASET...: signal every running run of these datasets (a lock
+# that can be taken has no holder left) through the process group its lock
+# file names.
+stop_runs() {
+	local data=${SYNTHPIPE_DATA:-./data} dataset lock pgid stopped=0
+	for dataset in "$@"; do
+		for lock in "$data/$dataset"/.lock*; do
+			[ -f "$lock" ] || continue
+			if flock -n "$lock" true; then
+				continue
+			fi
+			pgid=$(sed -n 's/.*process group \([0-9][0-9]*\).*/\1/p' "$lock" | head -n 1)
+			if [ -z "$pgid" ]; then
+				echo "fanout.sh: $lock is held but names no process group" >&2
+				continue
+			fi
+			echo "fanout.sh: stopping $dataset ($(head -n 1 "$lock"))" >&2
+			kill -TERM -- "-$pgid" && stopped=$((stopped + 1))
+		done
+	done
+	echo "fanout.sh: signalled $stopped run(s)" >&2
+}
+
+# run_parallel ARGS...: GNU parallel in the background, with the signals
+# fanout.sh receives passed on to the runs (see the header).
+# parallel gets a session of its own: a Ctrl-C at the terminal reaches it
+# only through fanout.sh, since its own SIGINT handling kills the runs
+# within a second, too soon for them to write what they finish.
+run_parallel() {
+	setsid parallel "$@" &
+	local pid=$!
+	forward() {
+		kill -HUP "$pid" 2>/dev/null # no new runs
+		local job
+		for job in $(pgrep -P "$pid"); do
+			kill "-$1" -- "-$job" 2>/dev/null # each run is its own process group
+		done
+		signalled=$1
+	}
+	signalled=
+	trap 'forward INT' INT
+	trap 'forward TERM' TERM
+	trap 'forward HUP' HUP
+	# wait returns early when a trapped signal arrives: wait again until
+	# parallel itself is gone.
+	while kill -0 "$pid" 2>/dev/null; do
+		wait "$pid"
+	done
+	trap - INT TERM HUP
+}
+
 [ $# -ge 1 ] || usage
 mode=$1
 shift
@@ -49,7 +111,7 @@ trap 'rm -f "$joblog"' EXIT
 case $mode in
 datasets)
 	[ $# -ge 1 ] || usage
-	parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-4}" \
+	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-4}" \
 		"$here/run-dataset.sh" {} ::: "$@"
 	;;
 shards)
@@ -57,11 +119,21 @@ shards)
 		usage
 	fi
 	dataset=$1 n=$2
-	parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-$n}" \
+	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-$n}" \
 		"$here/run-dataset.sh" "$dataset" {}/"$n" ::: $(seq 0 $((n - 1)))
+	;;
+stop)
+	[ $# -ge 1 ] || usage
+	stop_runs "$@"
+	exit 0
 	;;
 *)
 	usage
 	;;
+esac
+case $signalled in
+INT) exit 130 ;;
+TERM) exit 143 ;;
+HUP) exit 129 ;;
 esac
 exit "$(worst_status "$joblog")"

@@ -3,7 +3,8 @@
 # (or for shard K of N of it), safe to start from cron as often as you like.
 #
 #   - one run at a time per dataset and shard (flock): an overlapping start logs
-#     that another run holds the lock and exits 0 at once
+#     who holds the lock (pid, process group, since when, its log) and exits 0
+#     at once; the holder is still running then (a lock dies with its holder)
 #   - resumes: records already in the output are skipped (by id, torn tail
 #     redone), so a run after a finished one adds nothing
 #   - one token budget per dataset, never passed across runs: generate starts
@@ -109,17 +110,45 @@ fi
 log=$dir/run.log
 # stamp prefixes each line with the time and what runs; the shards of a
 # dataset share its log, and each line goes out in one write, so they never mix.
-stamp() { while IFS= read -r line; do printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$line"; done; }
+# A signal to the run's process group is for the tools, which stop as the
+# pipeline does (generate writes what it finishes): the stampers ignore it,
+# so that the tools' last words still reach the log.
+stamp() {
+	trap '' INT TERM HUP
+	while IFS= read -r line; do printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$line"; done
+}
 note() { echo "run-dataset: $*" | stamp | tee -a "$log" >&2; }
 
-exec 9>"$dir/.lock$suffix"
+# The lock file names its holder (pid, process group, start, log) for a run
+# that finds it taken, and for `fanout.sh stop`. Opened without truncating,
+# so that a run that steps aside leaves the holder's line as it is.
+lockfile=$dir/.lock$suffix
+exec 9<>"$lockfile"
 if ! flock -n 9; then
-	note "another run of $name holds the lock: nothing to do"
+	# The holder writes its line just after taking the lock: give it a moment.
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		holder=$(head -n 1 "$lockfile" 2>/dev/null)
+		[ -n "$holder" ] && break
+		sleep 0.1
+	done
+	note "another run of $name holds the lock and is still running (${holder:-holder unknown}): nothing to do; to stop it: kill -TERM -- -PGID, or scripts/fanout.sh stop $dataset"
 	exit 0
 fi
+printf 'pid %d, process group %d, since %s, log %s\n' "$$" "$(ps -o pgid= -p $$ | tr -d ' ')" \
+	"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$log" >"$lockfile"
 
 urls=()
 for u in $url_list; do urls+=(--url "$u"); done
+# The script itself notes a signal and lets the pipeline finish stopping,
+# then logs how it ended; a signal before the pipeline starts ends the run.
+signalled=
+trap 'signalled=INT' INT
+trap 'signalled=TERM' TERM
+trap 'signalled=HUP' HUP
+if [ -n "$signalled" ]; then
+	note "stopped by SIG$signalled before the pipeline started"
+	case $signalled in INT) exit 130 ;; HUP) exit 129 ;; *) exit 143 ;; esac
+fi
 note "start: budget $budget, backend $backend, $url_list"
 tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
@@ -127,7 +156,9 @@ tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2
 		--token-budget "$budget" --already "$out" --progress-interval 1m "${generate_extra[@]}" 2> >(stamp >>"$log") |
 	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
 codes=("${PIPESTATUS[@]}")
-wait # for the log stampers: what the tools said is in the log before the last line
+# Wait for the log stampers: what the tools said is in the log before the
+# last line (a trapped signal cuts a wait short: wait again).
+while ! wait; do :; done
 
 status=0
 for c in "${codes[@]}"; do
@@ -137,5 +168,6 @@ for c in "${codes[@]}"; do
 	fi
 	[ "$c" -ne 0 ] && [ "$status" -eq 0 ] && status=$c
 done
+[ -n "$signalled" ] && note "stopped by SIG$signalled"
 note "done: exit statuses ${codes[*]} (tokenize-prompts dedupe-resume generate budget-cut) -> $status"
 exit "$status"

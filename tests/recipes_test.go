@@ -391,7 +391,6 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 	type result struct {
 		code   int
 		stderr string
-		ended  time.Time
 	}
 	results := make(chan result, 2)
 	for range 2 {
@@ -404,7 +403,7 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 		}
 		go func() {
 			cmd.Wait()
-			results <- result{cmd.ProcessState.ExitCode(), stderr.String(), time.Now()}
+			results <- result{cmd.ProcessState.ExitCode(), stderr.String()}
 		}()
 	}
 	var ended []result // in the order the runs ended
@@ -422,19 +421,20 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 			t.Fatalf("run-dataset.sh exited %d:\n%s", r.code, tail(r.stderr, 3000))
 		}
 	}
-	if !strings.Contains(a.stderr, "another run of math holds the lock: nothing to do") {
-		t.Fatalf("the run that ended first did not step aside for the lock holder:\n%s\nthe other:\n%s", a.stderr, b.stderr)
+	// The run that stepped aside names the holder, says it is still running
+	// and how to stop it; that it did not wait is shown by its finding the
+	// lock taken at all (a waiting run would have found nothing to do).
+	holder := regexp.MustCompile(`another run of math holds the lock and is still running \(pid \d+, process group \d+, since \S+, log \S+run\.log\): nothing to do; to stop it: `)
+	if !holder.MatchString(a.stderr) {
+		t.Fatalf("the run that ended first did not step aside for the lock holder, naming it:\n%s\nthe other:\n%s", a.stderr, b.stderr)
 	}
 	if strings.Contains(b.stderr, "holds the lock") {
 		t.Fatalf("both runs found the lock taken:\n%s", b.stderr)
 	}
-	if wait := b.ended.Sub(a.ended); wait < time.Second {
-		t.Errorf("the run that stepped aside ended only %v before the working one: it should not wait for it", wait)
-	}
 	if got, want := len(readRecipeOutput(t, filepath.Join(data, "math", "out.jsonl"))), promptCount(t, data, "math"); got != want {
 		t.Errorf("out.jsonl holds %d records, want %d", got, want)
 	}
-	checkLogTells(t, filepath.Join(data, "math", "run.log"), "holds the lock: nothing to do", 1)
+	checkLogTells(t, filepath.Join(data, "math", "run.log"), "holds the lock and is still running", 1)
 }
 
 func TestRecipeRunDatasetRetryLater(t *testing.T) {
@@ -610,5 +610,119 @@ func TestRecipeFanoutRetryLater(t *testing.T) {
 	env := append(recipeEnv(data, closedPortURL(t)), "SYNTHPIPE_GENERATE_ARGS=--retries 1")
 	if code, stderr := runRecipe(t, env, "fanout.sh", "datasets", "math", "tools"); code != 75 {
 		t.Fatalf("with no server listening: exit %d, want 75 (try again later)\n%s", code, tail(stderr, 3000))
+	}
+}
+
+// startFanout starts scripts/fanout.sh datasets in the background against a
+// slow simulator and returns it once every dataset's run holds its lock.
+// Its stderr goes to a file, read with the returned function: a pipe would
+// keep Wait from returning while the runs it started still hold it.
+func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-chan int, func() string) {
+	t.Helper()
+	env := recipeEnv(data, startLLMSim(t, "--step-time", "200ms"))
+	cmd := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "datasets"}, datasets...)...)
+	cmd.Env = append(os.Environ(), env...)
+	errPath := filepath.Join(t.TempDir(), "fanout.stderr")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd.Stderr = errFile
+	stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan int, 1)
+	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
+	t.Cleanup(func() { // whatever happened, leave no run behind
+		exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "stop"}, datasets...)...).Run()
+	})
+	for _, d := range datasets {
+		lock := filepath.Join(data, d, ".lock")
+		waitFor(t, recipeTimeout, d+"'s generate to start", func() bool {
+			if !lockHeld(lock) {
+				return false
+			}
+			b, _ := os.ReadFile(lock)
+			m := regexp.MustCompile(`process group (\d+)`).FindSubmatch(b)
+			return m != nil && exec.Command("pgrep", "-g", string(m[1]), "-x", "generate").Run() == nil
+		})
+	}
+	return cmd, exited, stderr
+}
+
+// lockHeld tells whether some process holds the flock on path.
+func lockHeld(path string) bool {
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	return exec.Command("flock", "-n", path, "true").Run() != nil
+}
+
+// waitFor polls cond until it holds, failing the test after limit (a
+// bound for a busy machine, not a timing assertion).
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", limit, what)
+		}
+	}
+}
+
+// A signal to fanout.sh reaches every run, each of which stops as the
+// pipeline does (what was generated is written whole), and fanout.sh exits
+// with the signal's status; nothing keeps running after it.
+func TestRecipeFanoutStopsItsRuns(t *testing.T) {
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
+	datasets := []string{"math", "tools"}
+	data := recipeData(t, datasets...)
+	cmd, exited, stderr := startFanout(t, data, datasets...)
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case code := <-exited:
+		if code != 143 {
+			t.Errorf("fanout.sh exited %d after SIGTERM, want 143:\n%s", code, tail(stderr(), 3000))
+		}
+	case <-time.After(recipeTimeout):
+		t.Fatalf("fanout.sh still running %v after SIGTERM", recipeTimeout)
+	}
+	for _, d := range datasets {
+		if lockHeld(filepath.Join(data, d, ".lock")) {
+			t.Errorf("%s: its run is still going after fanout.sh exited", d)
+		}
+		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl")) // whole records only
+		checkLogTells(t, filepath.Join(data, d, "run.log"), "run-dataset: done: ", 1)
+	}
+}
+
+// After kill -9 of fanout.sh its runs go on: a rerun says who holds each
+// lock and that it is still running, and fanout.sh stop ends them.
+func TestRecipeFanoutStopAfterKill(t *testing.T) {
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
+	datasets := []string{"math", "tools"}
+	data := recipeData(t, datasets...)
+	cmd, exited, _ := startFanout(t, data, datasets...)
+	cmd.Process.Kill()
+	<-exited
+
+	env := recipeEnv(data, closedPortURL(t))
+	_, again := runRecipe(t, env, "fanout.sh", append([]string{"datasets"}, datasets...)...)
+	for _, d := range datasets {
+		if !strings.Contains(again, "another run of "+d+" holds the lock and is still running (pid ") {
+			t.Errorf("the rerun does not say that %s is still running, and by whom:\n%s", d, tail(again, 3000))
+		}
+	}
+	code, stopped := runRecipe(t, env, "fanout.sh", append([]string{"stop"}, datasets...)...)
+	if code != 0 || !strings.Contains(stopped, "signalled 2 run(s)") {
+		t.Fatalf("fanout.sh stop: exit %d, want 0 and 2 runs signalled:\n%s", code, stopped)
+	}
+	for _, d := range datasets {
+		waitFor(t, recipeTimeout, d+"'s run to end", func() bool { return !lockHeld(filepath.Join(data, d, ".lock")) })
+		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl"))
 	}
 }
