@@ -1,0 +1,79 @@
+package kimitools
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// record is one line of testdata/public.jsonl or testdata/cases.jsonl: the
+// prompt exactly as Kimi-K2.5's tokenizer renders it (see testdata/README.md).
+type record struct {
+	ID           string          `json:"id"`
+	Tools        json.RawMessage `json:"tools"`
+	Declaration  string          `json:"declaration"`
+	ExpectedText string          `json:"expected_text"`
+}
+
+func readRecords(t testing.TB, path string) []record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+const declareOpen, declareClose = "<|im_system|>tool_declare<|im_middle|>", "<|im_end|>"
+
+// TestDeclaration checks the declaration of every record that has one
+// against the text the reference rendered, and that the others are the ones
+// the reference could not (or did not need to) declare. The whole prompt is
+// checked in lib/chat.
+func TestDeclaration(t *testing.T) {
+	for _, file := range []string{"testdata/public.jsonl", "testdata/cases.jsonl"} {
+		recs := readRecords(t, file)
+		for _, r := range recs {
+			t.Run(r.ID, func(t *testing.T) {
+				tools, err := Prepare(r.Tools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Declaration == "typescript" {
+					if !tools.Declared || tools.Declaration == "" {
+						t.Fatalf("no declaration (%v), want one", tools.Err)
+					}
+					i := strings.Index(r.ExpectedText, declareOpen)
+					want, _, _ := strings.Cut(r.ExpectedText[i+len(declareOpen):], declareClose)
+					if tools.Declaration != want {
+						t.Errorf("declaration\n got %q\nwant %q", tools.Declaration, want)
+					}
+					return
+				}
+				if tools.Declared && tools.Declaration != "" {
+					t.Errorf("declared %q, want the JSON fallback", tools.Declaration)
+				}
+				if tools.Err != nil && !errors.Is(tools.Err, ErrUnsupported) {
+					t.Errorf("err %v does not wrap ErrUnsupported", tools.Err)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package kimitools
+
+import (
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file writes values as the Python expressions the reference uses
+// write them: str() (f-strings, enum members, constraints), repr() (inside
+// lists and dicts) and json.dumps(ensure_ascii=False) (defaults).
+
+// pyFloat is float(literal), as json.loads reads a number with a fraction or
+// an exponent: correctly rounded, overflowing to ±inf and underflowing to 0.
+func pyFloat(lit string) float64 {
+	f, _ := strconv.ParseFloat(lit, 64) // the parser checked the syntax; a range error still gives ±Inf or 0
+	return f
+}
+
+// pyInt is str(int(literal)): Python ints have no size limit, and -0 is 0.
+func pyInt(lit string) string {
+	if len(lit) < 19 {
+		n, _ := strconv.ParseInt(lit, 10, 64)
+		return strconv.FormatInt(n, 10)
+	}
+	var n big.Int
+	n.SetString(lit, 10)
+	return n.String()
+}
+
+// pyFloatRepr is repr(float): the shortest digits that read back the same,
+// in positional notation when the decimal exponent is in [-4, 16),
+// scientific otherwise, always with a '.0' or an exponent.
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	case f == 0:
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
+	sign := ""
+	if e[0] == '-' {
+		sign, e = "-", e[1:]
+	}
+	mant, exp, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	decpt := x + 1 // the value is 0.DIGITS × 10^decpt
+	var b strings.Builder
+	b.WriteString(sign)
+	switch {
+	case decpt > 16 || decpt < -3:
+		b.WriteByte(digits[0])
+		if len(digits) > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		if x < 0 {
+			b.WriteByte('-')
+			x = -x
+		} else {
+			b.WriteByte('+')
+		}
+		if x < 10 {
+			b.WriteByte('0')
+		}
+		b.WriteString(strconv.Itoa(x))
+	case decpt <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -decpt))
+		b.WriteString(digits)
+	case decpt >= len(digits):
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", decpt-len(digits)))
+		b.WriteString(".0")
+	default:
+		b.WriteString(digits[:decpt])
+		b.WriteByte('.')
+		b.WriteString(digits[decpt:])
+	}
+	return b.String()
+}
+
+// pyStr is str(v).
+func pyStr(v *value) string {
+	if v.kind == kindString {
+		return v.s
+	}
+	return string(appendRepr(nil, v))
+}
+
+// appendRepr appends repr(v).
+func appendRepr(b []byte, v *value) []byte {
+	switch v.kind {
+	case kindNull:
+		return append(b, "None"...)
+	case kindBool:
+		if v.b {
+			return append(b, "True"...)
+		}
+		return append(b, "False"...)
+	case kindInt:
+		return append(b, pyInt(v.s)...)
+	case kindFloat:
+		return append(b, pyFloatRepr(pyFloat(v.s))...)
+	case kindString:
+		return appendStrRepr(b, v.s)
+	case kindList:
+		b = append(b, '[')
+		for i, e := range v.list {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendRepr(b, e)
+		}
+		return append(b, ']')
+	default:
+		b = append(b, '{')
+		for i, m := range v.dict {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendStrRepr(b, m.key)
+			b = append(b, ": "...)
+			b = appendRepr(b, m.val)
+		}
+		return append(b, '}')
+	}
+}
+
+// appendStrRepr appends repr(s): single quotes unless s holds a single
+// quote and no double one; backslash escapes for the quote, backslash, tab,
+// newline, carriage return and characters str.isprintable() rejects.
+func appendStrRepr(b []byte, s string) []byte {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	b = append(b, quote)
+	for _, r := range s {
+		switch {
+		case r == rune(quote) || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r == '\t':
+			b = append(b, `\t`...)
+		case r == '\n':
+			b = append(b, `\n`...)
+		case r == '\r':
+			b = append(b, `\r`...)
+		case r < 0x20 || r == 0x7f:
+			b = appendHexEscape(b, 'x', r, 2)
+		case r < 0x7f:
+			b = append(b, byte(r))
+		case unicode.IsPrint(r): // Python's isprintable: not C*, not Z* but the space
+			b = utf8.AppendRune(b, r)
+		case r <= 0xff:
+			b = appendHexEscape(b, 'x', r, 2)
+		case r <= 0xffff:
+			b = appendHexEscape(b, 'u', r, 4)
+		default:
+			b = appendHexEscape(b, 'U', r, 8)
+		}
+	}
+	return append(b, quote)
+}
+
+func appendHexEscape(b []byte, letter byte, r rune, width int) []byte {
+	b = append(b, '\\', letter)
+	h := strconv.FormatInt(int64(r), 16)
+	for range width - len(h) {
+		b = append(b, '0')
+	}
+	return append(b, h...)
+}
+
+// appendPyJSON appends json.dumps(v, ensure_ascii=False) with its default
+// separators (", " and ": "); floats as repr, infinities as Infinity.
+func appendPyJSON(b []byte, v *value) []byte {
+	switch v.kind {
+	case kindNull:
+		return append(b, "null"...)
+	case kindBool:
+		return strconv.AppendBool(b, v.b)
+	case kindInt:
+		return append(b, pyInt(v.s)...)
+	case kindFloat:
+		f := pyFloat(v.s)
+		switch {
+		case math.IsInf(f, 1):
+			return append(b, "Infinity"...)
+		case math.IsInf(f, -1):
+			return append(b, "-Infinity"...)
+		}
+		return append(b, pyFloatRepr(f)...)
+	case kindString:
+		return appendJSONString(b, v.s)
+	case kindList:
+		b = append(b, '[')
+		for i, e := range v.list {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendPyJSON(b, e)
+		}
+		return append(b, ']')
+	default:
+		b = append(b, '{')
+		for i, m := range v.dict {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendJSONString(b, m.key)
+			b = append(b, ": "...)
+			b = appendPyJSON(b, m.val)
+		}
+		return append(b, '}')
+	}
+}
