@@ -20,7 +20,7 @@ import (
 // It is safe for concurrent use.
 type Model struct {
 	Tok      *tokenizer.Tokenizer
-	Template *chattemplate.Template // nil with --template none
+	Template *Template // nil with --template none
 	Extra    map[string]json.RawMessage
 	// Now is the clock behind the template's strftime_now; nil means the
 	// real one. A sample re-rendered later must see the day its prompt was
@@ -153,4 +153,9 @@ func AppendMessage(messages, msg json.RawMessage) json.RawMessage {
 	}
 	out = append(out, msg...)
 	return append(out, ']')
+}
+
+// SetToolDeclaration applies --tool-declaration (see Template).
+func (m *Model) SetToolDeclaration(mode string) error {
+	return m.Template.SetToolDeclaration(mode)
 }

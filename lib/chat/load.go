@@ -92,8 +92,9 @@ func loadBuiltin(name string) (*tokenizer.Tokenizer, error) {
 }
 
 // LoadTemplate parses the chat template that --template names: "none" (nil),
-// "auto" (fromTokenizer, the tokenizer folder's own template) or a file.
-func LoadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Template, error) {
+// "auto" (fromTokenizer, the tokenizer folder's own template) or a file. Its
+// tool declaration is auto: TypeScript for templates that read tools_ts_str.
+func LoadTemplate(name, tokenizerPath, fromTokenizer string) (*Template, error) {
 	var src string
 	switch name {
 	case TemplateNone:
@@ -114,5 +115,7 @@ func LoadTemplate(name, tokenizerPath, fromTokenizer string) (*chattemplate.Temp
 	if err != nil {
 		return nil, exitcode.DataErrorf("chat template: %v", err)
 	}
-	return t, nil
+	tpl := &Template{Template: t, readsDeclaration: readsDeclaration.MatchString(src)}
+	tpl.TypeScript = tpl.readsDeclaration
+	return tpl, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -186,6 +187,7 @@ never from the command line, where ps and shell history would show them.`,
 			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
 			{Name: cliutil.EnvName(flagErrors), Meaning: "default for --errors"},
 			{Name: cliutil.EnvName(flagTokenBudget), Meaning: "default for --token-budget"},
+			chat.ToolDeclarationEnv,
 			{Name: "TERM", Meaning: "dumb: progress as plain lines every --progress-interval, never redrawn"},
 			{Name: "NO_COLOR", Meaning: "set and not empty: the progress bar without colours"},
 			{Name: "COLUMNS", Meaning: "the width the progress bar fits in when the terminal does not tell its own (default 100)"},

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -50,7 +51,8 @@ type config struct {
 	total         int64
 	drainTimeout  time.Duration
 
-	tokenizer string // model folder for re-tokenizing answers, "" for none
+	tokenizer   string // model folder for re-tokenizing answers, "" for none
+	declaration string // --tool-declaration: how tools reach the template with --tokenizer
 
 	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
 
@@ -96,6 +98,7 @@ func parse(c *cli.Context) (*config, error) {
 		drainTimeout:  c.Duration(flagDrainTimeout),
 		backoff:       firstBackoff,
 		tokenizer:     c.String(flagTokenizer),
+		declaration:   c.String(chat.FlagToolDeclaration),
 	}
 	kind, ok := backend.Lookup(c.String(flagBackend))
 	if !ok {
@@ -122,6 +125,9 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput {
 		return nil, cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
 			flagTokenizer, orList(backendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
+	}
+	if err := (*chat.Template)(nil).SetToolDeclaration(cfg.declaration); err != nil {
+		return nil, err
 	}
 	var err error
 	if cfg.params, err = sampling(c); err != nil {

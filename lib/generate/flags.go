@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -51,6 +52,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagExtra, Usage: "`JSON` object merged into every request body"},
 		&cli.StringFlag{Name: flagTokenizer, EnvVars: envs(flagTokenizer),
 			Usage: "openai backends: add output_ids by rendering each answer with the chat template and tokenizer in `DIR`"},
+		chat.ToolDeclarationFlag(),
 		// Failures.
 		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors),
 			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},

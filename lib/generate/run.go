@@ -95,6 +95,9 @@ func run(c *cli.Context) (err error) {
 		if tmpl, err = chat.Load(cfg.tokenizer, chat.TemplateAuto, nil); err != nil {
 			return err
 		}
+		if err = tmpl.SetToolDeclaration(cfg.declaration); err != nil {
+			return err
+		}
 		retok = &retokenizer{model: tmpl}
 	}
 	s := newScheduler(schedulerOptions{

@@ -23,6 +23,7 @@ const (
 	FieldInputIDs         = "input_ids"
 	FieldOutputIDs        = "output_ids"
 	FieldPromptTokens     = "prompt_tokens"
+	FieldPromptText       = "prompt_text" // the rendered prompt, with tokenize-prompts --with-text
 	FieldCompletionTokens = "completion_tokens"
 	FieldUsage            = "usage"
 	FieldFinishReason     = "finish_reason"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -27,6 +28,7 @@ const (
 	flagIDPrefix          = "id-prefix"
 	flagLimit             = "limit"
 	flagJobs              = "jobs"
+	flagWithText          = "with-text"
 )
 
 // NewApp returns a fresh tokenize-prompts command.
@@ -92,7 +94,17 @@ that a fresh checkout runs without downloading anything.
 Prompts longer than --max-prompt-tokens are dropped and counted, or cut to
 that many ids with --truncate (left keeps the end, right keeps the start; the
 messages are left whole). A summary goes to stderr unless -q: records written,
-dropped and why, prompt tokens, the longest prompt.`,
+dropped and why, prompt tokens, the longest prompt.
+
+Tools reach the template as --tool-declaration says. Kimi-K2.5's tokenizer
+does not hand its template the tools as given: it sorts every object's keys,
+recursively, and writes the tools as a TypeScript namespace in the variable
+tools_ts_str, which the template prints (the sorted tools as compact JSON when
+a schema is beyond that encoder, e.g. oneOf). SGLang and vLLM serve the model
+through that code. With auto, the default, tools are so declared when the chat
+template reads tools_ts_str (Kimi-K2.5's does; Kimi-K2's and K2-Thinking's do
+not), and passed as given otherwise. --with-text writes the rendered prompt as
+prompt_text, to diff against another pipeline's rendering.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
 				Usage: "the model's tokenizer: a model `DIR` (tokenizer.json or tiktoken.model, tokenizer_config.json, chat_template.jinja), one tokenizer file, or builtin:kimi-k2.5 (required)"},
@@ -102,6 +114,8 @@ dropped and why, prompt tokens, the longest prompt.`,
 			&cli.StringSliceFlag{Name: flagTemplateArg,
 				Usage: "template variable `K=V` (repeatable), V read as JSON when it parses (true, 3, \"x\", [..]) else as a string: enable_thinking=false, reasoning_effort=high"},
 			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today), for prompts that do not change from day to day"},
+			chat.ToolDeclarationFlag(),
+			&cli.BoolFlag{Name: flagWithText, Usage: "add the rendered prompt, the text input_ids encode, to each record as prompt_text (to compare with another renderer)"},
 			&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)"},
 			&cli.BoolFlag{Name: flagKeepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
 			&cli.StringFlag{Name: flagMessagesPath, Usage: "gjson `PATH` of the messages in records of another shape (role/content or from/value turns); records without it are read as usual"},
@@ -119,6 +133,7 @@ dropped and why, prompt tokens, the longest prompt.`,
 		Environment: []cliutil.EnvVar{
 			{Name: cliutil.EnvName(flagTokenizer), Meaning: "default for --tokenizer"},
 			{Name: cliutil.EnvName(flagTemplate), Meaning: "default for --template"},
+			chat.ToolDeclarationEnv,
 			{Name: cliutil.EnvName(flagMaxPromptTokens), Meaning: "default for --max-prompt-tokens"},
 			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
 			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
@@ -132,6 +147,8 @@ dropped and why, prompt tokens, the longest prompt.`,
 				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 lib/bundle/prompts/chat.jsonl.zst | head -c 600"},
 			{Comment: "the whole pipeline, resumable, with thinking off and long prompts dropped",
 				Command: "tokenize-prompts --tokenizer ~/models/Qwen3-8B --template-arg enable_thinking=false --max-prompt-tokens 8k prompts.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M >> out.jsonl"},
+			{Comment: "the prompts as rendered, to diff against a Python pipeline's apply_chat_template",
+				Command: "tokenize-prompts --tokenizer ~/models/Kimi-K2.5 --with-text tools.jsonl | jq -r .prompt_text > ours.txt"},
 			{Comment: "one output per dataset with GNU parallel",
 				Command: "parallel 'tokenize-prompts -q --tokenizer DIR {} > {/.}.tok.jsonl' ::: data/*.jsonl.zst"},
 			{Comment: "from cron: tokenize the day's prompts with the template date fixed",

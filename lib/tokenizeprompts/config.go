@@ -41,6 +41,7 @@ func parse(c *cli.Context) (*config, error) {
 			idPrefix:     c.String(flagIDPrefix),
 			parseSpecial: !c.Bool(flagNoSpecial),
 			truncate:     c.String(flagTruncate),
+			withText:     c.Bool(flagWithText),
 		},
 	}
 	var err error
@@ -86,6 +87,9 @@ func parse(c *cli.Context) (*config, error) {
 	tc := cfg.convert.tok.Config()
 	cfg.convert.render.BOSToken, cfg.convert.render.EOSToken = tc.BOSToken, tc.EOSToken
 	if cfg.convert.template, err = chat.LoadTemplate(templateName, c.String(flagTokenizer), tc.ChatTemplate); err != nil {
+		return nil, err
+	}
+	if err := cfg.convert.template.SetToolDeclaration(c.String(chat.FlagToolDeclaration)); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -17,8 +18,8 @@ import (
 // tokenizer and the template are safe for concurrent use).
 type converter struct {
 	tok          *tokenizer.Tokenizer
-	template     *chattemplate.Template // nil: --template none
-	render       chattemplate.Options   // the settings every record shares
+	template     *chat.Template       // nil: --template none
+	render       chattemplate.Options // the settings every record shares
 	shape        shapeOptions
 	idPath       string
 	id           record.IDPath // finds idPath's value
@@ -26,6 +27,7 @@ type converter struct {
 	parseSpecial bool // for rendered text records; templates always parse
 	maxTokens    int  // 0: no limit
 	truncate     string
+	withText     bool // --with-text: write the rendered prompt as prompt_text
 }
 
 // sourceLine is one input record and where it was read.
@@ -74,13 +76,15 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	}
 	var ids []int
 	var msgs []byte
+	var text string
 	switch {
 	case !p.isText() && cv.template == nil:
 		err = errConversationPlain
 	case p.isText():
+		text = p.text
 		ids = cv.tok.AppendEncode(sc.ids[:0], p.text, cv.parseSpecial)
 	default:
-		msgs, ids, err = cv.renderConversation(p, sc.ids[:0])
+		msgs, text, ids, err = cv.renderConversation(p, sc.ids[:0])
 	}
 	sc.ids = ids
 	if err != nil {
@@ -109,14 +113,17 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 		}
 	}
 	res.tokens = len(ids)
-	res.out = cv.outputLine(f, p, idJSON, msgs, ids)
+	if !cv.withText {
+		text = ""
+	}
+	res.out = cv.outputLine(f, p, idJSON, msgs, text, ids)
 	return res
 }
 
 // renderConversation renders the messages with the template and encodes the
 // text, appending the ids to dst. Special tokens are always recognised here:
 // the template writes them.
-func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, ids []int, err error) {
+func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, text string, ids []int, err error) {
 	msgs = p.messagesJSON()
 	opt := cv.render
 	opt.Messages = msgs
@@ -124,11 +131,11 @@ func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, ids 
 	// A kept final answer is rendered as a finished turn, not followed by
 	// the header of another one.
 	opt.AddGenerationPrompt = p.messages[len(p.messages)-1].Role != roleAssistant
-	text, err := cv.template.Render(opt)
+	text, err = cv.template.Render(opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("chat template: %w", err)
+		return nil, "", nil, fmt.Errorf("chat template: %w", err)
 	}
-	return msgs, cv.tok.AppendEncode(dst, text, true), nil
+	return msgs, text, cv.tok.AppendEncode(dst, text, true), nil
 }
 
 // recordID is the record's id, and how the output writes it: a string id
@@ -167,9 +174,10 @@ func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, e
 }
 
 // outputLine writes the record of the contract: id, messages, tools,
-// input_ids, prompt_tokens, then the source's other fields in their order.
-func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, ids []int) []byte {
-	b := make([]byte, 0, len(f.line)+len(msgs)+7*len(ids)+64)
+// input_ids, prompt_tokens, prompt_text (with --with-text), then the source's
+// other fields in their order.
+func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int) []byte {
+	b := make([]byte, 0, len(f.line)+len(msgs)+len(text)+7*len(ids)+64)
 	b = append(b, `{"`+record.FieldID+`":`...)
 	b = append(b, idJSON...)
 	if msgs != nil {
@@ -189,6 +197,10 @@ func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte
 	}
 	b = append(b, `],"`+record.FieldPromptTokens+`":`...)
 	b = strconv.AppendInt(b, int64(len(ids)), 10)
+	if cv.withText {
+		b = append(b, `,"`+record.FieldPromptText+`":`...)
+		b = append(b, jsonString(text)...)
+	}
 	for _, m := range f.members {
 		if cv.written(string(m.Key), p) {
 			continue
@@ -214,8 +226,8 @@ var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionToken
 // the id.
 func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
-	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens:
-		return true
+	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText:
+		return true // a prompt_text of an earlier run would not be this prompt's
 	}
 	return slices.Contains(p.consumed, key) || slices.Contains(responseFields, key)
 }

@@ -46,6 +46,11 @@ chat template and tokenized (--tokenizer is then required); the answer is
 everything the template renders after the generation prompt, end-of-turn
 tokens included.
 
+Tools reach the template as --tool-declaration says, as in tokenize-prompts:
+give both the same value, so that a sample's prompt is the prompt that was
+generated from (for Kimi-K2.5, the TypeScript declaration its tokenizer
+writes).
+
 Records that carry an error are skipped, and so are truncated answers
 (finish_reason length) unless --keep-truncated; the summary counts both.`,
 		Flags: []cli.Flag{
@@ -53,6 +58,7 @@ Records that carry an error are skipped, and so are truncated answers
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
 				Usage: "model folder or tokenizer file (`DIR`), for --format tokens on records without token ids"},
 			&cli.StringFlag{Name: flagTemplate, Value: chat.TemplateAuto, Usage: "chat template: auto (the tokenizer folder's) or a `FILE`"},
+			chat.ToolDeclarationFlag(),
 			&cli.StringSliceFlag{Name: flagTemplateArg, Usage: "extra template variable `KEY=VALUE` (repeatable), e.g. enable_thinking=false"},
 			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today): give tokenize-prompts' --date, so that prompts render as they were generated"},
 			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
@@ -64,6 +70,7 @@ Records that carry an error are skipped, and so are truncated answers
 		},
 		Environment: []cliutil.EnvVar{
 			{Name: cliutil.EnvName(flagTokenizer), Meaning: "default for --tokenizer"},
+			chat.ToolDeclarationEnv,
 			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
 		},
 		Examples: []cliutil.Example{

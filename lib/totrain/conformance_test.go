@@ -88,6 +88,11 @@ func loadReferenceModel(t *testing.T, family, template string) (dir string, mode
 		t.Fatal(err)
 	}
 	model.Now = func() time.Time { return referenceDate }
+	// The references are the templates rendered by plain jinja2, which
+	// gives Kimi-K2.5's template no tools_ts_str.
+	if err := model.SetToolDeclaration(chat.DeclarationJSON); err != nil {
+		t.Fatal(err)
+	}
 	return dir, model
 }
 

@@ -30,11 +30,18 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return cliutil.Usagef("--%s %v", flagDate, err)
 	}
+	declaration := c.String(chat.FlagToolDeclaration)
+	if err := (*chat.Template)(nil).SetToolDeclaration(declaration); err != nil {
+		return err
+	}
 	if dir := c.String(flagTokenizer); dir != "" {
 		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
 			return err
 		}
 		conv.model.Now = templateClock
+		if err := conv.model.SetToolDeclaration(declaration); err != nil {
+			return err
+		}
 	}
 	opt, err := cliutil.InputOptions(c)
 	if err != nil {
