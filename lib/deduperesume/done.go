@@ -60,16 +60,22 @@ func expectedIDs(paths []string) int {
 	total := 0
 	buf := make([]byte, sampleSize)
 	for _, path := range paths {
+		// Only a regular file may be read twice: from a pipe, a named pipe
+		// or a process substitution the sample would be lost to the read
+		// that counts (or it would wait for a writer that never comes).
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			continue // jsonl.Open has reported it
 		}
-		fi, err := f.Stat()
 		n, _ := io.ReadFull(f, buf)
 		f.Close()
 		sample := buf[:n]
 		lines := bytes.Count(sample, []byte{'\n'})
-		if err != nil || !fi.Mode().IsRegular() || lines == 0 || jsonl.Compressed(sample) {
+		if lines == 0 || jsonl.Compressed(sample) {
 			continue
 		}
 		lineSize := (bytes.LastIndexByte(sample, '\n') + 1) / lines

@@ -23,6 +23,11 @@ func countRecords(stdin io.Reader, names []string) int64 {
 			}
 			f = sf
 		} else {
+			// Only a regular file may be opened twice: a named pipe or a
+			// process substitution would lose what this read took.
+			if fi, err := os.Stat(name); err != nil || !fi.Mode().IsRegular() {
+				return 0
+			}
 			of, err := os.Open(name)
 			if err != nil {
 				return 0

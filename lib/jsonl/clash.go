@@ -18,7 +18,8 @@ import (
 // them. Only regular files can clash: /dev/null, terminals and pipes may be
 // named twice.
 type Files struct {
-	ends []end
+	ends       []end
+	stdinReads []string // what reads stdin: it can be read once
 }
 
 // end is one file a tool reads or writes.
@@ -39,7 +40,10 @@ func (fs *Files) Inputs(stdin io.Reader, names []string) {
 	}
 	for _, n := range names {
 		if n == "-" {
-			fs.Stdin(stdin)
+			if len(fs.stdinReads) == 0 || fs.stdinReads[len(fs.stdinReads)-1] != "the input" {
+				fs.stdinReads = append(fs.stdinReads, "the input")
+				fs.Stdin(stdin)
+			}
 			continue
 		}
 		fs.add(end{name: "the input " + n, path: n})
@@ -60,9 +64,11 @@ func (fs *Files) Stdin(stdin io.Reader) {
 // to, the resume of an earlier run.
 func (fs *Files) State(flag string, names []string) {
 	for _, n := range names {
-		if n != "-" {
-			fs.add(end{name: flag + " " + n, path: n, state: true})
+		if n == "-" {
+			fs.stdinReads = append(fs.stdinReads, flag+" -")
+			continue
 		}
+		fs.add(end{name: flag + " " + n, path: n, state: true})
 	}
 }
 
@@ -102,6 +108,9 @@ func appending(f *os.File) bool {
 // input, or two outputs into one file. Reading a --done or --already file
 // that is also an output appended to is the normal resume, and passes.
 func (fs *Files) Check() error {
+	if len(fs.stdinReads) > 1 {
+		return exitcode.Usagef("stdin is read by both %s and %s: it can be read once; give one of them a file", fs.stdinReads[0], fs.stdinReads[1])
+	}
 	for i, a := range fs.ends {
 		for _, b := range fs.ends[i+1:] {
 			if !a.write && !b.write || !same(a, b) {

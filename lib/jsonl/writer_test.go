@@ -449,3 +449,15 @@ func TestCreateOutputAppendCompressed(t *testing.T) {
 		})
 	}
 }
+
+func TestFilesStdinReadOnce(t *testing.T) {
+	var fs Files
+	fs.Inputs(nil, nil)
+	fs.State("--already", []string{"-"})
+	wantCode(t, fs.Check(), exitcode.Usage, "stdin is read by both the input and --already -")
+	var ok Files
+	ok.Inputs(nil, []string{"in.jsonl", "-", "-"})
+	if err := ok.Check(); err != nil {
+		t.Errorf("stdin named twice as an input: %v", err)
+	}
+}
