@@ -92,8 +92,13 @@ Backends, any combination; each is a column of the table:
     or --price-in and --price-out (USD per million tokens). Time comes from
     --rate (the tokens per second the provider gives the whole job), else
     from the done file's answers made with generate --backend openai (one
-    request's decode rate and first-token delay) with --concurrency
-    requests in flight.
+    request's decode rate and first-token delay) with generate's requests
+    in flight (16, one more per window of answers; --concurrency N if the
+    run will use a fixed N).
+  Under a budget, a run of generate --token-budget reserves prompt plus
+  --max-tokens per request in flight: with --max-tokens given, both models
+  hold requests back as generate will, which slows a run whose budget is
+  small beside --max-tokens, most of all its end.
 --rate N applies to every backend; --rate NAME=N to the backend whose URL or
 model id is NAME.
 
@@ -118,7 +123,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable): answer lengths, timings, tokens spent"},
 			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=3000; see above)"},
 			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
-				Usage: "cap every answer at `N` tokens (generate --max-tokens)"},
+				Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request"},
 			&cli.StringFlag{Name: flagBudget, EnvVars: []string{cliutil.EnvName(flagBudget)},
 				Usage: "token budget per dataset, `N` (250k, 10M, 1.5G), the done file's tokens counting as spent"},
 			&cli.StringSliceFlag{Name: flagURL, Usage: "an SGLang server to estimate for, `URL` (repeatable)"},
@@ -129,7 +134,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 			&cli.Float64Flag{Name: flagPriceOut, Usage: "completion price of --model, `USD` per million tokens"},
 			&cli.StringSliceFlag{Name: flagRate, Usage: "generated tokens per second, `[NAME=]N`, of every backend or of the one whose URL or model is NAME (repeatable)"},
 			&cli.Float64Flag{Name: flagHourlyCost, Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
-			&cli.IntFlag{Name: flagConcurrency, Value: 64, Usage: "requests in flight on a --model backend timed from per-request rates, `N`"},
+			&cli.IntFlag{Name: flagConcurrency, Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from 16 up)"},
 			&cli.IntFlag{Name: flagDraws, Value: 200, Usage: "simulated futures per dataset, `N`"},
 			&cli.Uint64Flag{Name: flagSeed, Value: 1, Usage: "seed of the simulated futures, `N`"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},

@@ -67,6 +67,20 @@ func clientConcurrency(jobs []job, c capacity) int {
 	return max(conc, 1)
 }
 
+// client is how generate feeds a server: conc requests in flight at most
+// and, under --token-budget, a reservation of prompt plus --max-tokens for
+// each: a request starts only if the answers done plus the reservations in
+// flight plus its own fit in the budget, and when nothing is in flight and
+// the next still does not fit, the run ends. A budget small beside
+// --max-tokens throttles the run, most of all at its end.
+type client struct {
+	conc    int
+	budget  int64 // tokens left for this run; <0: no --token-budget
+	reserve int   // --max-tokens; 0: no reservation modelled
+}
+
+func (cl client) reserving() bool { return cl.budget >= 0 && cl.reserve > 0 }
+
 // simRequest is a job inside the simulated server.
 type simRequest struct {
 	job
@@ -94,8 +108,10 @@ type life struct{ steps, tokens int64 }
 // token counts, so the model jumps from event to event: its cost grows
 // with the number of requests, not of tokens. When lives is not nil, it
 // receives each job's life (lives[i] for jobs[i]).
-func simulateBatch(jobs []job, c capacity, conc int, lives []life) batchRun {
+func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
+	conc := cl.conc
 	run := batchRun{concurrency: conc}
+	var spent, reserved int64 // under a budget: answers done, reservations in flight
 	kv := c.kvTokens
 	maxRunning := c.maxRunning
 	if maxRunning <= 0 {
@@ -107,6 +123,16 @@ func simulateBatch(jobs []job, c capacity, conc int, lives []life) batchRun {
 	for {
 		for inSystem < conc && next < len(jobs) {
 			j := jobs[next]
+			if cl.reserving() {
+				own := int64(j.prompt + cl.reserve)
+				if spent+reserved+own > cl.budget {
+					if inSystem == 0 {
+						next = len(jobs) // the budget is reached
+					}
+					break
+				}
+				reserved += own
+			}
 			next++
 			// A request that cannot fit even alone is refused by the
 			// server (prompt plus answer past the cache): not simulated.
@@ -171,6 +197,10 @@ func simulateBatch(jobs []job, c capacity, conc int, lives []life) batchRun {
 				}
 				used -= r.held
 				inSystem--
+				if cl.reserving() {
+					spent += int64(r.prompt + r.answer)
+					reserved -= int64(r.prompt + cl.reserve)
+				}
 				hold = false
 				continue
 			}

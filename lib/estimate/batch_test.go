@@ -27,7 +27,7 @@ func TestSimulateBatch(t *testing.T) {
 		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, capacity{200, 100}, 3, 40 + 40 - 16, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := simulateBatch(tc.jobs, tc.cap, tc.conc, nil)
+			run := simulateBatch(tc.jobs, tc.cap, client{conc: tc.conc, budget: -1}, nil)
 			var tokens int64
 			for _, j := range tc.jobs {
 				tokens += int64(j.answer)
@@ -56,13 +56,40 @@ func TestSimulateBatchBounds(t *testing.T) {
 			longest = max(longest, j.answer)
 			tokens += j.answer
 		}
-		run := simulateBatch(jobs, c, clientConcurrency(jobs, c), nil)
+		run := simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: -1}, nil)
 		if run.tokens != int64(tokens) {
 			t.Fatalf("trial %d: %d tokens generated, want %d", trial, run.tokens, tokens)
 		}
 		if run.steps < int64(longest) || run.steps < int64(tokens/c.maxRunning) || run.steps > int64(tokens) {
 			t.Fatalf("trial %d: %d steps for %d tokens, longest %d, %d running at most", trial, run.steps, tokens, longest, c.maxRunning)
 		}
+	}
+}
+
+// Under generate --token-budget every request in flight reserves its
+// prompt plus --max-tokens: a budget that holds two reservations runs two
+// requests at a time, and the run ends when nothing is in flight and the
+// next request's reservation does not fit.
+func TestSimulateBatchBudgetReservations(t *testing.T) {
+	jobs := []job{{10, 10}, {10, 10}, {10, 10}, {10, 10}, {10, 10}}
+	c := capacity{1000, 100}
+	free := simulateBatch(jobs, c, client{conc: 5, budget: -1}, nil)
+	if free.steps != 10 {
+		t.Errorf("without a budget: %d steps, want 10", free.steps)
+	}
+	// Reservations of 10+90: two fit in 220. Once their answers are done
+	// (40 spent) only one more fits (40+100, not 40+200), and so on: the
+	// run goes two, then one at a time.
+	tight := simulateBatch(jobs, c, client{conc: 5, budget: 220, reserve: 90}, nil)
+	if tight.steps != 40 || tight.tokens != 50 {
+		t.Errorf("with reservations: %d steps, %d tokens; want 40 steps, every answer", tight.steps, tight.tokens)
+	}
+	// A budget of 110 holds one reservation; after its answer (20 spent)
+	// the next reservation does not fit and nothing is in flight: the
+	// budget is reached, though five answers of 20 tokens would fit.
+	stopped := simulateBatch(jobs, c, client{conc: 5, budget: 110, reserve: 90}, nil)
+	if stopped.tokens != 10 {
+		t.Errorf("%d tokens generated, want the one answer whose reservation fit", stopped.tokens)
 	}
 }
 
@@ -74,5 +101,29 @@ func TestClientConcurrency(t *testing.T) {
 	}
 	if got := clientConcurrency(jobs, capacity{kvTokens: 22000, maxRunning: 45}); got != 50 {
 		t.Errorf("concurrency %d, want max_running 45 plus 10%%, rounded up", got)
+	}
+}
+
+func TestMakespan(t *testing.T) {
+	jobs := []job{{10, 100}, {10, 100}, {10, 100}, {10, 100}}
+	// Two at a time, 1 s of overhead and 100 tokens at 100 tok/s each: two
+	// waves of 2 s.
+	if got := makespan(jobs, client{conc: 2, budget: -1}, 1, 100); got != 4 {
+		t.Errorf("fixed concurrency: %g s, want 4", got)
+	}
+	// generate's adaptive window starts at 16: all four at once.
+	if got := makespan(jobs, client{budget: -1}, 1, 100); got != 2 {
+		t.Errorf("adaptive concurrency: %g s, want 2", got)
+	}
+	// Reservations of 10+190 in a budget of 550: two at first; when the
+	// first answer is in (110 spent) a third; the fourth only when nothing
+	// but answers is left to count (330 + 200 fits, 220 + 200 + 200 not).
+	if got := makespan(jobs, client{budget: 550, reserve: 190}, 1, 100); got != 6 {
+		t.Errorf("under a budget: %g s, want 6", got)
+	}
+	// In 450 the fourth never fits (330 + 200): the budget is reached
+	// after three.
+	if got := makespan(jobs, client{budget: 450, reserve: 190}, 1, 100); got != 4 {
+		t.Errorf("budget reached: %g s, want 4", got)
 	}
 }

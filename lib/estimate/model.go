@@ -130,13 +130,15 @@ func mean(v []int64) float64 {
 
 // runTime is the seconds a backend takes for jobs, and the decode steps of
 // an SGLang server (0 otherwise).
-func (b *backendModel) runTime(jobs []job) (secs float64, steps int64) {
+// left is the dataset's budget left (<0: none) and reserve generate's
+// --max-tokens, which its --token-budget reserves per request (0: unknown).
+func (b *backendModel) runTime(jobs []job, left int64, reserve int) (secs float64, steps int64) {
 	if len(jobs) == 0 || !b.knowsTime() {
 		return 0, 0
 	}
 	switch b.kind {
 	case kindSGLang:
-		run := simulateBatch(jobs, b.cap, clientConcurrency(jobs, b.cap), nil)
+		run := simulateBatch(jobs, b.cap, client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve}, nil)
 		step := b.step
 		if !step.known() {
 			// A rate is what the server makes with a full batch: one step
@@ -152,36 +154,74 @@ func (b *backendModel) runTime(jobs []job) (secs float64, steps int64) {
 			}
 			return tokens / b.rate, 0
 		}
-		return makespan(jobs, b.concurrency, b.overhead, b.perRequest), 0
+		return makespan(jobs, client{conc: b.concurrency, budget: left, reserve: reserve}, b.overhead, b.perRequest), 0
 	}
 }
 
-// makespan is the time k workers take for jobs in order, each job taking
-// overhead plus its answer at rate tokens per second: requests to an API
-// whose capacity is not ours to fill.
-func makespan(jobs []job, k int, overhead, rate float64) float64 {
-	k = max(k, 1)
-	free := make(floatHeap, 0, k)
-	end := 0.0
-	for _, j := range jobs {
-		start := 0.0
-		if len(free) == k {
-			start = heap.Pop(&free).(float64)
+// AIMD start and ceiling of generate against an API that says nothing of
+// its capacity: 16 requests in flight, one more per window of successes
+// (+1/n per answer), 1,024 at most.
+const (
+	aimdStart = 16
+	aimdMax   = 1024
+)
+
+// makespan is the time an API takes for jobs sent in order, each taking
+// overhead plus its answer at rate tokens per second, with generate's
+// requests in flight: cl.conc when fixed, else its AIMD window growing with
+// the answers (no HTTP 429 assumed), and under a budget its reservations.
+// The API's own capacity is assumed not to be the limit.
+func makespan(jobs []job, cl client, overhead, rate float64) float64 {
+	var h finishHeap
+	now := 0.0
+	var spent, reserved int64
+	window := float64(aimdStart)
+	slots := func() int {
+		if cl.conc > 0 {
+			return cl.conc
 		}
-		t := start + overhead + float64(j.answer)/rate
-		end = max(end, t)
-		heap.Push(&free, t)
+		return int(window)
 	}
-	return end
+	for i := 0; i < len(jobs) || h.Len() > 0; {
+		if i < len(jobs) && h.Len() < slots() {
+			j := jobs[i]
+			own := int64(j.prompt + cl.reserve)
+			if !cl.reserving() || spent+reserved+own <= cl.budget {
+				if cl.reserving() {
+					reserved += own
+				}
+				heap.Push(&h, finish{now + overhead + float64(j.answer)/rate, j})
+				i++
+				continue
+			}
+			if h.Len() == 0 {
+				break // the budget is reached
+			}
+		}
+		f := heap.Pop(&h).(finish)
+		now = f.at
+		window = min(window+1/window, aimdMax)
+		if cl.reserving() {
+			spent += int64(f.prompt + f.answer)
+			reserved -= int64(f.prompt + cl.reserve)
+		}
+	}
+	return now
 }
 
-type floatHeap []float64
+// finish is a request in flight and when it ends.
+type finish struct {
+	at float64
+	job
+}
 
-func (h floatHeap) Len() int           { return len(h) }
-func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *floatHeap) Pop() any {
+type finishHeap []finish
+
+func (h finishHeap) Len() int           { return len(h) }
+func (h finishHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h finishHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *finishHeap) Push(x any)        { *h = append(*h, x.(finish)) }
+func (h *finishHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

@@ -178,7 +178,7 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 			row.PastBudget = mean(past)
 		}
 		for _, b := range backends {
-			row.Backends = append(row.Backends, costOf(b, draws, left >= 0))
+			row.Backends = append(row.Backends, costOf(b, draws, left, cfg.maxTokens))
 		}
 		addRow(total, row)
 		rep.Datasets = append(rep.Datasets, row)
@@ -193,17 +193,18 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 
 // costOf is a dataset's time and money on a backend, the mean over the
 // timed draws.
-func costOf(b *backendModel, draws []draw, hasBudget bool) cost {
+func costOf(b *backendModel, draws []draw, left int64, reserve int) cost {
 	c := cost{Label: b.label}
+	hasBudget := left >= 0
 	n := min(len(draws), timedDraws)
 	var secs, uncutSecs, usd, uncutUSD float64
 	var steps int64
 	for _, d := range draws[:n] {
-		s, st := b.runTime(d.jobs)
+		s, st := b.runTime(d.jobs, left, reserve)
 		secs += s
 		steps += st
 		if hasBudget {
-			us, _ := b.runTime(d.uncutJobs)
+			us, _ := b.runTime(d.uncutJobs, -1, 0)
 			uncutSecs += us
 		}
 	}
@@ -361,8 +362,40 @@ func writeTable(w io.Writer, rep *report) error {
 	for _, line := range strings.SplitAfter(table.String(), "\n") {
 		b.WriteString(strings.TrimPrefix(line, "  "))
 	}
+	if rep.Budget != nil {
+		b.WriteString(uncutLine(rep.Total))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// uncutLine says what running every record, the budget ignored, would add.
+func uncutLine(t *datasetRow) string {
+	var parts []string
+	for _, c := range t.Backends {
+		var more []string
+		if c.UncutSeconds != nil && c.Seconds != nil {
+			// Less time is possible: without --token-budget's
+			// reservations nothing holds the requests back.
+			if d := *c.UncutSeconds - *c.Seconds; d >= 0 {
+				more = append(more, duration(&d)+" more")
+			} else {
+				more = append(more, duration(ptr(-d))+" less")
+			}
+		}
+		if c.UncutUSD != nil && c.USD != nil {
+			more = append(more, dollars(ptr(*c.UncutUSD-*c.USD))+" more")
+		}
+		if len(more) > 0 {
+			parts = append(parts, c.Label+" "+strings.Join(more, ", "))
+		}
+	}
+	line := fmt.Sprintf("\nwithout the budget: %s records, %s tokens, %s past the budget", cliutil.Thousands(t.Records),
+		tokens(t.Uncut.Mean), tokens(t.PastBudget))
+	if len(parts) > 0 {
+		line += "; " + strings.Join(parts, "; ")
+	}
+	return line + "\n"
 }
 
 func writeCells(tw *tabwriter.Writer, cells []string) {

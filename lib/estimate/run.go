@@ -109,8 +109,8 @@ func parse(c *cli.Context) (*config, error) {
 		}
 		cfg.rates[name] = r
 	}
-	if cfg.concurrency < 1 {
-		return nil, cliutil.Usagef("--%s must be at least 1", flagConcurrency)
+	if cfg.concurrency < 0 {
+		return nil, cliutil.Usagef("--%s must not be negative (0: as generate's adaptive concurrency grows)", flagConcurrency)
 	}
 	if cfg.draws < 1 || cfg.draws > 100000 {
 		return nil, cliutil.Usagef("--%s must be between 1 and 100000", flagDraws)
@@ -235,7 +235,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 		if merr == nil && load.genThroughput <= 0 {
 			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
 		}
-		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap)
+		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget, cfg.maxTokens)
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
@@ -281,7 +281,12 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 				}
 				b.overhead = sum / float64(len(pooled.openai.firstToken))
 			}
-			b.rateSource = fmt.Sprintf("done file: %s tok/s per request after %.1fs, %d in flight", fmtRate(r), b.overhead, b.concurrency)
+			inFlight := "generate's adaptive concurrency"
+			if b.concurrency > 0 {
+				inFlight = fmt.Sprintf("%d in flight", b.concurrency)
+			}
+			b.rateSource = fmt.Sprintf("the done file's latencies (%d answers): %s tok/s per request after %.1fs, %s",
+				len(pooled.openai.lengths), fmtRate(r), b.overhead, inFlight)
 		} else {
 			note("%s: no speed known: give --rate %s=TOK/S", m, m)
 		}

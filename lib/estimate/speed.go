@@ -29,8 +29,9 @@ const minFitAnswers = 8
 // a full one: fitting both parts is what lets a short run, one wave of
 // requests that mostly drained, predict a long one that runs full.
 // runs holds each dataset's done records in file order; each is replayed
-// on its own, as the datasets ran one after another.
-func fitStepTiming(runs [][]timedJob, c capacity) (stepTiming, bool) {
+// on its own, as the datasets ran one after another, under the budget and
+// --max-tokens reservations they presumably ran with.
+func fitStepTiming(runs [][]timedJob, c capacity, budget int64, reserve int) (stepTiming, bool) {
 	var rows [][3]float64 // 1, steps, tokens
 	var ys []float64
 	for _, run := range runs {
@@ -39,7 +40,7 @@ func fitStepTiming(runs [][]timedJob, c capacity) (stepTiming, bool) {
 			jobs[i] = t.job
 		}
 		lives := make([]life, len(jobs))
-		simulateBatch(jobs, c, clientConcurrency(jobs, c), lives)
+		simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: budget, reserve: reserve}, lives)
 		for i, l := range lives {
 			if l.steps == 0 {
 				continue
