@@ -26,6 +26,11 @@ var errNoAnswer = errors.New("no generated answer (no text, tool_calls or output
 // messages): it has token ids but no conversation to write out.
 var errNoConversation = errors.New("no messages: the prompt was pre-rendered text")
 
+// errNeedsTokenizer marks an answer without output_ids (an OpenAI-compatible
+// backend's) under --format tokens without --tokenizer: the run lacks a
+// flag, the record is fine.
+var errNeedsTokenizer = errors.New("no output_ids to join to the prompt's (an OpenAI-compatible backend answers in text)")
+
 // converter turns one generated record into one training sample.
 type converter struct {
 	format string
@@ -111,7 +116,7 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 		ids = joinArrays(in.Raw, out.Raw)
 	} else {
 		if c.model == nil {
-			return dst, fmt.Errorf("no output_ids: give --tokenizer DIR to tokenize the answer with the model's chat template")
+			return dst, errNeedsTokenizer
 		}
 		all, p, err := c.renderTokens(rec)
 		if err != nil {

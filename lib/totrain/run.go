@@ -100,6 +100,8 @@ func run(c *cli.Context) (err error) {
 		case errors.Is(err, errNoConversation):
 			t.noConversation++
 			continue
+		case errors.Is(err, errNeedsTokenizer):
+			return cliutil.Usagef("%s: %v: --format tokens needs --tokenizer DIR (the model's folder) to tokenize such answers with its chat template", in.Pos(), err)
 		}
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
@@ -120,6 +122,12 @@ func run(c *cli.Context) (err error) {
 	if !c.Bool(cliutil.FlagQuiet) {
 		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %s (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
 			cliutil.Count(t.written, "sample"), conv.format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
+		if t.noConversation > 0 && conv.format != formatTokens {
+			// Pre-rendered "text" prompts have no turns for a conversation
+			// format; their token ids still make a sample.
+			cliutil.Notef(c.App.ErrWriter, c.App.Name, "the %d without messages had a pre-rendered \"text\" prompt, which --format %s cannot write as turns: --format %s keeps those with output_ids (SGLang's answers) as token ids",
+				t.noConversation, conv.format, formatTokens)
+		}
 	}
 	return nil
 }
