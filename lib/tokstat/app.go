@@ -13,12 +13,13 @@ import (
 )
 
 const (
-	flagBy     = "by"
-	flagBudget = "budget"
-	flagHist   = "hist"
-	flagJSON   = "json"
-	flagTSV    = "tsv"
-	flagTotal  = "total"
+	flagBy        = "by"
+	flagBudget    = "budget"
+	flagHist      = "hist"
+	flagJSON      = "json"
+	flagTSV       = "tsv"
+	flagTotal     = "total"
+	flagDupAcross = "duplicates-across-groups"
 )
 
 // NewApp returns a fresh tokstat command.
@@ -35,7 +36,8 @@ then to usage); the completion length's mean, exact 50th, 90th and 99th
 percentiles and maximum; the count of each finish_reason ("none" for records
 without one) and the share of answers truncated (finish_reason "length");
 records that carry an "error"; duplicate ids (exact: a record whose id
-appeared earlier in the input); lines that are not valid records; files whose
+appeared earlier in the input; with --by, earlier in the same group, since
+datasets may share ids, unless --duplicates-across-groups); lines that are not valid records; files whose
 last line was torn. Records that carry an error count as records and errors,
 but not as tokens, as budget-cut --already counts them.
 
@@ -66,6 +68,7 @@ NO_COLOR is set or TERM is dumb.`,
 			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
 			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
 			&cli.BoolFlag{Name: flagTotal, Usage: "print only the total token count (fastest)"},
+			&cli.BoolFlag{Name: flagDupAcross, Usage: "with --by, count an id seen in another group as a duplicate too (by default each group's ids are its own)"},
 			cliutil.IDPathFlag(),
 			cliutil.MaxLineFlag(),
 		},

@@ -3,6 +3,7 @@ package tokstat
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/tidwall/gjson"
 	"github.com/urfave/cli/v2"
@@ -33,14 +34,18 @@ type config struct {
 	format    format
 	idPath    string
 	input     jsonl.Options
+	// dupAcross counts ids across --by groups; by default each group (a
+	// dataset) has ids of its own, which other datasets may reuse.
+	dupAcross bool
 }
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
-		files:  c.Args().Slice(),
-		by:     c.String(flagBy),
-		hist:   c.Bool(flagHist),
-		idPath: c.String(cliutil.FlagIDPath),
+		files:     c.Args().Slice(),
+		by:        c.String(flagBy),
+		hist:      c.Bool(flagHist),
+		idPath:    c.String(cliutil.FlagIDPath),
+		dupAcross: c.Bool(flagDupAcross),
 	}
 	if len(cfg.files) == 0 {
 		cfg.files = []string{"-"}
@@ -197,12 +202,19 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 			col.total.addTokens(info)
 			continue
 		}
-		duplicate := info.HasID && !col.ids.AddString(info.ID)
-		col.total.add(info, duplicate)
 		g := fileGroup
+		key := info.ID
 		if col.cfg.by != "" {
-			g = col.group(col.byValue(in.Bytes()))
+			name := col.byValue(in.Bytes())
+			g = col.group(name)
+			if !col.cfg.dupAcross {
+				// The name's length first: no two (group, id) pairs
+				// make the same key, whatever bytes they hold.
+				key = strconv.Itoa(len(name)) + ":" + name + info.ID
+			}
 		}
+		duplicate := info.HasID && !col.ids.AddString(key)
+		col.total.add(info, duplicate)
 		if g != nil {
 			g.add(info, duplicate)
 		}
