@@ -379,6 +379,9 @@ func TestRecipeRunDatasetBudget(t *testing.T) {
 			}
 		}
 	}
+	// Every run's log has dedupe-resume's counts, also where generate
+	// closed the pipe at the budget before all was read.
+	checkLogTells(t, filepath.Join(data, "math", "run.log"), " repeated in stream, ", 3)
 }
 
 func TestRecipeRunDatasetLock(t *testing.T) {

@@ -2,6 +2,7 @@ package deduperesume
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -112,12 +113,12 @@ func run(c *cli.Context) (err error) {
 			continue
 		}
 		if err := out.Write(in.Bytes()); err != nil {
-			return err // a closed pipe ends the run: cliutil makes it status 0
+			return t.closedPipe(err, cfg, stderr, name) // cliutil makes a closed pipe status 0
 		}
 		t.toDo++
 	}
 	if err := in.Err(); err != nil {
-		return err
+		return t.closedPipe(err, cfg, stderr, name) // a flush before a read can meet the closed pipe too
 	}
 	st := in.Stats()
 	t.torn = doneStats.Torn + st.Torn
@@ -126,6 +127,16 @@ func run(c *cli.Context) (err error) {
 		cliutil.Notef(stderr, name, "%s", t.summary(cfg.shard))
 	}
 	return nil
+}
+
+// closedPipe returns err, first giving the summary when err is the next
+// tool closing the pipe (generate at its budget, head): the run's counts
+// belong in the log then too, with what passed before the pipe closed.
+func (t tally) closedPipe(err error, cfg *config, stderr io.Writer, name string) error {
+	if cliutil.IsBrokenPipe(err) && !cfg.quiet {
+		cliutil.Notef(stderr, name, "%s; the next tool closed the pipe after these, so the rest of the input was not read", t.summary(cfg.shard))
+	}
+	return err
 }
 
 // summary is the one line on stderr; its wording is stable for scripts.
