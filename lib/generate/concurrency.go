@@ -104,13 +104,14 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
 	perRequest := max(meanPrompt+kvShare, 1)
 	fit := float64(k.kvTokens) / perRequest
 	n := int(math.Ceil(fit * (1 + queueMargin)))
-	why := fmt.Sprintf("KV %s tokens / (%s prompt + %s held by answers) = %.0f, +%.0f%% queue margin",
+	why := fmt.Sprintf("KV %s tokens / (%s prompt + %s held by answers) = %.0f fit, +%.0f%% queue margin",
 		cliutil.Thousands(int64(k.kvTokens)), cliutil.Thousands(int64(meanPrompt)), cliutil.Thousands(int64(kvShare)), fit, queueMargin*100)
 	if k.maxRunning > 0 {
 		capped := int(math.Ceil(float64(k.maxRunning) * (1 + queueMargin)))
 		if n > capped {
+			// The figure said is the one used: the cap, with the same margin.
 			n = capped
-			why += fmt.Sprintf(", capped by max_running_requests %d", k.maxRunning)
+			why = fmt.Sprintf("%s; capped at max_running_requests %d, +%.0f%% queue margin", why, k.maxRunning, queueMargin*100)
 		}
 	}
 	n = max(n, 1)

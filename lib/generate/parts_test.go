@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,10 @@ func TestKVSizer(t *testing.T) {
 	k.resize(10, 10)
 	if got := k.limit(); got != 282 {
 		t.Fatalf("capped by max_running_requests 256 x 1.1: got %d", got)
+	}
+	// The log line explains the figure it gives (the margin is on the cap too).
+	if got, want := k.String(), "concurrency 282: "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "capped at max_running_requests 256, +10% queue margin") {
+		t.Errorf("the explanation %q does not lead from the cap to 282", got)
 	}
 }
 
