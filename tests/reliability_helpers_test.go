@@ -854,7 +854,7 @@ type generateSummary struct {
 	read, ok, errors, cut, cancelled, notStarted int64
 }
 
-var summaryPattern = regexp.MustCompile(`([\d,]+) records read: ([\d,]+) ok.*?, ([\d,]+) errors.*?, ([\d,]+) cut by budget, ([\d,]+) cancelled in flight, ([\d,]+) not started`)
+var summaryPattern = regexp.MustCompile(`([\d,]+) records? read: ([\d,]+) ok.*?, ([\d,]+) errors?.*?, ([\d,]+) cut by budget, ([\d,]+) cancelled in flight, ([\d,]+) not started`)
 
 // parseSummary finds generate's summary in its stderr.
 func parseSummary(stderr string) (generateSummary, error) {

@@ -227,7 +227,7 @@ func leakyRun(t *testing.T, key string, env []string, backend, url string, wantC
 	}
 	leaks.addPipeline(p, map[string]string{"the output": outPath, "the errors file": errPath})
 	leaks.check(t)
-	if wantCode == 0 && !strings.Contains(g.stderr(), "records read") {
+	if wantCode == 0 && !summaryPattern.MatchString(g.stderr()) {
 		t.Errorf("no summary on stderr: the run did not get far enough to test its messages\n%s", p.describe())
 	}
 	if wantCode == 0 && countLines(outPath) > 0 && !strings.Contains(g.stderr(), " in flight, ") {

@@ -151,7 +151,7 @@ func run(c *cli.Context) (err error) {
 		}
 		t := info.Tokens(cfg.mode)
 		if spent+t > cfg.budget {
-			reason = fmt.Sprintf("budget reached: the next record%s has %s tokens, %s were left", idNote(info), cliutil.Thousands(t), cliutil.Thousands(cfg.budget-spent))
+			reason = fmt.Sprintf("budget reached: the next record%s has %s, %s left", idNote(info), cliutil.Count(t, "token"), cliutil.Thousands(cfg.budget-spent))
 			if !cfg.inclusive {
 				break
 			}

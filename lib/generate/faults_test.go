@@ -96,7 +96,7 @@ func TestBadRequestIsAnErrorRecord(t *testing.T) {
 	if strings.Count(errs[0].Raw, `"error"`) != 1 {
 		t.Fatalf("the old error member was kept: %s", errs[0].Raw)
 	}
-	if !strings.Contains(r.stderr, "3 ok") || !strings.Contains(r.stderr, "1 errors") {
+	if !strings.Contains(r.stderr, "3 ok") || !strings.Contains(r.stderr, ", 1 error (in ") {
 		t.Fatalf("summary: %s", r.stderr)
 	}
 }

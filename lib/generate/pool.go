@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
@@ -214,7 +215,7 @@ func (p *pool) unreachable() error {
 			last = s
 		}
 	}
-	return exitcode.TempFailf("%s: %s after %d attempts; no server is reachable", last.url, last.lastError, last.connectErrors)
+	return exitcode.TempFailf("%s: %s after %s; no server is reachable", last.url, last.lastError, cliutil.Count(int64(last.connectErrors), "attempt"))
 }
 
 func later(a, b time.Time) time.Time {

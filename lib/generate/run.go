@@ -136,7 +136,7 @@ func run(c *cli.Context) (err error) {
 	}
 	if retok != nil {
 		if n := retok.fallbacks.Load(); n > 0 {
-			cliutil.Notef(stderr, c.App.Name, "%s answers were re-tokenized from their text alone: the chat template does not render them after the prompt", cliutil.Thousands(n))
+			cliutil.Notef(stderr, c.App.Name, "%s re-tokenized from the answer's text alone: the chat template does not render an answer after its prompt", cliutil.Count(n, "answer"))
 		}
 	}
 	if ferr := out.Flush(); err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
@@ -152,8 +152,8 @@ func startLine(cfg *config, maxTokensSet bool) string {
 	if maxTokensSet {
 		src = "--max-tokens"
 	}
-	s := fmt.Sprintf("%s backend, %d server(s), max_tokens %d (%s), retries %d, timeout %v",
-		cfg.kind.Name, len(cfg.urls), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
+	s := fmt.Sprintf("%s backend, %s, max_tokens %d (%s), retries %d, timeout %v",
+		cfg.kind.Name, cliutil.Count(int64(len(cfg.urls)), "server"), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
 	if cfg.tokenBudget > 0 {
 		s += fmt.Sprintf(", token budget %s %s", cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 	}

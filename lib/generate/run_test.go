@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -317,26 +319,23 @@ func TestAutoConcurrencyFitsTheKVCache(t *testing.T) {
 // records read.
 func checkSummaryAddsUp(t testing.TB, stderr string) {
 	t.Helper()
-	i := strings.Index(stderr, "records read:")
-	if i < 0 {
+	loc := regexp.MustCompile(`records? read:`).FindStringIndex(stderr)
+	if loc == nil {
 		t.Fatalf("no summary: %s", stderr)
 	}
+	i := loc[0]
 	line := stderr[strings.LastIndex(stderr[:i], "\n")+1:]
 	line = line[:strings.IndexByte(line, ';')]
 	var read, ok, errs, cut, cancelled, notStarted int
 	num := func(word string) int {
-		k := strings.Index(line, " "+word)
-		if k < 0 {
+		m := regexp.MustCompile(`([\d,]+) ` + word).FindStringSubmatch(line)
+		if m == nil {
 			t.Fatalf("summary without %q: %s", word, line)
 		}
-		start := strings.LastIndexByte(line[:k], ' ') + 1
-		var n int
-		for _, c := range strings.ReplaceAll(line[start:k], ",", "") {
-			n = n*10 + int(c-'0')
-		}
+		n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
 		return n
 	}
-	read, ok, errs = num("records read"), num("ok"), num("errors")
+	read, ok, errs = num("records? read"), num("ok"), num("errors?")
 	cut, cancelled, notStarted = num("cut by budget"), num("cancelled in flight"), num("not started")
 	if ok+errs+cut+cancelled+notStarted != read {
 		t.Fatalf("summary does not add up: %s", line)

@@ -34,11 +34,11 @@ func (t *tally) finished() int64 { return t.ok + t.errors + t.cut + t.cancelled 
 func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, reason string) string {
 	notStarted := t.read - t.finished()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s records read: %s ok", cliutil.Thousands(t.read), cliutil.Thousands(t.ok))
+	fmt.Fprintf(&b, "%s read: %s ok", cliutil.Count(t.read, "record"), cliutil.Thousands(t.ok))
 	if t.truncated+t.empty+t.aborted > 0 {
 		fmt.Fprintf(&b, " (%s truncated, %s empty, %s aborted)", cliutil.Thousands(t.truncated), cliutil.Thousands(t.empty), cliutil.Thousands(t.aborted))
 	}
-	fmt.Fprintf(&b, ", %s errors", cliutil.Thousands(t.errors))
+	fmt.Fprintf(&b, ", %s", cliutil.Count(t.errors, "error"))
 	if t.errors > 0 && errorsFile != "" {
 		fmt.Fprintf(&b, " (in %s)", errorsFile)
 	}

@@ -53,7 +53,7 @@ func bucketEdges(lo, hi uint32) []uint32 {
 // bucket, with the bucket's range, count and share.
 func writeHistogram(w io.Writer, sorted []uint32, plain bool) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "\ncompletion tokens (%d answers)\n", len(sorted))
+	fmt.Fprintf(bw, "\ncompletion tokens (%s)\n", cliutil.Count(int64(len(sorted)), "answer"))
 	if len(sorted) == 0 {
 		return bw.Flush()
 	}

@@ -58,7 +58,7 @@ start_sim() {
 stop_sim() { kill "$SIMPID"; wait "$SIMPID" 2>/dev/null || true; SIMPID=""; }
 
 # summary_field STDERR-FILE PATTERN: a number from generate's summary line.
-summary() { grep 'records read' "$1" | tail -1; }
+summary() { grep -E 'records? read' "$1" | tail -1; }
 
 # --- 1. throughput ----------------------------------------------------------
 note "1. throughput: $REQS requests, zero latency, 16-token answers"
