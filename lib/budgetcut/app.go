@@ -63,12 +63,6 @@ left as it is: records appended to it would be plain text.`,
 			cliutil.MaxLineFlag(),
 			cliutil.SkipInvalidFlag(),
 		},
-		Environment: []cliutil.EnvVar{
-			{Name: cliutil.EnvName(flagTokens), Meaning: "default for --tokens"},
-			{Name: cliutil.EnvName(flagAlready), Meaning: "default for --already (one file)"},
-			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
-			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
-		},
 		Examples: []cliutil.Example{
 			{Comment: "stop generating once out.jsonl holds 10M tokens, across resumed runs",
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append"},

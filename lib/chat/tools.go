@@ -42,9 +42,6 @@ func ToolDeclarationFlag() cli.Flag {
 			"json (the tools as given, no tools_ts_str, as a plain jinja renderer)"}
 }
 
-// ToolDeclarationEnv documents the flag's environment variable.
-var ToolDeclarationEnv = cliutil.EnvVar{Name: cliutil.EnvName(FlagToolDeclaration), Meaning: "default for --" + FlagToolDeclaration}
-
 // readsDeclaration finds templates that print a tools_ts_str variable, the
 // mark of Kimi-K2.5's template (Kimi-K2 and K2-Thinking print JSON).
 var readsDeclaration = regexp.MustCompile(`\btools_ts_str\b`)

@@ -39,7 +39,7 @@ type Spec struct {
 	Description string // paragraphs separated by blank lines
 	Flags       []cli.Flag
 	Examples    []Example
-	Environment []EnvVar
+	Environment []EnvVar     // only what is no flag's: EnvVars adds the flags'
 	ExitCodes   []ExitStatus // tool-specific codes, added to CommonExitStatuses
 	SeeAlso     []string     // e.g. "tokstat(1)"
 	Action      cli.ActionFunc
@@ -128,10 +128,14 @@ DESCRIPTION:
 OPTIONS:{{range .VisibleFlags}}
    {{.}}{{end}}
 `)
-	if len(s.Environment) > 0 {
+	if env := s.EnvVars(); len(env) > 0 {
 		b.WriteString("\nENVIRONMENT:\n")
-		for _, e := range s.Environment {
-			fmt.Fprintf(&b, "   %-22s %s\n", e.Name, e.Meaning)
+		width := 0
+		for _, e := range env {
+			width = max(width, len(e.Name))
+		}
+		for _, e := range env {
+			fmt.Fprintf(&b, "   %-*s  %s\n", width, e.Name, escapeTemplate(e.Meaning))
 		}
 	}
 	b.WriteString("\nEXIT STATUS:\n")
@@ -156,6 +160,7 @@ func escapeTemplate(s string) string {
 }
 
 func init() {
+	cli.FlagStringer = flagHelp
 	cli.HelpPrinter = func(w io.Writer, templ string, data any) {
 		funcs := map[string]any{"indentBlock": indentBlock}
 		cli.HelpPrinterCustom(w, templ, data, funcs)

@@ -64,6 +64,9 @@ func ZshCompletion(app *cli.App) string {
 			usage, takes = df.GetUsage(), df.TakesValue()
 		}
 		_, usage = unquoteUsage(usage)
+		if d := FlagDefault(f); d != "" {
+			usage += " (default: " + d + ")"
+		}
 		usage = zshEscape(usage)
 		for _, n := range f.Names() {
 			w := "--" + n

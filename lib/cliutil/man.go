@@ -27,10 +27,11 @@ func ManPage(app *cli.App) ([]byte, error) {
 	}
 	b.WriteString("**-h**, **--help**\n: Show help and exit.\n\n**-v**, **--version**\n: Print the version and exit.\n\n")
 	b.WriteString("# ENVIRONMENT\n\n")
-	if len(s.Environment) == 0 {
+	env := s.EnvVars()
+	if len(env) == 0 {
 		b.WriteString("None of its own.\n\n")
 	}
-	for _, e := range s.Environment {
+	for _, e := range env {
 		fmt.Fprintf(&b, "**%s**\n: %s\n\n", e.Name, mdEscape(e.Meaning))
 	}
 	b.WriteString("# EXIT STATUS\n\n")
@@ -80,8 +81,8 @@ func writeFlag(b *strings.Builder, f cli.Flag) {
 			head += " *" + placeholder + "*"
 			usage = rest
 		}
-		if v := df.GetValue(); v != "" && df.TakesValue() {
-			usage += fmt.Sprintf(" (default: %s)", v)
+		if d := FlagDefault(f); d != "" {
+			usage += fmt.Sprintf(" (default: %s)", d)
 		}
 		if env := df.GetEnvVars(); len(env) > 0 {
 			usage = strings.TrimSuffix(usage, ".") + fmt.Sprintf(". Environment: %s.", strings.Join(env, ", "))

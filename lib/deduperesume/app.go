@@ -60,13 +60,6 @@ ignored. Done ids take about their length plus 20 bytes of memory each.`,
 			cliutil.MaxLineFlag(),
 			cliutil.SkipInvalidFlag(),
 		},
-		Environment: []cliutil.EnvVar{
-			{Name: cliutil.EnvName(flagDone), Meaning: "default for --done (one file)"},
-			{Name: cliutil.EnvName(flagRetryErrors), Meaning: "default for --retry-errors (true or false)"},
-			{Name: cliutil.EnvName(flagShard), Meaning: "default for --shard"},
-			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
-			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
-		},
 		Examples: []cliutil.Example{
 			{Comment: "resume a run: only the prompts not yet in out.jsonl are generated",
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M >> out.jsonl"},

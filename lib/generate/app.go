@@ -22,7 +22,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -181,13 +180,6 @@ never from the command line, where ps and shell history would show them.`,
 		Environment: []cliutil.EnvVar{
 			{Name: "OPENROUTER_API_KEY", Meaning: "API key sent as a Bearer token (first choice)"},
 			{Name: "OPENAI_API_KEY", Meaning: "API key, when OPENROUTER_API_KEY is not set"},
-			{Name: cliutil.EnvName(flagBackend), Meaning: "default for --backend"},
-			{Name: cliutil.EnvName(flagURL), Meaning: "default for --url (one server)"},
-			{Name: cliutil.EnvName(flagModel), Meaning: "default for --model"},
-			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
-			{Name: cliutil.EnvName(flagErrors), Meaning: "default for --errors"},
-			{Name: cliutil.EnvName(flagTokenBudget), Meaning: "default for --token-budget"},
-			chat.ToolDeclarationEnv,
 			{Name: "TERM", Meaning: "dumb: progress as plain lines every --progress-interval, never redrawn"},
 			{Name: "NO_COLOR", Meaning: "set and not empty: the progress bar without colours"},
 			{Name: "COLUMNS", Meaning: "the width the progress bar fits in when the terminal does not tell its own (default 100)"},

@@ -26,6 +26,10 @@ func backendUsage() string {
 
 func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
 
+// serversDefault is the default shown for a sampling option that is sent
+// only when given.
+const serversDefault = "the server's"
+
 // flags lists generate's options, grouped as the man page shows them.
 func flags() []cli.Flag {
 	return []cli.Flag{
@@ -40,13 +44,14 @@ func flags() []cli.Flag {
 		// Sampling.
 		&cli.IntFlag{Name: flagMaxTokens, Value: defaultMaxTokens, EnvVars: envs(flagMaxTokens),
 			Usage: "most tokens per answer, `N` (always sent: SGLang's own default of 128 truncates silently)"},
-		&cli.Float64Flag{Name: flagTemperature, Usage: "sampling temperature `T` (default: the server's)"},
-		&cli.Float64Flag{Name: flagTopP, Usage: "nucleus sampling `P`"},
-		&cli.IntFlag{Name: flagTopK, Usage: "top-k sampling `K`"},
-		&cli.Float64Flag{Name: flagMinP, Usage: "min-p sampling `P`"},
+		// Unset sampling options are not sent: the server's defaults apply.
+		&cli.Float64Flag{Name: flagTemperature, DefaultText: serversDefault, Usage: "sampling temperature `T`"},
+		&cli.Float64Flag{Name: flagTopP, DefaultText: serversDefault, Usage: "nucleus sampling `P`"},
+		&cli.IntFlag{Name: flagTopK, DefaultText: serversDefault, Usage: "top-k sampling `K`"},
+		&cli.Float64Flag{Name: flagMinP, DefaultText: serversDefault, Usage: "min-p sampling `P`"},
 		&cli.StringSliceFlag{Name: flagStop, Usage: "stop `STRING` (repeatable)"},
 		&cli.IntSliceFlag{Name: flagStopTokenID, Usage: "stop token `ID` (repeatable)"},
-		&cli.Int64Flag{Name: flagSeed, Usage: "sampling `SEED`"},
+		&cli.Int64Flag{Name: flagSeed, DefaultText: serversDefault, Usage: "sampling `SEED`"},
 		&cli.StringFlag{Name: flagReasoningEffort, Usage: "reasoning effort `LEVEL` for openai backends: low, medium, high"},
 		&cli.IntFlag{Name: flagReasoningMaxTokens, Usage: "reasoning token limit `N` for openai backends"},
 		&cli.StringFlag{Name: flagExtra, Usage: "`JSON` object merged into every request body"},
@@ -64,7 +69,7 @@ func flags() []cli.Flag {
 		// Scheduling.
 		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
 			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)"},
-		&cli.BoolFlag{Name: flagOrdered, Usage: "write results in input order (default: as they complete)"},
+		&cli.BoolFlag{Name: flagOrdered, Usage: "write results in input order, not as they complete"},
 		&cli.IntFlag{Name: flagReorderWindow, Value: 4096, Usage: "with --ordered: hold at most `N` records waiting for an earlier one"},
 		// Budgets.
 		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
@@ -73,10 +78,10 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
 		&cli.BoolFlag{Name: flagDrain, Usage: "no effect, accepted so that older scripts run: a budget stop waits for the requests in flight, leaving none to cancel"},
 		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case)"},
-		&cli.Float64Flag{Name: flagMaxPrice, Usage: "worst-case price in `USD` per million tokens, for --cost-budget (default: from the server's /models)"},
+		&cli.Float64Flag{Name: flagMaxPrice, DefaultText: "from the server's /models", Usage: "worst-case price in `USD` per million tokens, for --cost-budget"},
 		// Progress and stopping.
 		&cli.DurationFlag{Name: flagProgressInterval, Value: 30 * time.Second, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)"},
-		&cli.Int64Flag{Name: flagTotal, Usage: "`N` records expected, for the ETA (default: counted when the input is a regular file)"},
+		&cli.Int64Flag{Name: flagTotal, DefaultText: "counted when the input is a regular file", Usage: "`N` records expected, for the ETA"},
 		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight (0: cancel at once)"},
 		cliutil.IDPathFlag(),
 		cliutil.QuietFlag(),

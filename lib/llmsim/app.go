@@ -5,10 +5,13 @@ package llmsim
 
 import (
 	"io"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
 // Flag names.
@@ -45,6 +48,8 @@ const envAPIKey = "LLM_SIM_API_KEY"
 
 // NewApp returns a fresh llm-sim command.
 func NewApp() *cli.App {
+	// The flags show the defaults of sim.Default, and change only what is given.
+	def := sim.Default()
 	return cliutil.NewApp(cliutil.Spec{
 		Name:      "llm-sim",
 		Usage:     "serve a simulated SGLang / OpenAI-compatible LLM server on a loopback address",
@@ -72,31 +77,38 @@ aborted) and it exits 0.`,
 			&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
 			&cli.IntFlag{Name: flagPort, Usage: "listen on 127.0.0.1:`PORT` (overrides the port of --addr)"},
 			&cli.StringFlag{Name: flagURLFile, Usage: "write the base URL to `FILE` (atomically) instead of stdout"},
-			&cli.StringFlag{Name: flagModel, Usage: "served model `NAME` (default sim/llm-sim-8b)"},
-			&cli.IntFlag{Name: flagMaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests (default 159277)"},
-			&cli.IntFlag{Name: flagMaxRunning, Usage: "most requests in the decode batch, `N` (default 1024)"},
-			&cli.IntFlag{Name: flagContextLength, Usage: "context window in `TOKENS`; longer requests get 400 (default 32768)"},
-			&cli.IntFlag{Name: flagDefaultMaxNew, Usage: "max_new_tokens when a /generate request has none, `N` (default 128, like SGLang)"},
+			&cli.StringFlag{Name: flagModel, Value: def.ModelName, Usage: "served model `NAME`"},
+			&cli.IntFlag{Name: flagMaxTotalTokens, Value: def.MaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests"},
+			&cli.IntFlag{Name: flagMaxRunning, Value: def.MaxRunningRequests, Usage: "most requests in the decode batch, `N`"},
+			&cli.IntFlag{Name: flagContextLength, Value: def.ContextLength, Usage: "context window in `TOKENS`; longer requests get 400"},
+			&cli.IntFlag{Name: flagDefaultMaxNew, Value: def.DefaultMaxNewTokens, Usage: "max_new_tokens when a /generate request has none, `N` (SGLang's is 128)"},
 			&cli.DurationFlag{Name: flagStepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
 			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
 			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
 			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
-			&cli.IntFlag{Name: flagVocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (default 163840, the bundled Kimi-K2.5 tokenizer's)"},
-			&cli.IntFlag{Name: flagEOSTokenID, Usage: "end-of-sequence token `ID` (default 2)"},
-			&cli.Uint64Flag{Name: flagSeed, Value: 1, Usage: "`SEED` for answer lengths and injected faults"},
+			&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
+			&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Usage: "end-of-sequence token `ID`"},
+			&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Usage: "`SEED` for answer lengths and injected faults"},
 			&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX] or file:PATH"},
 			&cli.StringFlag{Name: flagAPIKeyFile, Usage: "demand the key in `FILE` as a Bearer token (else $" + envAPIKey + "; none: no auth)"},
-			&cli.Float64Flag{Name: flagPromptPrice, Value: -1, Usage: "prompt price in `USD` per million tokens (default 0.10)"},
-			&cli.Float64Flag{Name: flagCompletionPrice, Value: -1, Usage: "completion price in `USD` per million tokens (default 0.40)"},
-			&cli.Float64Flag{Name: flagReasoningShare, Value: -1, Usage: "share of a chat answer spent on reasoning (`FRACTION`, default 0.3)"},
+			&cli.Float64Flag{Name: flagPromptPrice, Value: def.PromptPrice * perMillion, DefaultText: perMillionText(def.PromptPrice), Usage: "prompt price in `USD` per million tokens"},
+			&cli.Float64Flag{Name: flagCompletionPrice, Value: def.CompletionPrice * perMillion, DefaultText: perMillionText(def.CompletionPrice), Usage: "completion price in `USD` per million tokens"},
+			&cli.Float64Flag{Name: flagReasoningShare, Value: def.ReasoningShare, Usage: "share of a chat answer spent on reasoning (`FRACTION`)"},
 			&cli.StringSliceFlag{Name: flagFault, Usage: "inject fault `KIND=P` with probability P (repeatable); kinds: " + faultKindList()},
-			&cli.DurationFlag{Name: flagRetryAfter, Value: -1, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds, default 1s)"},
-			&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: -1, Usage: "delay of the slow_first_token fault (`DURATION`, default 200ms)"},
-			&cli.IntFlag{Name: flagAbortStatus, Usage: "status_code of injected aborts (`CODE`: 0 graceful, 400, 500, 503)"},
+			&cli.DurationFlag{Name: flagRetryAfter, Value: def.Faults.RetryAfter, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds)"},
+			&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: def.Faults.SlowFirstTokenDelay, Usage: "delay of the slow_first_token fault (`DURATION`)"},
+			&cli.IntFlag{Name: flagAbortStatus, Value: def.Faults.AbortStatusCode, DefaultText: "0", Usage: "status_code of injected aborts (`CODE`: 0 graceful, 400, 500, 503)"},
 			&cli.BoolFlag{Name: flagStats, Usage: "print the server's counters as JSON on stderr when it stops"},
 		},
 		Environment: []cliutil.EnvVar{
 			{Name: envAPIKey, Meaning: "the API key clients must send, when --api-key-file is not given"},
+		},
+		ExitCodes: []cliutil.ExitStatus{
+			{Code: exitcode.OK, Meaning: "stopped by SIGINT or SIGTERM, the normal way to stop it (requests in flight are aborted)"},
+			{Code: exitcode.Usage, Meaning: "usage error: unknown flag, bad flag value, an address that is not a loopback one"},
+			{Code: exitcode.TempFail, Meaning: "the address cannot be listened on (the port is taken): try another port, or later"},
+			{Code: exitcode.Interrupted, Meaning: "a second SIGINT came before the graceful stop ended"},
+			{Code: exitcode.Terminated, Meaning: "a second SIGTERM came before the graceful stop ended"},
 		},
 		Examples: []cliutil.Example{
 			{Comment: "a server shaped like one GPU running an 8B model, answers of ~2.3k tokens",
@@ -114,4 +126,11 @@ aborted) and it exits 0.`,
 // Main runs llm-sim and returns its exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}
+
+// perMillionText shows a price per token as the flags take it, in USD per
+// million tokens, without the float noise of the conversion (0.1, not
+// 0.09999999999999999).
+func perMillionText(perToken float64) string {
+	return strconv.FormatFloat(perToken*perMillion, 'g', 6, 64)
 }

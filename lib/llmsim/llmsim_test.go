@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +100,31 @@ func TestServesUntilSignal(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `"requests":0`) {
 		t.Fatalf("no stats: %s", stderr.String())
+	}
+}
+
+// TestDefaultsAreTheSimulators: with no flags the server is sim.Default, so
+// the defaults --help shows (the flags' values) are the ones it runs with.
+func TestDefaultsAreTheSimulators(t *testing.T) {
+	cfg, err := configFrom(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sim.Default(); !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("no flags:\n got %+v\nwant %+v", cfg, want)
+	}
+	var help bytes.Buffer
+	if code := Main([]string{"llm-sim", "--help"}, strings.NewReader(""), &help, &help); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	for _, want := range []string{"(default: 159277)", "(default: 0.1)", "(default: 0.4)", "(default: 200ms)", "(default: 1s)"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+	// A signal is how llm-sim is stopped: it says so, and exits 0.
+	if !regexp.MustCompile(`(?m)^   0 +stopped by SIGINT or SIGTERM`).MatchString(help.String()) ||
+		strings.Contains(help.String(), "after flushing") {
+		t.Errorf("EXIT STATUS does not say that a signal stops llm-sim with 0:\n%s", help.String())
 	}
 }

@@ -78,7 +78,20 @@ func announce(c *cli.Context, url string) error {
 	return nil
 }
 
+// listenAddr is the address to listen on, from --addr and --port; one that
+// is not on loopback is a usage error (64), not a failure to try again.
 func listenAddr(c *cli.Context) (string, error) {
+	addr, err := flagsAddr(c)
+	if err != nil {
+		return "", err
+	}
+	if err := sim.CheckLoopback(addr); err != nil {
+		return "", cliutil.Usagef("--%s %q: %v", flagAddr, addr, err)
+	}
+	return addr, nil
+}
+
+func flagsAddr(c *cli.Context) (string, error) {
 	addr := c.String(flagAddr)
 	if !c.IsSet(flagPort) {
 		return addr, nil

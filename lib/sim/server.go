@@ -107,15 +107,24 @@ func (s *Server) Handler() http.Handler {
 	return s.authenticate(mux)
 }
 
+// CheckLoopback refuses an address Start would not listen on: one that is
+// malformed, or whose host is not localhost or a loopback IP.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return errors.New("not a loopback address: only loopback addresses are allowed (127.0.0.1, ::1, localhost)")
+	}
+	return nil
+}
+
 // Start serves Handler on addr, which must be a loopback address such as
 // "127.0.0.1:0", and returns the base URL, e.g. "http://127.0.0.1:41234".
 func (s *Server) Start(addr string) (string, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("sim: %w", err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", fmt.Errorf("sim: refusing to listen on %q: only loopback addresses are allowed", addr)
+	if err := CheckLoopback(addr); err != nil {
+		return "", fmt.Errorf("sim: refusing to listen on %q: %w", addr, err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -68,11 +68,6 @@ Records that carry an error are skipped, and so are truncated answers
 			cliutil.MaxLineFlag(),
 			cliutil.SkipInvalidFlag(),
 		},
-		Environment: []cliutil.EnvVar{
-			{Name: cliutil.EnvName(flagTokenizer), Meaning: "default for --tokenizer"},
-			chat.ToolDeclarationEnv,
-			{Name: cliutil.EnvName(cliutil.FlagIDPath), Meaning: "default for --id-path"},
-		},
 		Examples: []cliutil.Example{
 			{Comment: "SpecForge training data from a finished run", Command: "to-train --format specforge out.jsonl > train.jsonl"},
 			{Comment: "token ids and loss masks, keeping truncated answers", Command: "to-train --format tokens --keep-truncated out.jsonl.zst > train-tokens.jsonl"},
