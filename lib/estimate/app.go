@@ -144,11 +144,6 @@ answers, the longer ones: its lengths read somewhat short.`,
 		},
 		Environment: []cliutil.EnvVar{
 			{Name: apiKeyEnv, Meaning: "API key sent with the --openrouter-url /models request (never printed)"},
-			{Name: cliutil.EnvName(flagBy), Meaning: "default for --by"},
-			{Name: cliutil.EnvName(flagBudget), Meaning: "default for --budget"},
-			{Name: cliutil.EnvName(flagMaxTokens), Meaning: "default for --max-tokens"},
-			{Name: cliutil.EnvName(flagOpenRouterURL), Meaning: "default for --openrouter-url"},
-			{Name: cliutil.EnvName(cliutil.FlagMaxLine), Meaning: "default for --max-line"},
 		},
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: 75, Meaning: "a server did not answer, or answered without what the estimate needs: try again later"},
