@@ -143,6 +143,10 @@ func appendRepr(b []byte, v *value) []byte {
 // appendStrRepr appends repr(s): single quotes unless s holds a single
 // quote and no double one; backslash escapes for the quote, backslash, tab,
 // newline, carriage return and characters str.isprintable() rejects.
+// Printable is judged by Go's Unicode 15.0 tables, as Python 3.12 does;
+// Python 3.11 (Unicode 14.0) escapes the characters 15.0 added (CJK
+// extension H among them). Only enum members and constraints that are lists
+// or objects print a repr.
 func appendStrRepr(b []byte, s string) []byte {
 	quote := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
