@@ -149,7 +149,9 @@ if [ -n "$signalled" ]; then
 	note "stopped by SIG$signalled before the pipeline started"
 	case $signalled in INT) exit 130 ;; HUP) exit 129 ;; *) exit 143 ;; esac
 fi
-note "start: budget $budget, backend $backend, $url_list"
+# A user and password in a URL (http://user:pass@host) are sent, never logged.
+shown_urls=$(printf '%s\n' $url_list | sed -E 's#^([a-zA-Z]+://)[^/]*@#\1#' | paste -sd ' ')
+note "start: budget $budget, backend $backend, $shown_urls"
 tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \

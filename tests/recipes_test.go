@@ -729,3 +729,31 @@ func TestRecipeFanoutStopAfterKill(t *testing.T) {
 		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl"))
 	}
 }
+
+// TestRecipeRunDatasetURLCredentials: a user and password in
+// SYNTHPIPE_URL are used but never written: not in run.log, the output
+// records (gen.endpoint), the errors file or stderr.
+func TestRecipeRunDatasetURLCredentials(t *testing.T) {
+	requireTools(t, recipeTools...)
+	data := recipeData(t, "math")
+	const pass = "url-secret-1618"
+	url := strings.Replace(startLLMSim(t), "http://", "http://alice:"+pass+"@", 1)
+	stderr := mustRunRecipe(t, recipeEnv(data, url), "run-dataset.sh", "math")
+	log := checkLog(t, filepath.Join(data, "math", "run.log"))
+	if !strings.Contains(log, "run-dataset: start: ") {
+		t.Fatalf("run.log has no start line:\n%s", log)
+	}
+	texts := map[string]string{"stderr": stderr, "run.log": log}
+	for _, name := range []string{"out.jsonl", "errors.jsonl"} {
+		b, _ := os.ReadFile(filepath.Join(data, "math", name))
+		texts[name] = string(b)
+	}
+	if texts["out.jsonl"] == "" {
+		t.Fatal("nothing was generated: the test proved nothing")
+	}
+	for name, text := range texts {
+		if strings.Contains(text, pass) || strings.Contains(text, "alice") {
+			t.Errorf("the credentials of the URL show in %s", name)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -42,12 +43,13 @@ func newSecretKey(t *testing.T) string {
 // at one end still gives most of it away).
 type leakCheck struct {
 	key     string
+	also    []string // other forms of the secret, looked for whole
 	mu      sync.Mutex
 	sources map[string][]byte
 }
 
-func newLeakCheck(key string) *leakCheck {
-	return &leakCheck{key: key, sources: map[string][]byte{}}
+func newLeakCheck(key string, also ...string) *leakCheck {
+	return &leakCheck{key: key, also: also, sources: map[string][]byte{}}
 }
 
 func (l *leakCheck) add(source string, b []byte) {
@@ -70,7 +72,7 @@ func (l *leakCheck) check(t *testing.T) {
 	defer l.mu.Unlock()
 	for _, source := range sortedKeys(l.sources) {
 		text := l.sources[source]
-		for _, needle := range []string{l.key, random[:12], random[len(random)-12:]} {
+		for _, needle := range append([]string{l.key, random[:12], random[len(random)-12:]}, l.also...) {
 			if i := bytes.Index(text, []byte(needle)); i >= 0 {
 				from, to := max(i-80, 0), min(i+len(needle)+40, len(text))
 				t.Errorf("the API key shows in %s: ...%s...", source, text[from:to])
@@ -197,6 +199,24 @@ func TestReliabilitySecrets(t *testing.T) {
 		}
 		leakyRun(t, key, nil, "openai", srv.url, 0, []string{"--api-key-file", keyFile})
 	})
+	// A user and password in --url are sent as Basic authentication: the
+	// password, and the header a server may echo, must show nowhere.
+	for _, backend := range []string{"sglang", "openai"} {
+		t.Run("url_userinfo_"+backend, func(t *testing.T) {
+			pass := newSecretKey(t)
+			basic := base64.StdEncoding.EncodeToString([]byte("alice:" + pass))
+			withCreds := func(url string) string { return strings.Replace(url, "http://", "http://alice:"+pass+"@", 1) }
+			// From the environment: on the command line ps would show it
+			// (generate warns about that).
+			srv := pacedWithKey("")
+			leakyRun(t, pass, []string{"SYNTHPIPE_URL=" + withCreds(srv.url)}, backend, "", 0, nil, basic, "alice")
+			url, sawKey := echoServer(t, http.StatusInternalServerError, true, basic)
+			leakyRun(t, pass, []string{"SYNTHPIPE_URL=" + withCreds(url)}, backend, "", anyEndCode, []string{"--retries", "1", "--concurrency", "4"}, basic, "alice")
+			if !sawKey() {
+				t.Errorf("generate never sent the credentials to the server: the test proved nothing")
+			}
+		})
+	}
 	t.Run("goroutine_dump", func(t *testing.T) { goroutineDump(t, key, keyEnv) })
 	t.Run("key_flag_refused", func(t *testing.T) { keyFlagRefused(t, key) })
 }
@@ -206,15 +226,20 @@ func TestReliabilitySecrets(t *testing.T) {
 const anyEndCode = -1
 
 // leakyRun runs dedupe-resume | generate | budget-cut with the key in the
-// environment against url, checks generate's exit code, and looks for the
-// key everywhere the run left text.
-func leakyRun(t *testing.T, key string, env []string, backend, url string, wantCode int, extra []string) {
+// environment against url (none: $SYNTHPIPE_URL in env), checks generate's
+// exit code, and looks for the key, and the other forms of a secret in
+// also, everywhere the run left text.
+func leakyRun(t *testing.T, key string, env []string, backend, url string, wantCode int, extra []string, also ...string) {
 	dir := t.TempDir()
 	rs := syntheticRequests(t, dir, 60, 3)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs(backend, []string{url}, 48, errPath, append([]string{"--progress-interval", "100ms"}, extra...)...)
+	var urls []string
+	if url != "" {
+		urls = []string{url}
+	}
+	gen := generateArgs(backend, urls, 48, errPath, append([]string{"--progress-interval", "100ms"}, extra...)...)
 	p := startPipeline(t, dir, "secret", pipelineIO{env: env}, resumePipeline(rs, outPath, gen)...)
-	leaks := newLeakCheck(key)
+	leaks := newLeakCheck(key, also...)
 	stopArgv := leaks.watchArgv(p)
 	err := p.wait(60 * time.Second)
 	stopArgv()

@@ -257,6 +257,11 @@ func transportError(parent, reqCtx context.Context, err error) *Error {
 		// The URL is the caller's to print; keep only what went wrong.
 		err = uerr.Err
 	}
+	var rerr *redirectError
+	if errors.As(err, &rerr) {
+		// Every request to that base URL would be redirected alike.
+		return &Error{Kind: KindRequest, Status: rerr.status, Message: rerr.Error(), Fatal: true, cause: err}
+	}
 	var certErr *tls.CertificateVerificationError
 	var unknownAuthority x509.UnknownAuthorityError
 	var hostnameErr x509.HostnameError
@@ -304,9 +309,11 @@ func snippet(b []byte) string {
 // removed wherever the server echoed it (before truncation, so no fragment
 // survives), invalid UTF-8 and control characters are replaced, and the
 // length is bounded.
-func cleanMessage(msg, secret string) string {
-	if secret != "" {
-		msg = strings.ReplaceAll(msg, secret, "[redacted]")
+func cleanMessage(msg string, secrets ...string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "[redacted]")
+		}
 	}
 	var b strings.Builder
 	for _, r := range msg {

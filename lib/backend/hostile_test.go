@@ -1,9 +1,15 @@
 package backend
 
 import (
+	"encoding/base64"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -46,4 +52,173 @@ func TestDeepNestingRefused(t *testing.T) {
 	s = newStub(t, answerJSON(http.StatusInternalServerError, strings.Repeat("[", 60<<10)))
 	_, err := NewOpenAI(Options{}).Do(ctxTimeout(t), s.URL, chatReq())
 	asError(t, err, KindHTTP, true)
+}
+
+// origin is a server that records whether any request reached it, and
+// with which Authorization header.
+type origin struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newOrigin(t *testing.T, tls bool, handler http.HandlerFunc) *origin {
+	o := &origin{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.auth = append(o.auth, r.Header.Get("Authorization"))
+		o.mu.Unlock()
+		handler(w, r)
+	})
+	if tls {
+		o.Server = httptest.NewTLSServer(h)
+	} else {
+		o.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(o.Close)
+	return o
+}
+
+func (o *origin) seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.auth)
+}
+
+func redirectTo(status int, location string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Location", location)
+		w.WriteHeader(status)
+	}
+}
+
+// TestRedirects: the API key followed redirects to plain http and to
+// another port, and a 301 or 302 turned the POST into a GET. Now no
+// credential leaves the origin it was given for, a redirect of a POST
+// is an error that names the Location unless it is a same-origin 307 or
+// 308, and both transports (ours for http, net/http for https) do the same.
+func TestRedirects(t *testing.T) {
+	const key = "sk-redirect-secret"
+	sglangOK := answerJSON(200, `{"text":"a","output_ids":[2],"meta_info":{"finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":1}}`)
+	elsewhere := newOrigin(t, false, sglangOK) // another port of the same host
+	for _, tc := range []struct {
+		name     string
+		tls      bool
+		status   int
+		location func(self string) string
+		followed bool
+	}{
+		{"302 to another port", false, 302, func(string) string { return elsewhere.URL + "/generate" }, false},
+		{"307 to another port", false, 307, func(string) string { return elsewhere.URL + "/generate" }, false},
+		{"https to http", true, 307, func(string) string { return elsewhere.URL + "/generate" }, false},
+		{"301 within the origin", false, 301, func(self string) string { return self + "/v2/generate" }, false},
+		{"303 within the origin", true, 303, func(self string) string { return self + "/v2/generate" }, false},
+		{"307 within the origin", false, 307, func(self string) string { return self + "/v2/generate" }, true},
+		{"308 within the origin", true, 308, func(self string) string { return self + "/v2/generate" }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var self *origin
+			self = newOrigin(t, tc.tls, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v2/generate" {
+					sglangOK(w, r)
+					return
+				}
+				redirectTo(tc.status, tc.location(self.URL))(w, r)
+			})
+			before := len(elsewhere.seen())
+			opts := Options{APIKey: key}
+			if tc.tls {
+				opts.Client = self.Client()
+			}
+			res, err := NewSGLang(opts).Do(ctxTimeout(t), self.URL, sglangReq())
+			if got := elsewhere.seen()[before:]; len(got) > 0 {
+				t.Fatalf("the request went on to another origin, Authorization %q", got)
+			}
+			if tc.followed {
+				if err != nil || res.Text != "a" {
+					t.Fatalf("same-origin %d not followed: %v", tc.status, err)
+				}
+				if auth := self.seen(); len(auth) != 2 || auth[1] != "Bearer "+key {
+					t.Fatalf("Authorization on the two requests: %q", auth)
+				}
+				return
+			}
+			e := asError(t, err, KindRequest, false)
+			if !e.Fatal || e.Status != tc.status || !strings.Contains(e.Message, "redirected to "+tc.location(self.URL)) {
+				t.Fatalf("got %+v: want a fatal error naming the Location", e)
+			}
+		})
+	}
+	t.Run("server_info within the origin", func(t *testing.T) {
+		var self *origin
+		self = newOrigin(t, false, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/server_info" {
+				redirectTo(302, "/v2/server_info")(w, r)
+				return
+			}
+			answerJSON(200, `{"max_total_num_tokens":1000}`)(w, r)
+		})
+		info, err := NewSGLang(Options{APIKey: key}).ServerInfo(ctxTimeout(t), self.URL)
+		if err != nil || info.MaxTotalTokens != 1000 {
+			t.Fatalf("got %+v, %v", info, err)
+		}
+	})
+	t.Run("server_info elsewhere", func(t *testing.T) {
+		before := len(elsewhere.seen())
+		self := newOrigin(t, false, redirectTo(302, elsewhere.URL+"/server_info"))
+		if _, err := NewSGLang(Options{APIKey: key}).ServerInfo(ctxTimeout(t), self.URL); err == nil {
+			t.Fatal("a redirect to another origin was followed")
+		}
+		if got := elsewhere.seen()[before:]; len(got) > 0 {
+			t.Fatalf("the request went on to another origin, Authorization %q", got)
+		}
+	})
+}
+
+// TestURLCredentials: a base URL's user and password go out as Basic
+// authentication, never in the request line, and never into an error,
+// even when the server echoes the request back; an API key takes their
+// place.
+func TestURLCredentials(t *testing.T) {
+	const user, pass = "alice", "url-secret-3141"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	var mu sync.Mutex
+	var auths, targets []string
+	s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		targets = append(targets, r.RequestURI)
+		mu.Unlock()
+		dump, _ := httputil.DumpRequest(r, false)
+		answerJSON(500, `{"error":{"message":`+strconv.Quote("you sent "+string(dump)+" from "+r.URL.String())+`}}`)(w, r)
+	})
+	base := strings.Replace(s.URL, "http://", "http://"+user+":"+pass+"@", 1)
+	_, err := NewSGLang(Options{}).Do(ctxTimeout(t), base, sglangReq())
+	e := asError(t, err, KindHTTP, true)
+	if strings.Contains(e.Message, pass) || strings.Contains(e.Message, basic[len("Basic "):]) {
+		t.Errorf("the credentials are in the error: %q", e.Message)
+	}
+	_, err = NewSGLang(Options{APIKey: "sk-instead"}).Do(ctxTimeout(t), base, sglangReq())
+	asError(t, err, KindHTTP, true)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(auths, []string{basic, "Bearer sk-instead"}) {
+		t.Errorf("Authorization headers %q, want Basic, then the API key", auths)
+	}
+	for _, target := range targets {
+		if strings.Contains(target, pass) {
+			t.Errorf("the password is in the request line %q", target)
+		}
+	}
+	for _, tc := range [][2]string{
+		{"http://alice:secret@gpu1:30000/v1", "http://gpu1:30000/v1"},
+		{"https://tok@host", "https://host"},
+		{"http://gpu1:30000", "http://gpu1:30000"},
+		{"http://a:b@host:bad port/x", "http://host:bad port/x"},
+	} {
+		if got := WithoutUserinfo(tc[0]); got != tc[1] {
+			t.Errorf("WithoutUserinfo(%q) = %q, want %q", tc[0], got, tc[1])
+		}
+	}
 }

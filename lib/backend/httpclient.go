@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -38,7 +40,10 @@ type Options struct {
 	Stream bool
 	// APIKey is sent as the kind's Auth says (Bearer for every kind
 	// today). It is never logged and is removed from any server text kept
-	// in an Error.
+	// in an Error. Without it, the user and password of a base URL
+	// (http://user:pass@host) are sent as Basic authentication; they are
+	// never sent in the URL itself nor kept in an Error. Neither follows a
+	// redirect off the base URL's origin (see checkRedirect).
 	APIKey string
 	// Referer and Title are OpenRouter's optional app attribution headers
 	// (HTTP-Referer, X-Title), sent by the kinds whose Auth is
@@ -65,7 +70,7 @@ const maxErrorBodyBytes = 64 << 10
 
 // sharedClient serves every backend that was given no client, so that all
 // of them share one connection pool.
-var sharedClient = &http.Client{Transport: newSharedTransport()}
+var sharedClient = &http.Client{Transport: newSharedTransport(), CheckRedirect: checkRedirect}
 
 // SharedClient returns the HTTP client backends use by default: pools of
 // keep-alive HTTP/1.1 connections sized for thousands of concurrent
@@ -113,9 +118,12 @@ type client struct {
 }
 
 func newClient(opts Options, kind *Kind) client {
-	c := client{opts: opts, http: opts.Client, kind: kind}
-	if c.http == nil {
-		c.http = sharedClient
+	c := client{opts: opts, http: sharedClient, kind: kind}
+	if opts.Client != nil {
+		// A client of the caller's own follows the same redirect policy.
+		hc := *opts.Client
+		hc.CheckRedirect = checkRedirect
+		c.http = &hc
 	}
 	if c.opts.MaxResponseBytes <= 0 {
 		c.opts.MaxResponseBytes = DefaultMaxResponseBytes
@@ -171,6 +179,13 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 		}
 	} else {
 		h.Set("Accept", "application/json")
+	}
+	if user := hreq.URL.User; user != nil {
+		// Never in the request line; as Basic authentication unless the
+		// kind's Auth puts the API key in its place.
+		hreq.URL.User = nil
+		pass, _ := user.Password()
+		hreq.SetBasicAuth(user.Username(), pass)
 	}
 	c.kind.Auth(h, &c.opts)
 	x.resp, err = c.http.Do(hreq)
@@ -297,12 +312,12 @@ type snapshotSkipper interface {
 func (c *client) do(ctx context.Context, url string, body []byte, p answerParser) (*Result, error) {
 	x, err := c.send(ctx, http.MethodPost, url, body, c.opts.Stream)
 	if err != nil {
-		return nil, c.clean(err)
+		return nil, c.cleanAt(url, err)
 	}
 	defer x.close()
 	res, e := c.answer(x, p)
 	if e != nil {
-		return nil, c.clean(e)
+		return nil, c.cleanAt(url, e)
 	}
 	res.Latency = time.Since(x.start)
 	return res, nil
@@ -408,32 +423,43 @@ func validJSON(data []byte) bool {
 }
 
 // clean scrubs the API key from an error's message.
-func (c *client) clean(err error) error {
+func (c *client) clean(err error) error { return c.cleanAt("", err) }
+
+// cleanAt scrubs the API key and the credentials of rawURL (its password,
+// and the Basic authentication header made of it, which a server may echo)
+// from an error's message.
+func (c *client) cleanAt(rawURL string, err error) error {
+	secrets := []string{c.opts.APIKey}
+	if u, perr := url.Parse(rawURL); perr == nil && u.User != nil {
+		if pass, ok := u.User.Password(); ok && pass != "" {
+			secrets = append(secrets, pass, base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass)))
+		}
+	}
 	var e *Error
 	if errors.As(err, &e) {
-		e.Message = cleanMessage(e.Message, c.opts.APIKey)
+		e.Message = cleanMessage(e.Message, secrets...)
 		return e
 	}
-	return errors.New(cleanMessage(err.Error(), c.opts.APIKey))
+	return errors.New(cleanMessage(err.Error(), secrets...))
 }
 
 // getJSON fetches a JSON document (server info, model lists).
 func (c *client) getJSON(ctx context.Context, url string) (gjson.Result, error) {
 	x, err := c.send(ctx, http.MethodGet, url, nil, false)
 	if err != nil {
-		return gjson.Result{}, c.clean(err)
+		return gjson.Result{}, c.cleanAt(url, err)
 	}
 	defer x.close()
 	if x.resp.StatusCode != http.StatusOK {
-		return gjson.Result{}, c.clean(x.statusError())
+		return gjson.Result{}, c.cleanAt(url, x.statusError())
 	}
 	body, err := x.readAll(c.opts.MaxResponseBytes)
 	if err != nil {
-		return gjson.Result{}, c.clean(err)
+		return gjson.Result{}, c.cleanAt(url, err)
 	}
 	doc, e := parseAnswer(body)
 	if e != nil {
-		return gjson.Result{}, c.clean(e)
+		return gjson.Result{}, c.cleanAt(url, e)
 	}
 	return doc, nil
 }

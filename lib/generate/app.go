@@ -18,10 +18,12 @@ package generate
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -175,7 +177,15 @@ server's status when it answered. Failures also go to --errors as the Batch
 lines they came from, so that the errors file is re-fed as it is.
 
 API keys come from $OPENROUTER_API_KEY or $OPENAI_API_KEY, or --api-key-file:
-never from the command line, where ps and shell history would show them.`,
+never from the command line, where ps and shell history would show them. A
+user and password in a URL (http://user:pass@host; best in $SYNTHPIPE_URL,
+since the command line is public) are sent as Basic authentication when no
+API key is set, and are never printed or written: gen.endpoint and every
+message show the URL without them. Credentials go only to the scheme, host
+and port they were given for: a redirect elsewhere (a downgrade to http
+included) is never followed, nor one that would turn a request into a GET;
+generate follows only a 307 or 308 within the same origin, and otherwise
+stops with exit 77, naming the Location.`,
 		Flags: flags(),
 		Environment: []cliutil.EnvVar{
 			{Name: "OPENROUTER_API_KEY", Meaning: "API key sent as a Bearer token (first choice)"},
@@ -187,7 +197,7 @@ never from the command line, where ps and shell history would show them.`,
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},
 			{Code: exitcode.TempFail, Meaning: "try again later: no server could be reached after the retries, or no record succeeded and at least one failed after all its retries (server errors, HTML or garbage answers, timeouts)"},
-			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403)"},
+			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403), or a redirect that is not followed"},
 		},
 		Examples: []cliutil.Example{
 			{Comment: "the pipeline: tokenize, skip what is done, generate, stop at 10M tokens",
@@ -209,7 +219,28 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if refuseKeyFlag(args, stderr) {
 		return exitcode.Usage
 	}
+	warnURLPassword(args, stderr)
 	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+}
+
+// warnURLPassword warns when a URL on the command line carries a password
+// (http://user:pass@host): it is sent as Basic authentication and never
+// printed, but ps and the shell history show the command line. The
+// environment ($SYNTHPIPE_URL) keeps it to the user.
+func warnURLPassword(args []string, stderr io.Writer) {
+	for _, a := range args[1:] {
+		_, v, _ := strings.Cut(a, "=")
+		if !strings.Contains(a, "=") {
+			v = a
+		}
+		if u, err := url.Parse(v); err == nil && u.User != nil && u.Host != "" {
+			if _, ok := u.User.Password(); ok {
+				fmt.Fprintf(stderr, "generate: warning: %s carries a password on the command line, where ps and shell history show it; set %s instead\n",
+					backend.WithoutUserinfo(v), cliutil.EnvName(flagURL))
+				return
+			}
+		}
+	}
 }
 
 // refuseKeyFlag stops "--api-key KEY" with a hint, before the flag parser

@@ -111,7 +111,7 @@ func parse(c *cli.Context) (*config, error) {
 	for i, u := range cfg.urls {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, cliutil.Usagef("--%s %q: want an http or https URL such as http://gpu1:30000", flagURL, u)
+			return nil, cliutil.Usagef("--%s %q: want an http or https URL such as http://gpu1:30000", flagURL, backend.WithoutUserinfo(u))
 		}
 		cfg.urls[i] = strings.TrimRight(u, "/")
 	}
@@ -238,7 +238,7 @@ func readAPIKey(path string) (string, error) {
 	if path == "" {
 		for _, name := range apiKeyEnv {
 			if k := strings.TrimSpace(os.Getenv(name)); k != "" {
-				return k, nil
+				return k, checkKey(k, "$"+name)
 			}
 		}
 		return "", nil
@@ -247,11 +247,28 @@ func readAPIKey(path string) (string, error) {
 	if err != nil {
 		return "", exitcode.NoInputf("--%s: %v", flagAPIKeyFile, err)
 	}
-	key := strings.TrimSpace(string(b))
+	// An editor on Windows may start the file with a byte order mark,
+	// which is no part of any key.
+	key := strings.TrimSpace(strings.TrimPrefix(string(b), "\uFEFF"))
 	if key == "" {
 		return "", exitcode.DataErrorf("--%s %s is empty", flagAPIKeyFile, path)
 	}
-	return key, nil
+	return key, checkKey(key, "--"+flagAPIKeyFile+" "+path)
+}
+
+// checkKey refuses a key that cannot go into a header: a second line or a
+// control character would be refused on every request, as if no server
+// were reachable. The message never shows the key.
+func checkKey(key, source string) error {
+	i := strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' || r == '\uFEFF' })
+	if i < 0 {
+		return nil
+	}
+	what := "a space, a byte order mark or a control character"
+	if key[i] == '\n' || key[i] == '\r' {
+		what = "more than one line"
+	}
+	return cliutil.Usagef("%s holds %s: it must hold the API key alone", source, what)
 }
 
 // paramsJSON renders the sampling parameters for each record's gen.params,

@@ -12,7 +12,8 @@ import (
 
 // server is one --url with its load and health.
 type server struct {
-	url         string
+	url         string // as printed and written in gen.endpoint: without user:password
+	base        string // as given to --url, credentials included: where requests go
 	limiter     limiter
 	inFlight    int
 	outstanding int64     // tokens the requests in flight are expected to hold

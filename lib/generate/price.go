@@ -3,13 +3,16 @@ package generate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
 // perMillion converts --max-price (USD per million tokens) to USD per token.
@@ -34,30 +37,58 @@ func worstPrice(ctx context.Context, cfg *config) (float64, error) {
 		}
 		lastErr = err
 	}
+	if errors.Is(lastErr, errPriceUnreachable) {
+		// The list may well answer later: a cron job should try again,
+		// not take this for a mistake in its command line.
+		return 0, exitcode.TempFailf("--%s needs a price to reserve requests in flight at: %v (try again later, or give --%s USD_PER_MTOK)",
+			flagCostBudget, lastErr, flagMaxPrice)
+	}
 	return 0, cliutil.Usagef("--%s needs a price to reserve requests in flight at: give --%s USD_PER_MTOK (%v)",
 		flagCostBudget, flagMaxPrice, lastErr)
 }
 
+// errPriceUnreachable marks a /models list that could not be read for
+// now: a timeout, a refused connection, a 5xx or 429 answer.
+var errPriceUnreachable = errors.New("the model list is unreachable")
+
 // listedPrice reads OpenRouter's /models pricing (USD per token, as strings).
 func listedPrice(ctx context.Context, base, model, key string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, serverInfoTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, serverInfoTimeout, fmt.Errorf("no answer within %v", serverInfoTimeout))
 	defer cancel()
+	shown := backend.WithoutUserinfo(base) + "/models"
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/models", nil)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s: not a valid URL", shown)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	unreachable := func(err error) error {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // its URL would show the credentials of --url
+		}
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return fmt.Errorf("%s: %v: %w", shown, err, errPriceUnreachable)
+	}
 	resp, err := backend.SharedClient().Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s/models: %w", base, err)
+		return 0, unreachable(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s/models: HTTP %d", base, resp.StatusCode)
+	if err != nil {
+		return 0, unreachable(err)
 	}
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		return 0, fmt.Errorf("%s: HTTP %d: %w", shown, resp.StatusCode, errPriceUnreachable)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: HTTP %d", shown, resp.StatusCode)
+	}
+	base = shown[:len(shown)-len("/models")]
 	var list struct {
 		Data []struct {
 			ID      string `json:"id"`

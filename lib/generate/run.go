@@ -15,8 +15,9 @@ import (
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
-// serverInfoTimeout bounds the capacity query at start-up.
-const serverInfoTimeout = 10 * time.Second
+// serverInfoTimeout bounds the capacity and price queries at start-up; a
+// variable so that tests need not wait for it.
+var serverInfoTimeout = 10 * time.Second
 
 func run(c *cli.Context) (err error) {
 	cfg, err := parse(c)
@@ -181,7 +182,7 @@ func newBackend(cfg *config) backend.Backend {
 func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(string, ...any)) []*server {
 	servers := make([]*server, len(cfg.urls))
 	for i, u := range cfg.urls {
-		srv := &server{url: u}
+		srv := &server{url: backend.WithoutUserinfo(u), base: u}
 		servers[i] = srv
 		if cfg.fixedConc > 0 {
 			srv.limiter = fixedLimit(cfg.fixedConc)
@@ -190,7 +191,7 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 		info, err := serverInfo(ctx, be, u)
 		switch {
 		case err != nil:
-			note("%s: no capacity information (%v): adaptive concurrency from %d", u, err, aimdStart)
+			note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, aimdStart)
 			srv.limiter = newAIMD()
 			var be *backend.Error
 			if errors.As(err, &be) && be.Kind == backend.KindConnect {
@@ -198,7 +199,7 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 				srv.markUnreachable(shortCause(be))
 			}
 		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
-			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", u, aimdStart)
+			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, aimdStart)
 			srv.limiter = newAIMD()
 		default:
 			// Sized from the first record's prompt once it is read.

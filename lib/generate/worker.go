@@ -100,7 +100,7 @@ func (w *workers) attempt(j *job) (*backend.Result, error) {
 		ctx, cancel = context.WithTimeoutCause(w.stops.run, w.cfg.timeout, cause)
 	}
 	defer cancel()
-	res, err := w.be.Do(ctx, j.server.url, &j.req)
+	res, err := w.be.Do(ctx, j.server.base, &j.req)
 	if err != nil {
 		e := classify(err, ctx)
 		if errors.Is(e, backend.ErrIdleTimeout) {
