@@ -128,12 +128,20 @@ func TestAPIKeyFile(t *testing.T) {
 
 // TestModelsTimeout: --cost-budget reads the price from /models; a list
 // that does not answer in time is a temporary failure (75), not a usage
-// error (64).
+// error (64), which stays for a list without the model.
 func TestModelsTimeout(t *testing.T) {
+	list := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"data":[{"id":"other","pricing":{"prompt":"0.000001","completion":"0.000002"}}]}`)
+	}))
+	defer list.Close()
+	r := runGenerate(t, chatRequests(1), "--backend", "openai", "--model", "m", "--url", list.URL, "--cost-budget", "1")
+	if r.code != 64 || !strings.Contains(r.stderr, `does not list "m"`) {
+		t.Fatalf("exit %d, want 64 for a model the list does not price: %s", r.code, r.stderr)
+	}
 	defer func(d time.Duration) { serverInfoTimeout = d }(serverInfoTimeout)
 	serverInfoTimeout = 200 * time.Millisecond
 	url := hangingSGLang(t, func(string) bool { return true }) // answers nothing useful, and never ends
-	r := runGenerate(t, chatRequests(1), "--backend", "openai", "--model", "m", "--url", url, "--cost-budget", "1")
+	r = runGenerate(t, chatRequests(1), "--backend", "openai", "--model", "m", "--url", url, "--cost-budget", "1")
 	if r.code != 75 || !strings.Contains(r.stderr, "/models: no answer within 200ms") || !strings.Contains(r.stderr, "--max-price") {
 		t.Fatalf("exit %d, want 75 naming /models and --max-price: %s", r.code, r.stderr)
 	}
