@@ -151,8 +151,7 @@ func TestRedirects(t *testing.T) {
 		})
 	}
 	t.Run("server_info within the origin", func(t *testing.T) {
-		var self *origin
-		self = newOrigin(t, false, func(w http.ResponseWriter, r *http.Request) {
+		self := newOrigin(t, false, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/server_info" {
 				redirectTo(302, "/v2/server_info")(w, r)
 				return
