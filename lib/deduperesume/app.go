@@ -41,7 +41,8 @@ not count as done.
 --shard K/N keeps only the ids of shard K (0-based) of N, so that N machines
 given the same input take disjoint work whose outputs simply concatenate. An
 id's shard is the FNV-1a 64-bit hash of its bytes (the decoded JSON string,
-UTF-8) modulo N: the same on every run, machine and version.
+UTF-8; a lone surrogate escape as its three WTF-8 bytes) modulo N: the same
+on every run, machine and version.
 
 Each record passes as soon as it is read (output is flushed whenever the
 input would block), so dedupe-resume can sit between a slow producer and

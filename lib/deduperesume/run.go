@@ -85,6 +85,9 @@ func run(c *cli.Context) (err error) {
 	}()
 	opt := cfg.input
 	opt.BeforeRead = out.Flush
+	// The records to do are prompts, often written without a final
+	// newline; a done file's torn line stays torn (it is not done).
+	opt.LastLineRecord = true
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
 		return err

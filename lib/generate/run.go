@@ -39,6 +39,9 @@ func run(c *cli.Context) (err error) {
 	defer stops.end()
 	opt := cfg.input
 	opt.Context = stops.dispatch
+	// Requests are prompts, often written without a final newline; the
+	// --already files are outputs, where such a line is torn.
+	opt.LastLineRecord = true
 	in, err := jsonl.Open(c.App.Reader, cfg.inputs, opt)
 	if err != nil {
 		return err

@@ -50,6 +50,12 @@ type Options struct {
 	// so that a slow producer's records reach the next stage at once, and a
 	// signal that arrives while waiting finds nothing unflushed.
 	BeforeRead func() error
+	// LastLineRecord reads a file's last line that has no newline as a
+	// record, with a warning, when it is one whole JSON object: a file of
+	// prompts written by hand or by a script often ends so. Without it such
+	// a line is torn (see Stats.Torn), which is right for outputs, where a
+	// writer killed mid-record leaves one.
+	LastLineRecord bool
 	// Context, when done, stops reading with its cause.
 	Context context.Context
 	// Prepare, if not nil, runs on every record line (after the reader's
@@ -165,10 +171,13 @@ func (r *Reader) Next() bool {
 		}
 		r.lineNo++
 		if err != nil {
-			if !r.goesOnAfter(err) {
-				return false
+			var ok bool
+			if p, ok = r.lastLineRecord(err); !ok {
+				if !r.goesOnAfter(err) {
+					return false
+				}
+				continue
 			}
-			continue
 		}
 		r.stats.Bytes += int64(p.rawLen) + 1
 		if p.blank {
@@ -185,6 +194,24 @@ func (r *Reader) Next() bool {
 		r.stats.Records++
 		return true
 	}
+}
+
+// lastLineRecord makes a record of a last line without its newline, with
+// LastLineRecord, when the line is one whole JSON object.
+func (r *Reader) lastLineRecord(err error) (prepared, bool) {
+	torn, ok := err.(*tornError)
+	if !ok || !r.opt.LastLineRecord {
+		return prepared{}, false
+	}
+	line := torn.line
+	if torn.first {
+		line = bytes.TrimPrefix(line, utf8BOM)
+	}
+	if ScanObject(bytes.TrimSuffix(line, []byte{'\r'}), nil) != nil {
+		return prepared{}, false
+	}
+	r.warn(fmt.Sprintf("%s:%d: the last line has no final newline; read as a record, since it is whole JSON", r.Name(), r.lineNo))
+	return r.prepare(torn.line, torn.first), true
 }
 
 // goesOnAfter handles an error of the splitter in place of a line (kept
@@ -316,6 +343,14 @@ func (r *Reader) readError(err error) error {
 	var hook *hookError
 	if errors.As(err, &hook) {
 		return hook.err
+	}
+	var enc *encodingError
+	if errors.As(err, &enc) {
+		file := r.Name()
+		if file == StdinName {
+			file = "FILE"
+		}
+		return exitcode.DataErrorf("%s: %v: convert it first, e.g. iconv -f UTF-16 -t UTF-8 %s > %s.utf8", r.Name(), err, file, file)
 	}
 	var dec *decodeError
 	if errors.As(err, &dec) {

@@ -418,3 +418,58 @@ func TestReaderSkippedHearsEveryInvalidLine(t *testing.T) {
 		t.Errorf("skipped = %q, want %q", skipped, want)
 	}
 }
+
+// TestLastLineRecord: with LastLineRecord a last line without its newline
+// that is whole JSON is a record (read ahead or not); a cut one stays torn.
+func TestLastLineRecord(t *testing.T) {
+	dir := t.TempDir()
+	var big bytes.Buffer
+	for i := 0; int64(big.Len()) < aheadMinSize+4096; i++ {
+		fmt.Fprintf(&big, "{\"id\":\"%d\"}\n", i)
+	}
+	for _, tc := range []struct {
+		name, tail string
+		record     bool
+	}{
+		{"whole", `{"id":"last"}`, true},
+		{"whole with CR", "{\"id\":\"last\"}\r", true},
+		{"cut", `{"id":"la`, false},
+	} {
+		for _, size := range []string{"small", "read ahead"} {
+			t.Run(tc.name+", "+size, func(t *testing.T) {
+				data := []byte("{\"id\":\"first\"}\n")
+				if size != "small" {
+					data = big.Bytes()
+				}
+				path := writeFile(t, dir, "in.jsonl", append(bytes.Clone(data), tc.tail...))
+				var warned []string
+				opt := Options{LastLineRecord: true, Parallel: true, Prepare: func(l []byte) any { return len(l) },
+					Warn: func(m string) { warned = append(warned, m) }}
+				r, err := Open(nil, []string{path}, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				last := ""
+				for r.Next() {
+					last = string(r.Bytes())
+					if r.Prepared().(int) != len(r.Bytes()) {
+						t.Fatal("the record was not prepared")
+					}
+				}
+				if r.Err() != nil {
+					t.Fatal(r.Err())
+				}
+				if got := last == `{"id":"last"}`; got != tc.record {
+					t.Errorf("last record %q; read as a record: %v, want %v", last, got, tc.record)
+				}
+				if len(warned) != 1 || strings.Contains(warned[0], "torn") == tc.record {
+					t.Errorf("warnings %q", warned)
+				}
+				if torn := r.Stats().Torn; (torn == 1) == tc.record {
+					t.Errorf("%d torn", torn)
+				}
+			})
+		}
+	}
+}

@@ -34,8 +34,14 @@ func compression(head []byte) string {
 // splitter has then skipped to the start of the next line.
 var errLineTooLong = errors.New("line too long")
 
-// tornError is a last line with no newline: its writer stopped mid-record.
-type tornError struct{ n int }
+// tornError is a last line with no newline: its writer stopped mid-record,
+// or (in a file written by hand) the editor wrote no final newline. line is
+// valid until the splitter's next call.
+type tornError struct {
+	n     int
+	line  []byte
+	first bool // the file's first line
+}
 
 func (e *tornError) Error() string { return "torn last line" }
 
@@ -43,6 +49,26 @@ func (e *tornError) Error() string { return "torn last line" }
 type decodeError struct{ err error }
 
 func (e *decodeError) Error() string { return e.err.Error() }
+
+// encodingError is a file in a text encoding other than UTF-8.
+type encodingError struct{ encoding string }
+
+func (e *encodingError) Error() string {
+	return "the file is " + e.encoding + ", not UTF-8 (saved as \"Unicode\" by a Windows editor or PowerShell?)"
+}
+
+// utf16Encoding names the UTF-16 encoding head, a file's first bytes, is
+// written in: by its byte order mark, or by the zero byte next to the '{'
+// of a first record. "" for anything else.
+func utf16Encoding(head []byte) string {
+	switch {
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe}), bytes.HasPrefix(head, []byte{'{', 0}):
+		return "UTF-16 (little-endian)"
+	case bytes.HasPrefix(head, []byte{0xfe, 0xff}), bytes.HasPrefix(head, []byte{0, '{'}):
+		return "UTF-16 (big-endian)"
+	}
+	return ""
+}
 
 // hookError carries an error from the BeforeRead hook through the reads.
 type hookError struct{ err error }
@@ -90,6 +116,9 @@ func (s *source) nextLine() (line []byte, first bool, err error) {
 	line, err = s.lines.next()
 	first = s.served == 0
 	s.served++
+	if torn, ok := err.(*tornError); ok {
+		torn.first = first
+	}
 	return line, first, err
 }
 
@@ -113,6 +142,54 @@ func (h *hookedReader) Read(p []byte) (int, error) {
 		return 0, &hookError{err}
 	}
 	return h.r.Read(p)
+}
+
+// gzipMembers reads the members of a gzip file one after another, as gzip -d
+// does, and like it accepts zero bytes after the last one: tape and block
+// devices pad files with them, and gzip -t calls such a file sound.
+type gzipMembers struct {
+	zr *gzip.Reader
+	br *bufio.Reader
+}
+
+func (g *gzipMembers) Read(p []byte) (int, error) {
+	g.zr.Multistream(false)
+	for {
+		n, err := g.zr.Read(p)
+		if err != io.EOF {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil // the member's end: the next call looks further
+		}
+		next, err := g.br.Peek(len(gzipMagic))
+		switch {
+		case len(next) == 0 && err == io.EOF:
+			return 0, io.EOF
+		case bytes.Equal(next, gzipMagic):
+			if err := g.zr.Reset(g.br); err != nil {
+				return 0, err
+			}
+			g.zr.Multistream(false)
+		case onlyZeros(g.br):
+			return 0, io.EOF
+		default:
+			return 0, errors.New("gzip: data after the last member that is neither a gzip member nor zero padding")
+		}
+	}
+}
+
+// onlyZeros reports whether the rest of r is zero bytes (reading it all).
+func onlyZeros(r *bufio.Reader) bool {
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return err == io.EOF
+		}
+		if c != 0 {
+			return false
+		}
+	}
 }
 
 // decodingReader marks the decompressor's errors so they read as bad data.
@@ -141,6 +218,9 @@ func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error, 
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return nil, err
 	}
+	if enc := utf16Encoding(head); enc != "" {
+		return nil, &encodingError{enc}
+	}
 	var r io.Reader = br
 	switch {
 	case bytes.HasPrefix(head, gzipMagic):
@@ -149,7 +229,7 @@ func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error, 
 			return nil, &decodeError{err}
 		}
 		src.closer = append(src.closer, zr)
-		r = &decodingReader{zr}
+		r = &decodingReader{&gzipMembers{zr: zr, br: br}}
 	case bytes.HasPrefix(head, zstdMagic):
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
 		if err != nil {
@@ -223,8 +303,9 @@ func (l *lineSplitter) next() ([]byte, error) {
 				return nil, l.err
 			}
 			if n := l.end - l.start; n > 0 && !l.skipping {
+				line := l.buf[l.start:l.end]
 				l.start, l.scanned = l.end, 0
-				return nil, &tornError{n: n}
+				return nil, &tornError{n: n, line: line}
 			}
 			return nil, io.EOF
 		}

@@ -44,6 +44,7 @@ func run(c *cli.Context) (err error) {
 	batches := &batcher{}
 	opt := cfg.input
 	opt.BeforeRead = batches.flush
+	opt.LastLineRecord = true // prompts are often written without a final newline
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
 		return err
