@@ -3,6 +3,7 @@ package generate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -146,7 +147,7 @@ func parse(c *cli.Context) (*config, error) {
 		{flagReorderWindow, cfg.window < 1, "must be at least 1"},
 	} {
 		if f.bad {
-			return nil, cliutil.Usagef("--%s %s: %s", f.name, c.Value(f.name), f.why)
+			return nil, cliutil.Usagef("--%s %v: %s", f.name, c.Value(f.name), f.why)
 		}
 	}
 	if s := c.String(flagConcurrency); s != "auto" {
@@ -170,8 +171,13 @@ func parse(c *cli.Context) (*config, error) {
 	if len(cfg.already) > 0 && cfg.tokenBudget == 0 {
 		return nil, cliutil.Usagef("--%s counts against --%s, which is not set", flagAlready, flagTokenBudget)
 	}
-	if cfg.costBudget < 0 || cfg.maxPrice < 0 {
-		return nil, cliutil.Usagef("--%s and --%s must not be negative", flagCostBudget, flagMaxPrice)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{flagCostBudget, cfg.costBudget}, {flagMaxPrice, cfg.maxPrice}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return nil, cliutil.Usagef("--%s %v: want a number of USD, 0 or more", f.name, f.v)
+		}
 	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
@@ -208,6 +214,10 @@ func sampling(c *cli.Context) (backend.Params, error) {
 	p.TopK = optional(c, flagTopK, c.Int)
 	p.MinP = optional(c, flagMinP, c.Float64)
 	p.Seed = optional(c, flagSeed, c.Int64)
+	kind, _ := backend.Lookup(c.String(flagBackend))
+	if err := checkSampling(&p, kind != nil && kind.Input == backend.Messages); err != nil {
+		return p, err
+	}
 	if s := c.String(flagExtra); s != "" {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(s), &obj); err != nil {
@@ -221,6 +231,52 @@ func sampling(c *cli.Context) (backend.Params, error) {
 		return p, cliutil.Usagef("--%s %q: want low, medium or high", flagReasoningEffort, p.ReasoningEffort)
 	}
 	return p, nil
+}
+
+// maxOpenAITemperature is the highest temperature OpenAI-compatible chat
+// APIs accept; SGLang's native API takes any temperature of 0 or more.
+const maxOpenAITemperature = 2
+
+// checkSampling refuses sampling values that no server takes: each would
+// turn every record into an HTTP 400 error (or, NaN and infinities, could
+// not even be sent as JSON). Ranges as SGLang and the OpenAI API define
+// them.
+func checkSampling(p *backend.Params, chatAPI bool) error {
+	inRange := func(name string, v *float64, lo, hi float64, loOpen bool, want string) error {
+		if v == nil {
+			return nil
+		}
+		x := *v
+		if math.IsNaN(x) || x < lo || x > hi || loOpen && x == lo {
+			return cliutil.Usagef("--%s %v: want %s", name, x, want)
+		}
+		return nil
+	}
+	maxT, wantT := math.MaxFloat64, "a number of 0 or more (0: greedy)"
+	if chatAPI {
+		maxT, wantT = maxOpenAITemperature, "a number from 0 to 2 (0: greedy)"
+	}
+	for _, err := range []error{
+		inRange(flagTemperature, p.Temperature, 0, maxT, false, wantT),
+		inRange(flagTopP, p.TopP, 0, 1, true, "a number above 0 and at most 1"),
+		inRange(flagMinP, p.MinP, 0, 1, false, "a number from 0 to 1"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	if p.TopK != nil && *p.TopK < 1 && *p.TopK != -1 {
+		return cliutil.Usagef("--%s %d: want 1 or more, or -1 for no limit", flagTopK, *p.TopK)
+	}
+	for _, id := range p.StopTokenIDs {
+		if id < 0 {
+			return cliutil.Usagef("--%s %d: token ids are 0 or more", flagStopTokenID, id)
+		}
+	}
+	if p.ReasoningMaxTokens < 0 {
+		return cliutil.Usagef("--%s %d: must not be negative", flagReasoningMaxTokens, p.ReasoningMaxTokens)
+	}
+	return nil
 }
 
 // optional is a flag's value when it was given, else nil: the server's
