@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,7 +192,13 @@ func (s *scheduler) watchSignal(sig context.Context) {
 	case <-sig.Done():
 	}
 	cause := context.Cause(sig)
-	s.stops.stop("stopped by "+signalWord(cause), nil, s.cfg.drainTimeout == 0)
+	// The reason says what became of the requests in flight; "stopped by
+	// SIGINT" is the run's error, printed once, last.
+	reason := fmt.Sprintf("%s: no new requests, those in flight drained for up to --%s %v", signalWord(cause), flagDrainTimeout, s.cfg.drainTimeout)
+	if s.cfg.drainTimeout == 0 {
+		reason = fmt.Sprintf("%s: the requests in flight cancelled (--%s 0)", signalWord(cause), flagDrainTimeout)
+	}
+	s.stops.stop(reason, nil, s.cfg.drainTimeout == 0)
 	if s.cfg.drainTimeout > 0 {
 		t := time.NewTimer(s.cfg.drainTimeout)
 		defer t.Stop()
