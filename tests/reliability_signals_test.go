@@ -1,11 +1,16 @@
 package tests
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
 // The signal tests stop runs the way people and schedulers do: Ctrl-C or
@@ -33,34 +38,59 @@ func signalSim(t *testing.T) *simServer {
 }
 
 func TestReliabilitySignals(t *testing.T) {
-	requireTools(t, "dedupe-resume", "generate", "budget-cut")
+	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut", "to-train", "tokstat")
 	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run("pipeline_"+sigName(sig), func(t *testing.T) { signalPipeline(t, sig) })
 		t.Run("generate_drain_"+sigName(sig), func(t *testing.T) { signalGenerate(t, sig, 10*time.Second) })
 	}
+	// A closed ssh session or a supervisor hanging up is a stop like
+	// SIGTERM: drain, write, summarize, exit 129.
+	t.Run("generate_drain_SIGHUP", func(t *testing.T) { signalGenerate(t, syscall.SIGHUP, 10*time.Second) })
 	t.Run("generate_cancel_SIGTERM", func(t *testing.T) { signalGenerate(t, syscall.SIGTERM, 0) })
 	t.Run("generate_drain_timeout_expires_SIGINT", func(t *testing.T) { signalGenerate(t, syscall.SIGINT, 300*time.Millisecond) })
+	for _, consumer := range []string{"to-train", "tokstat"} {
+		t.Run("consumer_"+consumer+"_SIGINT", func(t *testing.T) { signalConsumer(t, consumer, syscall.SIGINT) })
+	}
+	t.Run("second_signal", secondSignal)
 	t.Run("closed_pipe", closedPipe)
 }
 
 func sigName(sig syscall.Signal) string {
-	if sig == syscall.SIGINT {
+	switch sig {
+	case syscall.SIGINT:
 		return "SIGINT"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return "SIGTERM"
 }
 
-// signalPipeline signals the whole pipeline's process group mid-run, as a
+// signalDrain is the --drain-timeout of the pipeline tests: far longer than
+// an answer takes, so that nothing in flight may be cancelled.
+const signalDrain = "20s"
+
+// signalPipeline signals the README pipeline's process group mid-run, as a
 // terminal's Ctrl-C does: every stage gets the signal at once.
+//
+//	tokenize-prompts | dedupe-resume --done out.jsonl | generate ... | budget-cut -o out.jsonl --append
+//
+// The producers stop and close their output, generate stops dispatching and
+// drains what is in flight, and budget-cut reads on until generate has
+// closed its output: every answer generate received is in out.jsonl.
 func signalPipeline(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
-	rs := syntheticRequests(t, dir, signalRecords, uint64(sig))
+	promptsPath, rs := bundledPrompts(t, dir)
 	srv := signalSim(t)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
 	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
-		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", "5s")
-	specs := resumePipeline(rs, outPath, gen)
+		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", signalDrain)
+	specs := []stageSpec{
+		stage("tokenize-prompts", append(tokenizeArgs(), promptsPath)...),
+		stage("dedupe-resume", "--done", outPath),
+		stage("generate", gen...),
+		stage("budget-cut", "--tokens", "1G", "-o", outPath, "--append"),
+	}
 
 	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
 	waitForLines(outPath, 20, p.stageNamed("budget-cut").done, 20*time.Second)
@@ -68,16 +98,45 @@ func signalPipeline(t *testing.T, sig syscall.Signal) {
 	if err := p.signalGroup(sig); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.wait(5*time.Second + 10*time.Second); err != nil {
+	if err := p.wait(time.Minute); err != nil {
 		t.Fatalf("after %s to the process group: %v\n%s", sigName(sig), err, p.describe())
 	}
-	// Every stage still running got the signal, so it reports the signal
-	// whatever it met next (a closed pipe, the end of its work): a
-	// supervisor reading each stage's status (PIPESTATUS, GNU parallel's
-	// joblog) must not take an interrupted run for a finished one. A stage
-	// that had already finished its input and exited before the signal
-	// rightly reports 0.
+	checkSignalledStages(t, p, sig, signalled)
+	sum, err := parseSummary(p.stageNamed("generate").stderr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.cancelled != 0 {
+		t.Errorf("generate cancelled %d requests in flight with --drain-timeout %s, far longer than an answer takes: paid answers thrown away\n%s",
+			sum.cancelled, signalDrain, p.describe())
+	}
+	written := countLines(outPath)
+	if int64(written) != sum.ok {
+		t.Errorf("generate received %d answers, out.jsonl holds %d: budget-cut stopped before generate had written what it drained\n%s",
+			sum.ok, written, p.describe())
+	}
+	t.Logf("pipeline stopped %v after %s; %d records written; %+v", time.Since(signalled).Round(10*time.Millisecond), sigName(sig), written, sum)
+
+	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
+	checkOutcome(t, rs, ans, outPath, errPath, false)
+	finishRun(t, dir, "resumed", specs, 2*time.Minute)
+	o := checkOutcome(t, rs, ans, outPath, errPath, false)
+	o.checkPartition(t, rs)
+	if len(o.errIDs) > 0 {
+		t.Errorf("%d records failed without any injected fault", len(o.errIDs))
+	}
+}
+
+// checkSignalledStages demands that every stage still running when sig
+// came reports it, once: a supervisor reading each stage's status
+// (PIPESTATUS, GNU parallel's joblog) must not take an interrupted run for
+// a finished one, whatever the stage met next (a closed pipe, the end of
+// its input). A stage that had finished and exited before rightly reports
+// 0.
+func checkSignalledStages(t *testing.T, p *pipeline, sig syscall.Signal, signalled time.Time) {
+	t.Helper()
 	want := 128 + int(sig)
+	said := "stopped by " + sigName(sig)
 	for _, s := range p.stages {
 		if s.exited.Before(signalled) && s.exitCode() == 0 {
 			continue
@@ -85,17 +144,105 @@ func signalPipeline(t *testing.T, sig syscall.Signal) {
 		if code := s.exitCode(); code != want {
 			t.Errorf("%s exited %d after %s to the pipeline's process group, want %d\n%s", s.name, code, sigName(sig), want, p.describe())
 		}
+		if n := strings.Count(s.stderr(), said); n != 1 {
+			t.Errorf("%s says %q %d times, want once\n%s", s.name, said, n, p.describe())
+		}
 	}
-	t.Logf("pipeline stopped %v after %s; %d records written", time.Since(signalled).Round(10*time.Millisecond), sigName(sig), countLines(outPath))
+}
 
+// signalConsumer signals a pipeline that ends in a consumer other than
+// budget-cut: each must read on until generate has written what it
+// drained, so that it counts (tokstat) or converts (to-train) every answer.
+func signalConsumer(t *testing.T, consumer string, sig syscall.Signal) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, signalRecords, 7+uint64(len(consumer)))
+	srv := signalSim(t)
+	errPath, resultPath := filepath.Join(dir, "errors.jsonl"), filepath.Join(dir, consumer+".out")
+	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", signalDrain)
+	last := stage("to-train", "--format", "tokens", "--keep-truncated")
+	if consumer == "tokstat" {
+		last = stage("tokstat", "--json")
+	}
+	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: resultPath},
+		stage("dedupe-resume", "-q", rs.path), stage("generate", gen...), last)
+	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	signalled := time.Now()
+	if err := p.signalGroup(sig); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(time.Minute); err != nil {
+		t.Fatalf("after %s to the process group: %v\n%s", sigName(sig), err, p.describe())
+	}
+	checkSignalledStages(t, p, sig, signalled)
+	sum, err := parseSummary(p.stageNamed("generate").stderr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := int64(countLines(resultPath))
+	if consumer == "tokstat" {
+		var report struct {
+			Total struct {
+				Records int64 `json:"records"`
+			} `json:"total"`
+		}
+		b, _ := os.ReadFile(resultPath)
+		if err := json.Unmarshal(b, &report); err != nil {
+			t.Fatalf("tokstat --json: %v: %.300s", err, b)
+		}
+		got = report.Total.Records
+	}
+	if sum.cancelled != 0 || got != sum.ok {
+		t.Errorf("generate received %d answers (%d cancelled in flight); %s took in %d\n%s", sum.ok, sum.cancelled, consumer, got, p.describe())
+	}
+}
+
+// secondSignal: a second signal stops every stage at once, even generate
+// waiting on answers that would take minutes, and what was written is
+// whole and resumable.
+func secondSignal(t *testing.T) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, 40, 2)
+	cfg := quickSimConfig()
+	cfg.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: signalMaxTokens}
+	cfg.StepTime = 5 * time.Second // an answer takes minutes: only a second signal ends the drain
+	srv := startSim(t, cfg)
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h")
+	specs := resumePipeline(rs, outPath, gen)
+	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
+	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Running < 8 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Two signals sent at once may merge into one in the kernel: Ctrl-C is
+	// pressed again until every stage has gone.
+	signalled := time.Now()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for _, s := range p.stages {
+			for s.running() {
+				p.signalGroup(syscall.SIGINT)
+				sleepUnless(100*time.Millisecond, s.done)
+			}
+		}
+	}()
+	defer func() { <-stopped }()
+	if err := p.wait(time.Minute); err != nil {
+		t.Fatalf("after two SIGINTs: %v\n%s", err, p.describe())
+	}
+	for _, s := range p.stages {
+		if s.exited.Before(signalled) && s.exitCode() == 0 {
+			continue // it had passed on its whole input
+		}
+		if s.exitCode() != 130 {
+			t.Errorf("%s exited %d after two SIGINTs, want 130\n%s", s.name, s.exitCode(), p.describe())
+		}
+	}
 	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
 	checkOutcome(t, rs, ans, outPath, errPath, false)
-	finishRun(t, dir, "resumed", specs, 60*time.Second)
-	o := checkOutcome(t, rs, ans, outPath, errPath, false)
-	o.checkPartition(t, rs)
-	if len(o.errIDs) > 0 {
-		t.Errorf("%d records failed without any injected fault", len(o.errIDs))
-	}
 }
 
 // signalGenerate signals generate alone, reading a file and writing a file.

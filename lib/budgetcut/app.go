@@ -76,6 +76,9 @@ left as it is: records appended to it would be plain text.`,
 		},
 		SeeAlso: []string{"generate(1)", "tokstat(1)", "dedupe-resume(1)", "synthpipe-records(7)"},
 		Action:  run,
+		// At the end of a pipeline: on Ctrl-C it writes what the stages before
+		// it still send (generate drains its answers in flight).
+		FinishPipedInput: true,
 	})
 }
 

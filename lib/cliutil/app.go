@@ -9,9 +9,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -43,9 +41,24 @@ type Spec struct {
 	ExitCodes   []ExitStatus // tool-specific codes, added to CommonExitStatuses
 	SeeAlso     []string     // e.g. "tokstat(1)"
 	Action      cli.ActionFunc
+	// FinishPipedInput marks a consumer at the end of a pipeline
+	// (budget-cut, to-train, tokstat). Ctrl-C signals every stage at once;
+	// the stages before it stop and close its input, generate after
+	// writing the answers it drains. So on the first signal a consumer
+	// that reads a pipe does not stop: it reads on until the input ends,
+	// writes what came, and then exits 128+signal. A second signal stops
+	// it at once. Reading regular files, it stops at once as every tool.
+	FinishPipedInput bool
 }
 
 const specKey = "synthpipe.spec"
+
+// finishPipedInputHelp ends the description of a Spec.FinishPipedInput tool.
+const finishPipedInputHelp = `Signals. Ctrl-C signals every stage of a pipeline at once. Reading a pipe,
+this tool then reads on until the stages before it have stopped and closed
+it (generate writes the answers it drains first), writes what came, and
+exits 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP); a second signal stops it
+at once. Reading files, it stops at once, after flushing whole records.`
 
 // Version is the toolkit version printed by --version.
 var Version = "0.1.0"
@@ -54,6 +67,9 @@ var Version = "0.1.0"
 // usage errors returned (not printed to stdout), no os.Exit inside the
 // library, no comma splitting of list flags (file names may hold commas).
 func NewApp(s Spec) *cli.App {
+	if s.FinishPipedInput {
+		s.Description = strings.TrimRight(s.Description, "\n") + "\n\n" + finishPipedInputHelp
+	}
 	app := &cli.App{
 		Name:                      s.Name,
 		Usage:                     s.Usage,
@@ -184,8 +200,10 @@ func indentBlock(s string) string {
 //
 // It rejects flags placed after file arguments, turns SIGPIPE into an EPIPE
 // error (so a closed downstream ends the run quietly with 0), turns the first
-// SIGINT/SIGTERM into a cancelled context, and prints any error once, prefixed
-// with the tool's name.
+// SIGINT, SIGTERM or SIGHUP into a cancelled context (or, for a consumer
+// reading a pipe, into a status once its input ends: see
+// Spec.FinishPipedInput), and prints any error once, prefixed with the
+// tool's name.
 func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	watched := &watchedWriter{w: stdout}
 	app.Reader, app.Writer, app.ErrWriter = stdin, watched, stderr
@@ -193,13 +211,18 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 		return report(app, stderr, err)
 	}
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	ctx, stop := signalContext(context.Background(), stderr, app.Name)
-	defer stop()
+	ctx, sigs := signalContext(context.Background(), stderr, app.Name)
+	defer sigs.stop()
 	err := app.RunContext(ctx, args)
 	if werr := watched.failed(); err == nil && werr != nil && !IsBrokenPipe(werr) {
 		// Only what was printed unchecked gets here: the tools' own
 		// writes return their errors.
 		err = exitcode.WithCode(exitcode.IOErr, fmt.Errorf("write stdout: %w", unwrapPath(werr)))
+	}
+	if pending := sigs.deferred(); pending != nil && (err == nil || IsBrokenPipe(err)) {
+		// A consumer read its input to the end after the signal: it
+		// stopped because of the signal all the same.
+		err = pending
 	}
 	// A signalled pipeline stops from both ends: a tool that was told to stop
 	// may then meet the pipe its neighbour closed. It stopped because of the
@@ -255,65 +278,6 @@ func checkFlagOrder(app *cli.App, args []string) error {
 		}
 	}
 	return nil
-}
-
-// signalGrace is how long a tool may take to flush and return after the first
-// signal before Main exits anyway (it may be blocked reading a quiet pipe).
-const signalGrace = 3 * time.Second
-
-// signalContext cancels the returned context, with a *SignalError as cause,
-// on the first SIGINT or SIGTERM. A second signal, or a tool that does not
-// return within signalGrace, exits at once with 128+signal: the readers flush
-// output before every blocking read, so nothing finished is lost.
-func signalContext(parent context.Context, stderr io.Writer, name string) (context.Context, func()) {
-	grace := new(atomic.Int64)
-	grace.Store(int64(signalGrace))
-	ctx, cancel := context.WithCancelCause(context.WithValue(parent, graceKey{}, grace))
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		var first syscall.Signal
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-ch:
-				sig := s.(syscall.Signal)
-				if first != 0 {
-					fmt.Fprintf(stderr, "%s: second %s: stopping now\n", name, signalName(sig))
-					os.Exit(128 + int(first))
-				}
-				first = sig
-				cancel(&SignalError{Signal: sig})
-				time.AfterFunc(time.Duration(grace.Load()), func() {
-					select {
-					case <-done:
-					default:
-						os.Exit(128 + int(first))
-					}
-				})
-			}
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(nil)
-	}
-}
-
-// graceKey finds the grace period of Main's signal handling in a context.
-type graceKey struct{}
-
-// SetSignalGrace changes how long Main waits, after the first signal, for the
-// tool to return before exiting anyway. A tool that drains work in flight on
-// a signal (generate --drain-timeout) sets it to cover the drain. It does
-// nothing for a context that did not come from Main.
-func SetSignalGrace(ctx context.Context, d time.Duration) {
-	if g, ok := ctx.Value(graceKey{}).(*atomic.Int64); ok {
-		g.Store(int64(d))
-	}
 }
 
 // Interrupted returns the signal error that cancelled ctx, or nil. Loops call

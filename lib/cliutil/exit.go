@@ -27,6 +27,7 @@ var CommonExitStatuses = []ExitStatus{
 	{exitcode.NoInput, "an input file does not exist or cannot be read"},
 	{exitcode.CantCreate, "an output file cannot be created"},
 	{exitcode.IOErr, "writing the output failed (disk full, I/O error); only whole records were written"},
+	{exitcode.HungUp, "hung up (SIGHUP: a closed terminal or ssh session), after flushing what was done, as for SIGTERM"},
 	{exitcode.Interrupted, "interrupted by SIGINT, after flushing what was done"},
 	{exitcode.Terminated, "terminated by SIGTERM, after flushing what was done"},
 }
@@ -48,6 +49,8 @@ func signalName(s syscall.Signal) string {
 		return "SIGINT"
 	case syscall.SIGTERM:
 		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	}
 	return s.String()
 }

@@ -58,8 +58,11 @@ func SkipInvalidFlag() cli.Flag {
 }
 
 // InputOptions builds the reader options shared by every tool from its flags:
-// --max-line, --skip-invalid, warnings to stderr prefixed with the tool name.
+// --max-line, --skip-invalid, warnings to stderr prefixed with the tool name,
+// and reading that stops on the first signal (unless the tool is a consumer
+// reading a pipe: see Spec.FinishPipedInput).
 func InputOptions(c *cli.Context) (jsonl.Options, error) {
+	finishPipedInput(c)
 	opt := jsonl.Options{
 		MaxLineFlag: "--" + FlagMaxLine,
 		SkipInvalid: c.Bool(FlagSkipInvalid),

@@ -18,6 +18,7 @@ const (
 	IOErr       = 74  // writing failed (disk full, I/O error)
 	TempFail    = 75  // a temporary failure (server unreachable, rate limited): try again later
 	NoPerm      = 77  // permission denied by a server (bad API key, no credits, moderation)
+	HungUp      = 129 // SIGHUP (a closed terminal or ssh session), after flushing what was done
 	Interrupted = 130 // SIGINT (Ctrl-C), after flushing what was done
 	Terminated  = 143 // SIGTERM, after flushing what was done
 )

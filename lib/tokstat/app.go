@@ -89,6 +89,9 @@ NO_COLOR is set or TERM is dumb.`,
 		},
 		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "generate(1)", "synthpipe-records(7)"},
 		Action:  run,
+		// At the end of a pipeline: on Ctrl-C it writes what the stages before
+		// it still send (generate drains its answers in flight).
+		FinishPipedInput: true,
 	})
 }
 

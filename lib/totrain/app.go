@@ -75,6 +75,9 @@ Records that carry an error are skipped, and so are truncated answers
 		},
 		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
 		Action:  run,
+		// At the end of a pipeline: on Ctrl-C it writes what the stages before
+		// it still send (generate drains its answers in flight).
+		FinishPipedInput: true,
 	})
 }
 
