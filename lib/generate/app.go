@@ -154,9 +154,10 @@ TERM=dumb) a plain line every --progress-interval, with the ETA computed
 from tokens, counting the answers still in flight so that the short answers
 finishing first do not make it optimistic. When stdout closes (budget-cut or
 head downstream) requests in flight are cancelled and generate exits 0. On
-SIGINT or SIGTERM it stops reading, lets requests in flight finish for up to
---drain-timeout, writes them, and exits 130 or 143; a second signal stops at
-once.
+SIGINT, SIGTERM or SIGHUP it stops reading, lets requests in flight finish
+for up to --drain-timeout, writes them, and exits 130, 143 or 129; a second
+signal stops at once. Ctrl-C of a whole pipeline loses none of them:
+budget-cut, to-train and tokstat read on until generate has written them.
 
 OpenAI Batch files. --input-format openai-batch reads the lines of a file
 prepared for the OpenAI Batch API or vllm run-batch ({custom_id, method,
@@ -201,7 +202,7 @@ stops with exit 77, naming the Location.`,
 		},
 		Examples: []cliutil.Example{
 			{Comment: "the pipeline: tokenize, skip what is done, generate, stop at 10M tokens",
-				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --backend sglang --url http://gpu1:30000 --max-tokens 8192 --errors err.jsonl | budget-cut --tokens 10M >> out.jsonl"},
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --backend sglang --url http://gpu1:30000 --max-tokens 8192 --errors err.jsonl | budget-cut --tokens 10M -o out.jsonl --append"},
 			{Comment: "two SGLang servers, then retry exactly the failures",
 				Command: "generate --url http://gpu1:30000 --url http://gpu2:30000 --errors err.jsonl < req.jsonl > out.jsonl; generate --url http://gpu1:30000 --errors err2.jsonl < err.jsonl >> out.jsonl"},
 			{Comment: "OpenRouter with a spending cap, one dataset per job with GNU parallel",
