@@ -82,7 +82,7 @@ func flags() []cli.Flag {
 		// Progress and stopping.
 		&cli.DurationFlag{Name: flagProgressInterval, Value: 30 * time.Second, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)"},
 		&cli.Int64Flag{Name: flagTotal, DefaultText: "counted when the input is a regular file", Usage: "`N` records expected, for the ETA"},
-		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT/SIGTERM, wait up to `DURATION` for requests in flight (0: cancel at once)"},
+		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT, SIGTERM or SIGHUP, wait up to `DURATION` for requests in flight (0: cancel at once)"},
 		cliutil.IDPathFlag(),
 		cliutil.QuietFlag(),
 		cliutil.MaxLineFlag(),
