@@ -79,6 +79,10 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 					s.mu.Lock()
 					s.pending = &SignalError{Signal: sig}
 					s.mu.Unlock()
+					// Said at once: a person who pressed Ctrl-C must not
+					// wonder why nothing seems to happen.
+					fmt.Fprintf(stderr, "%s: %s: reading on until the input ends, to write what the stages before still send (a second signal stops at once)\n",
+						name, signalName(sig))
 					continue
 				}
 				cancel(&SignalError{Signal: sig})
