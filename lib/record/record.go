@@ -302,6 +302,30 @@ func usageMember(usage []byte, key string) []byte {
 	return v
 }
 
+// CheckVocab refuses a token id of raw (the value of field, an array of
+// token ids already checked) that a tokenizer of vocab ids does not have.
+func CheckVocab(field string, raw []byte, vocab int) error {
+	i, v := 0, -1
+	for _, c := range raw {
+		switch {
+		case c >= '0' && c <= '9':
+			if v < 0 {
+				v = 0
+			}
+			v = v*10 + int(c-'0')
+		case c == ',' || c == ']':
+			if v >= vocab {
+				return fmt.Errorf("%s[%d] is %d, past the tokenizer's vocabulary (ids 0 to %d): was the record made with another model?", field, i, v, vocab-1)
+			}
+			if v >= 0 {
+				i++
+			}
+			v = -1
+		}
+	}
+	return nil
+}
+
 // TokenIDsError explains why raw, the value of field, is not an array of
 // token ids (integers from 0 to 2^31-1): its type, or its first bad element.
 func TokenIDsError(field string, raw []byte) error {

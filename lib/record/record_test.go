@@ -369,3 +369,20 @@ func FuzzRecordScan(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckVocab(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want string
+	}{
+		{`[]`, ""},
+		{`[0, 1,99]`, ""},
+		{`[0,100]`, `output_ids[1] is 100, past the tokenizer's vocabulary (ids 0 to 99)`},
+		{`[ 5 , 7 , 1000 ]`, `output_ids[2] is 1000`},
+	} {
+		err := CheckVocab("output_ids", []byte(tc.raw), 100)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckVocab(%s) = %v, want %q", tc.raw, err, tc.want)
+		}
+	}
+}

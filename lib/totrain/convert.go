@@ -99,6 +99,14 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 	in, out := gjson.GetBytes(rec, "input_ids"), gjson.GetBytes(rec, "output_ids")
 	var prompt, answer int
 	var ids []byte
+	for _, side := range []struct {
+		field string
+		v     gjson.Result
+	}{{record.FieldInputIDs, in}, {record.FieldOutputIDs, out}} {
+		if side.v.Exists() && side.v.Type != gjson.Null && !side.v.IsArray() {
+			return dst, record.TokenIDsError(side.field, []byte(side.v.Raw))
+		}
+	}
 	if in.IsArray() && out.IsArray() {
 		// Token ids straight from the server: join them without decoding.
 		var ok1, ok2 bool
@@ -109,6 +117,15 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 		}
 		if !ok2 {
 			return dst, record.TokenIDsError(record.FieldOutputIDs, []byte(out.Raw))
+		}
+		if c.model != nil { // the vocabulary is known: ids past it are not this model's
+			vocab := c.model.Tok.VocabSize()
+			if err := record.CheckVocab(record.FieldInputIDs, []byte(in.Raw), vocab); err != nil {
+				return dst, err
+			}
+			if err := record.CheckVocab(record.FieldOutputIDs, []byte(out.Raw), vocab); err != nil {
+				return dst, err
+			}
 		}
 		if answer == 0 {
 			return dst, errNoAnswer
