@@ -140,7 +140,7 @@ type renderer struct {
 	// autoescape is set inside {% autoescape true %} blocks; calledMacro
 	// tells whether the last call made was to a macro.
 	autoescape, calledMacro bool
-	limits                  limits
+	limits                  *limits // the template's
 	steps                   int
 	callDepth               int
 	outLen                  int

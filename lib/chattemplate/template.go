@@ -73,7 +73,7 @@ func (t *Template) Render(o Options) (string, error) {
 	for _, name := range t.undef {
 		root.set(name, missing)
 	}
-	r := &renderer{tmpl: t, opts: &o, limits: t.limits}
+	r := &renderer{tmpl: t, opts: &o, limits: &t.limits}
 	var b strings.Builder
 	// The text is mostly the messages' and tools' content plus the
 	// template's markup: room for that spares the builder most of its
