@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
 
 // probeTimeout bounds each question asked of a server.
@@ -63,63 +59,20 @@ type serverLoad struct {
 }
 
 // serverMetrics reads sglang:gen_throughput and sglang:num_running_reqs
-// from /metrics (SGLang started with --enable-metrics). A server without
-// them answers an error that says so; the caller goes on without.
+// from /metrics (SGLang started with --enable-metrics), added up over
+// data-parallel ranks by lib/servermetrics. A server without them answers an
+// error that says so; the caller goes on without.
 func serverMetrics(ctx context.Context, url, key string) (serverLoad, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/metrics", nil)
+	snap, err := servermetrics.Fetch(ctx, url, servermetrics.Options{Client: backend.SharedClient(), APIKey: key})
 	if err != nil {
 		return serverLoad{}, err
 	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	if !snap.Has[servermetrics.GenThroughput] {
+		return serverLoad{}, errors.New("/metrics has no sglang:gen_throughput")
 	}
-	resp, err := backend.SharedClient().Do(req)
-	if err != nil {
-		return serverLoad{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return serverLoad{}, fmt.Errorf("/metrics: HTTP %d (start SGLang with --enable-metrics)", resp.StatusCode)
-	}
-	return parseMetrics(io.LimitReader(resp.Body, 16<<20))
-}
-
-// parseMetrics reads SGLang's Prometheus text. With data parallelism every
-// rank has its own series; their rates and batches add up.
-func parseMetrics(r io.Reader) (serverLoad, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(r)
-	if err != nil {
-		return serverLoad{}, fmt.Errorf("/metrics: not Prometheus text: %v", err)
-	}
-	sum := func(name string) (float64, bool) {
-		f, ok := families[name]
-		if !ok {
-			return 0, false
-		}
-		var total float64
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.GetGauge() != nil:
-				total += m.GetGauge().GetValue()
-			case m.GetUntyped() != nil:
-				total += m.GetUntyped().GetValue()
-			case m.GetCounter() != nil:
-				total += m.GetCounter().GetValue()
-			}
-		}
-		return total, true
-	}
-	var load serverLoad
-	var ok bool
-	if load.genThroughput, ok = sum("sglang:gen_throughput"); !ok {
-		return load, errors.New("/metrics has no sglang:gen_throughput")
-	}
-	load.running, _ = sum("sglang:num_running_reqs")
-	return load, nil
+	return serverLoad{genThroughput: snap.GenThroughput, running: snap.Running}, nil
 }
 
 // prices are USD per token.

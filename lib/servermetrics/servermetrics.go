@@ -1,0 +1,272 @@
+// Package servermetrics reads what an SGLang server says of its own load:
+// the Prometheus gauges it serves on /metrics when started with
+// --enable-metrics.
+//
+// SGLang labels every series with the served model (model_name) and, per
+// scheduler, tp_rank, pp_rank and, with data parallelism (--dp-size), dp_rank.
+// Each data-parallel rank is a scheduler of its own, with its own running
+// batch, waiting queue and KV cache; the workers of one rank's tensor or
+// pipeline group describe that same batch. A Snapshot therefore
+//
+//   - takes, within one data-parallel rank, the largest value its series
+//     report (several tensor-parallel workers repeating a figure count once);
+//   - adds running and queued requests, used tokens and generation
+//     throughput over the data-parallel ranks;
+//   - averages the KV occupancy (token_usage) and the prefix-cache hit rate
+//     over the ranks, as the ranks' caches are the same size, and keeps the
+//     fullest rank's occupancy apart (MaxTokenUsage), since a full rank
+//     queues its share of requests even when another has room.
+//
+// A server serving several models is read for one of them (Options.Model);
+// with no match, every series counts.
+package servermetrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+)
+
+// The gauges a Snapshot is made of, as SGLang names them.
+const (
+	NumRunningReqs = "sglang:num_running_reqs"
+	NumQueueReqs   = "sglang:num_queue_reqs"
+	TokenUsage     = "sglang:token_usage"
+	GenThroughput  = "sglang:gen_throughput"
+	NumUsedTokens  = "sglang:num_used_tokens"
+	CacheHitRate   = "sglang:cache_hit_rate"
+)
+
+// ErrNoMetrics says the server has no SGLang metrics: /metrics is missing,
+// answers something else, or lacks every sglang: gauge. Callers go on with
+// their own measurements.
+var ErrNoMetrics = errors.New("no SGLang metrics")
+
+// Snapshot is one reading of a server's gauges, aggregated over its ranks
+// as the package comment says. A gauge the server did not report is zero
+// and absent from Has.
+type Snapshot struct {
+	Running       float64 // requests in the running batches
+	Queued        float64 // requests in the waiting queues
+	TokenUsage    float64 // KV cache occupancy, 0..1, averaged over ranks
+	MaxTokenUsage float64 // the fullest rank's KV occupancy, 0..1
+	GenThroughput float64 // tokens generated per second, all ranks
+	UsedTokens    float64 // KV tokens in use, all ranks
+	CacheHitRate  float64 // prefix cache hit rate, 0..1, averaged over ranks
+	// Ranks is how many data-parallel ranks reported (1 without dp_rank).
+	Ranks int
+	// Model is the model_name the figures are for ("" when unlabelled).
+	Model string
+	// Has records which gauges were present, by their full names.
+	Has map[string]bool
+}
+
+// Options tune a Fetch.
+type Options struct {
+	// Client does the request; nil means http.DefaultClient.
+	Client *http.Client
+	// APIKey, when set, is sent as a Bearer token.
+	APIKey string
+	// Model picks the model_name to read on a server with several.
+	Model string
+}
+
+// maxBody bounds what is read of a /metrics answer; SGLang's, histograms
+// included, is tens of kilobytes.
+const maxBody = 16 << 20
+
+// Fetch reads base+"/metrics" and parses it. A server without metrics
+// answers an error wrapping ErrNoMetrics.
+func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
+	url := strings.TrimSuffix(base, "/") + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	// Prometheus text: some servers (llm-sim among them) answer JSON
+	// counters to clients that do not ask for it.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if opt.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+opt.APIKey)
+	}
+	client := opt.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return Snapshot{}, fmt.Errorf("%s: HTTP %d (start SGLang with --enable-metrics): %w", url, resp.StatusCode, ErrNoMetrics)
+	}
+	s, err := Parse(io.LimitReader(resp.Body, maxBody), opt.Model)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", url, err)
+	}
+	return s, nil
+}
+
+// Parse reads Prometheus text and aggregates SGLang's gauges for model (or
+// for every series when model is "" or matches none).
+func Parse(r io.Reader, model string) (Snapshot, error) {
+	families, err := textParser().TextToMetricFamilies(r)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("not Prometheus text (%v): %w", err, ErrNoMetrics)
+	}
+	s := Snapshot{Has: map[string]bool{}}
+	s.Model = pickModel(families, model)
+	ranks := map[string]bool{}
+	// perRank holds, for one gauge, each data-parallel rank's value: the
+	// largest its tensor/pipeline workers report.
+	perRank := func(name string) map[string]float64 {
+		f, ok := families[name]
+		if !ok {
+			return nil
+		}
+		vals := map[string]float64{}
+		for _, m := range f.GetMetric() {
+			if s.Model != "" && label(m, "model_name") != s.Model {
+				continue
+			}
+			v, ok := value(m)
+			if !ok {
+				continue
+			}
+			// Several models (when none was picked) each have their
+			// own ranks.
+			rank := label(m, "dp_rank")
+			ranks[rank] = true
+			key := label(m, "model_name") + "\x00" + rank
+			if old, seen := vals[key]; !seen || v > old {
+				vals[key] = v
+			}
+		}
+		if len(vals) > 0 {
+			s.Has[name] = true
+		}
+		return vals
+	}
+	sum := func(name string) float64 {
+		var t float64
+		for _, v := range perRank(name) {
+			t += v
+		}
+		return t
+	}
+	mean := func(name string) (avg, top float64) {
+		vals := perRank(name)
+		for _, v := range vals {
+			avg += v
+			top = max(top, v)
+		}
+		if len(vals) > 0 {
+			avg /= float64(len(vals))
+		}
+		return avg, top
+	}
+	s.Running = sum(NumRunningReqs)
+	s.Queued = sum(NumQueueReqs)
+	s.GenThroughput = sum(GenThroughput)
+	s.UsedTokens = sum(NumUsedTokens)
+	s.TokenUsage, s.MaxTokenUsage = mean(TokenUsage)
+	s.CacheHitRate, _ = mean(CacheHitRate)
+	s.Ranks = len(ranks)
+	if len(s.Has) == 0 {
+		return s, fmt.Errorf("none of SGLang's gauges (%s...): %w", NumRunningReqs, ErrNoMetrics)
+	}
+	return s, nil
+}
+
+// textParser accepts the UTF-8 metric names newer Prometheus clients may
+// write as well as SGLang's classic ones.
+func textParser() *expfmt.TextParser {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return &p
+}
+
+// pickModel returns want when some sglang: series carries it, else the one
+// model all series share, else "" (count every series).
+func pickModel(families map[string]*dto.MetricFamily, want string) string {
+	models := map[string]bool{}
+	for name, f := range families {
+		if !strings.HasPrefix(name, "sglang:") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			models[label(m, "model_name")] = true
+		}
+	}
+	if want != "" && models[want] {
+		return want
+	}
+	if len(models) == 1 {
+		for m := range models {
+			return m
+		}
+	}
+	return ""
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue(), true
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue(), true
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue(), true
+	}
+	return 0, false
+}
+
+// String is the snapshot in a person's words, e.g.
+// "48 running, 0 queued, KV 91%, 1,250 tok/s"; gauges the server did not
+// report are left out.
+func (s Snapshot) String() string {
+	var parts []string
+	if s.Has[NumRunningReqs] {
+		parts = append(parts, cliutil.Thousands(int64(math.Round(s.Running)))+" running")
+	}
+	if s.Has[NumQueueReqs] {
+		parts = append(parts, cliutil.Thousands(int64(math.Round(s.Queued)))+" queued")
+	}
+	if s.Has[TokenUsage] {
+		kv := fmt.Sprintf("KV %.0f%%", 100*s.TokenUsage)
+		if s.Ranks > 1 && s.MaxTokenUsage-s.TokenUsage >= 0.05 {
+			kv += fmt.Sprintf(" (fullest rank %.0f%%)", 100*s.MaxTokenUsage)
+		}
+		parts = append(parts, kv)
+	}
+	if s.Has[GenThroughput] {
+		parts = append(parts, cliutil.Thousands(int64(math.Round(s.GenThroughput)))+" tok/s")
+	}
+	if s.Has[CacheHitRate] && s.CacheHitRate > 0 {
+		parts = append(parts, fmt.Sprintf("cache hits %.0f%%", 100*s.CacheHitRate))
+	}
+	if s.Ranks > 1 {
+		parts = append(parts, fmt.Sprintf("%d ranks", s.Ranks))
+	}
+	return strings.Join(parts, ", ")
+}

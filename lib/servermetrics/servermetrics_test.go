@@ -1,0 +1,166 @@
+package servermetrics
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// One scheduler, as SGLang 0.5 writes it with --enable-metrics (histograms
+// and counters around the gauges).
+const oneRank = `# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 48.0
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 3.0
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 0.91
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 1250.4
+# TYPE sglang:num_used_tokens gauge
+sglang:num_used_tokens{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 36400.0
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{engine_type="unified",model_name="qwen",pp_rank="0",tp_rank="0"} 0.25
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="qwen"} 8.128902e+06
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_sum{model_name="qwen"} 2.35
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="qwen"} 1.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="qwen"} 3.0
+sglang:time_to_first_token_seconds_count{model_name="qwen"} 3.0
+`
+
+// Two data-parallel ranks, each a tensor-parallel pair that repeats its
+// figures: each rank counts once, the ranks add up.
+const twoRanksTP = `# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{dp_rank="0",model_name="m",tp_rank="0"} 30
+sglang:num_running_reqs{dp_rank="0",model_name="m",tp_rank="1"} 30
+sglang:num_running_reqs{dp_rank="1",model_name="m",tp_rank="0"} 10
+sglang:num_running_reqs{dp_rank="1",model_name="m",tp_rank="1"} 10
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{dp_rank="0",model_name="m",tp_rank="0"} 5
+sglang:num_queue_reqs{dp_rank="0",model_name="m",tp_rank="1"} 5
+sglang:num_queue_reqs{dp_rank="1",model_name="m",tp_rank="0"} 0
+sglang:num_queue_reqs{dp_rank="1",model_name="m",tp_rank="1"} 0
+# TYPE sglang:token_usage gauge
+sglang:token_usage{dp_rank="0",model_name="m",tp_rank="0"} 0.98
+sglang:token_usage{dp_rank="0",model_name="m",tp_rank="1"} 0.98
+sglang:token_usage{dp_rank="1",model_name="m",tp_rank="0"} 0.40
+sglang:token_usage{dp_rank="1",model_name="m",tp_rank="1"} 0.40
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{dp_rank="0",model_name="m",tp_rank="0"} 900
+sglang:gen_throughput{dp_rank="0",model_name="m",tp_rank="1"} 900
+sglang:gen_throughput{dp_rank="1",model_name="m",tp_rank="0"} 300
+sglang:gen_throughput{dp_rank="1",model_name="m",tp_rank="1"} 300
+`
+
+// Two models behind one endpoint (a router): one is read at a time.
+const twoModels = `# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="a"} 7
+sglang:num_running_reqs{model_name="b"} 2
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="a"} 1
+sglang:num_queue_reqs{model_name="b"} 4
+`
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, model string
+		want              Snapshot
+		line              string
+	}{
+		{
+			name: "one rank", text: oneRank,
+			want: Snapshot{Running: 48, Queued: 3, TokenUsage: 0.91, MaxTokenUsage: 0.91, GenThroughput: 1250.4, UsedTokens: 36400, CacheHitRate: 0.25, Ranks: 1, Model: "qwen"},
+			line: "48 running, 3 queued, KV 91%, 1,250 tok/s, cache hits 25%",
+		},
+		{
+			name: "data-parallel ranks over tensor-parallel pairs", text: twoRanksTP,
+			want: Snapshot{Running: 40, Queued: 5, TokenUsage: 0.69, MaxTokenUsage: 0.98, GenThroughput: 1200, Ranks: 2, Model: "m"},
+			line: "40 running, 5 queued, KV 69% (fullest rank 98%), 1,200 tok/s, 2 ranks",
+		},
+		{
+			name: "the model asked for", text: twoModels, model: "b",
+			want: Snapshot{Running: 2, Queued: 4, Ranks: 1, Model: "b"},
+			line: "2 running, 4 queued",
+		},
+		{
+			name: "a model not served: every series", text: twoModels, model: "zzz",
+			want: Snapshot{Running: 9, Queued: 5, Ranks: 1},
+			line: "9 running, 5 queued",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(strings.NewReader(tc.text), tc.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := tc.want
+			if !near(got.Running, w.Running) || !near(got.Queued, w.Queued) || !near(got.TokenUsage, w.TokenUsage) ||
+				!near(got.MaxTokenUsage, w.MaxTokenUsage) || !near(got.GenThroughput, w.GenThroughput) ||
+				!near(got.UsedTokens, w.UsedTokens) || !near(got.CacheHitRate, w.CacheHitRate) ||
+				got.Ranks != w.Ranks || got.Model != w.Model {
+				t.Errorf("got %+v\nwant %+v", got, w)
+			}
+			if s := got.String(); s != tc.line {
+				t.Errorf("String() = %q, want %q", s, tc.line)
+			}
+		})
+	}
+}
+
+func TestParseNoMetrics(t *testing.T) {
+	for _, tc := range []struct{ name, text string }{
+		{"json counters", `{"requests": 3, "running": 1}`},
+		{"other gauges only", "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3.5\n"},
+		{"empty", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(strings.NewReader(tc.text), ""); !errors.Is(err, ErrNoMetrics) {
+				t.Errorf("err = %v, want ErrNoMetrics", err)
+			}
+		})
+	}
+}
+
+func TestFetch(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /withkey/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer k" || !strings.Contains(r.Header.Get("Accept"), "text/plain") {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(oneRank))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	s, err := Fetch(context.Background(), srv.URL+"/withkey/", Options{Client: srv.Client(), APIKey: "k"})
+	if err != nil || s.Running != 48 {
+		t.Fatalf("Fetch = %+v, %v", s, err)
+	}
+	// A server without /metrics: ErrNoMetrics, and the status is named.
+	_, err = Fetch(context.Background(), srv.URL, Options{Client: srv.Client()})
+	if !errors.Is(err, ErrNoMetrics) || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("no /metrics: err = %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{oneRank, twoRanksTP, twoModels, "", "x{"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(strings.NewReader(text), "")
+		if err == nil && (len(s.Has) == 0 || s.Ranks < 1) {
+			t.Errorf("accepted %q with nothing in it: %+v", text, s)
+		}
+		_ = s.String()
+	})
+}
