@@ -41,6 +41,10 @@ const (
 	flagSlowFirstTokenDel = "slow-first-token-delay"
 	flagAbortStatus       = "abort-status"
 	flagStats             = "stats"
+	flagDPSize            = "dp-size"
+	flagKeyLimit          = "key-limit"
+	flagKeyUsage          = "key-usage"
+	flagKeyRateLimit      = "key-rate-limit"
 )
 
 // envAPIKey holds the key the server demands, when --api-key-file is not given.
@@ -56,7 +60,11 @@ func NewApp() *cli.App {
 		ArgsUsage: "",
 		Description: `llm-sim runs lib/sim: a simulated inference server that speaks SGLang's native
 API (/generate, /server_info, /model_info, /health, /abort_request) and the
-OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models). It batches
+OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models, and
+OpenRouter's /api/v1/key with --key-limit and --key-usage). GET /metrics
+answers SGLang's Prometheus gauges (num_running_reqs, num_queue_reqs,
+token_usage, gen_throughput, num_used_tokens, cache_hit_rate) to a client
+that accepts text/plain, one series per --dp-size rank. It batches
 requests continuously under a KV-cache token budget (--max-total-tokens,
 --max-running-requests), retracting requests when the cache is full, so that a
 client that sends too much at once sees what a real server would do: a long
@@ -82,6 +90,7 @@ aborted) and it exits 0.`,
 			&cli.IntFlag{Name: flagMaxRunning, Value: def.MaxRunningRequests, Usage: "most requests in the decode batch, `N`"},
 			&cli.IntFlag{Name: flagContextLength, Value: def.ContextLength, Usage: "context window in `TOKENS`; longer requests get 400"},
 			&cli.IntFlag{Name: flagDefaultMaxNew, Value: def.DefaultMaxNewTokens, Usage: "max_new_tokens when a /generate request has none, `N` (SGLang's is 128)"},
+			&cli.IntFlag{Name: flagDPSize, Value: 1, Usage: "data-parallel ranks `N`, each with its own batch and KV cache of --max-total-tokens; requests go to them in turn and /metrics labels each with dp_rank (SGLang --dp-size)"},
 			&cli.DurationFlag{Name: flagStepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
 			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
 			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
@@ -94,6 +103,9 @@ aborted) and it exits 0.`,
 			&cli.Float64Flag{Name: flagPromptPrice, Value: def.PromptPrice * perMillion, DefaultText: perMillionText(def.PromptPrice), Usage: "prompt price in `USD` per million tokens"},
 			&cli.Float64Flag{Name: flagCompletionPrice, Value: def.CompletionPrice * perMillion, DefaultText: perMillionText(def.CompletionPrice), Usage: "completion price in `USD` per million tokens"},
 			&cli.Float64Flag{Name: flagReasoningShare, Value: def.ReasoningShare, Usage: "share of a chat answer spent on reasoning (`FRACTION`)"},
+			&cli.Float64Flag{Name: flagKeyLimit, Usage: "the API key's credit limit in `USD`, reported by GET /api/v1/key; chat answers 402 once usage reaches it (0: no limit)"},
+			&cli.Float64Flag{Name: flagKeyUsage, Usage: "what the key had spent before, in `USD`; chat answers' usage.cost adds to it"},
+			&cli.IntFlag{Name: flagKeyRateLimit, Usage: "requests per 10s that GET /api/v1/key reports, `N` (reported only)"},
 			&cli.StringSliceFlag{Name: flagFault, Usage: "inject fault `KIND=P` with probability P (repeatable); kinds: " + faultKindList()},
 			&cli.DurationFlag{Name: flagRetryAfter, Value: def.Faults.RetryAfter, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds)"},
 			&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: def.Faults.SlowFirstTokenDelay, Usage: "delay of the slow_first_token fault (`DURATION`)"},

@@ -21,6 +21,11 @@ type Config struct {
 	MaxTotalTokens int
 	// MaxRunningRequests caps the decode batch (SGLang's max_running_requests).
 	MaxRunningRequests int
+	// DataParallel is the number of data-parallel ranks (SGLang's
+	// --dp-size; 0 means 1). Each rank is a scheduler of its own with
+	// MaxTotalTokens and MaxRunningRequests; requests are dealt to the ranks
+	// in turn, and /metrics labels each rank's gauges with dp_rank.
+	DataParallel int
 	// ContextLength is the model's context window. Prompt plus max_new_tokens
 	// beyond it is rejected with HTTP 400, as SGLang does.
 	ContextLength int
@@ -68,6 +73,16 @@ type Config struct {
 	// usage.cost in chat completions and pricing in /v1/models.
 	PromptPrice     float64
 	CompletionPrice float64
+	// KeyLimit is the API key's credit limit in USD, served by
+	// GET /api/v1/key as OpenRouter does; 0 means no limit (null). Once the
+	// key's usage reaches it, chat requests answer 402.
+	KeyLimit float64
+	// KeyUsage is what the key had spent, in USD, before the server
+	// started; usage.cost of every chat answer adds to it.
+	KeyUsage float64
+	// KeyRateLimit is the requests per 10 seconds /api/v1/key reports
+	// (reported only, not enforced; 0 reports -1, no limit).
+	KeyRateLimit int
 	// ReasoningShare is the share of a chat answer spent on reasoning tokens
 	// when the request enables reasoning with effort "medium" (or without an
 	// effort). "high" uses twice and "low" half of it, capped at 0.9.
@@ -161,6 +176,8 @@ func (c *Config) Validate() error {
 		return errors.New("sim: MaxTotalTokens must be at least 2")
 	case c.MaxRunningRequests <= 0:
 		return errors.New("sim: MaxRunningRequests must be positive")
+	case c.DataParallel < 0:
+		return errors.New("sim: DataParallel must not be negative")
 	case c.ContextLength <= 1:
 		return errors.New("sim: ContextLength must be at least 2")
 	case c.DefaultMaxNewTokens < 0:
@@ -171,6 +188,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: EOSTokenID %d outside the vocabulary [0, %d)", c.EOSTokenID, c.VocabSize)
 	case c.StepTime < 0 || c.PerTokenTime < 0 || c.PrefillTimePerToken < 0:
 		return errors.New("sim: step times must not be negative")
+	case c.KeyLimit < 0 || c.KeyUsage < 0 || c.KeyRateLimit < 0:
+		return errors.New("sim: KeyLimit, KeyUsage and KeyRateLimit must not be negative")
 	case c.ReasoningShare < 0 || c.ReasoningShare > 0.9:
 		return errors.New("sim: ReasoningShare must be in [0, 0.9]")
 	}

@@ -40,6 +40,13 @@
 // GET /metrics answers the engine counters (Stats) as JSON, or, to a client
 // that accepts text/plain (a Prometheus scraper), SGLang's gauges in the
 // Prometheus text format: sglang:gen_throughput (tokens per second over the
-// latest 40 decode steps), num_running_reqs, num_queue_reqs, token_usage and
-// num_used_tokens.
+// latest 40 decode steps), num_running_reqs, num_queue_reqs, token_usage,
+// num_used_tokens and cache_hit_rate (always 0), one series per
+// data-parallel rank (Config.DataParallel, labelled dp_rank when there are
+// several; each rank is a scheduler of its own and requests are dealt to the
+// ranks in turn).
+//
+// GET /api/v1/key answers OpenRouter's key information: Config.KeyLimit,
+// the usage (Config.KeyUsage plus every chat answer's usage.cost) and what
+// is left; once nothing is left, chat requests answer 402.
 package sim

@@ -33,6 +33,9 @@ type request struct {
 	internal     bool // health checks: not counted in Stats
 	arrived      time.Time
 
+	// eng is the rank's engine that took r; set by submit.
+	eng *engine
+
 	// Owned by the engine, guarded by engine.mu.
 	state     reqState
 	generated int
@@ -120,6 +123,7 @@ func (e *engine) submit(r *request) error {
 		return errDuplicateRID
 	}
 	e.inflight[r.rid] = r
+	r.eng = e
 	r.state = stateWaiting
 	e.waiting = append(e.waiting, r)
 	if !r.internal {
@@ -133,6 +137,14 @@ func (e *engine) submit(r *request) error {
 	default:
 	}
 	return nil
+}
+
+// has reports whether a request with this rid is in flight.
+func (e *engine) has(rid string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.inflight[rid]
+	return ok
 }
 
 // abort ends r with an abort finish reason if it has not finished yet,

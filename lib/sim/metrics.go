@@ -53,22 +53,40 @@ func wantsPrometheus(r *http.Request) bool {
 }
 
 // writePrometheus answers /metrics the way SGLang started with
-// --enable-metrics does, with the gauges that describe its load.
+// --enable-metrics does, with the gauges that describe its load: one series
+// per data-parallel rank, labelled dp_rank when there are several, as
+// SGLang labels them. Prefix caching is not modelled, so cache_hit_rate is 0.
 func (s *Server) writePrometheus(w http.ResponseWriter) {
-	st := s.engine.snapshotStats()
-	s.engine.mu.Lock()
-	genThroughput := s.engine.tput.last
-	s.engine.mu.Unlock()
-	label := fmt.Sprintf("{model_name=%q}", s.cfg.ModelName)
-	var b strings.Builder
-	gauge := func(name, help string, v float64) {
-		fmt.Fprintf(&b, "# HELP sglang:%s %s\n# TYPE sglang:%s gauge\nsglang:%s%s %g\n", name, help, name, name, label, v)
+	type rankView struct {
+		label string
+		st    Stats
+		tput  float64
 	}
-	gauge("num_running_reqs", "The number of running requests.", float64(st.Running))
-	gauge("num_used_tokens", "The number of used tokens.", float64(st.KVUsed))
-	gauge("token_usage", "The token usage.", float64(st.KVUsed)/float64(s.cfg.MaxTotalTokens))
-	gauge("gen_throughput", "The generation throughput (token/s).", genThroughput)
-	gauge("num_queue_reqs", "The number of requests in the waiting queue.", float64(st.Queued))
+	views := make([]rankView, len(s.engine.engines))
+	for i, e := range s.engine.engines {
+		v := &views[i]
+		v.st = e.snapshotStats()
+		e.mu.Lock()
+		v.tput = e.tput.last
+		e.mu.Unlock()
+		v.label = fmt.Sprintf("{model_name=%q}", s.cfg.ModelName)
+		if len(views) > 1 {
+			v.label = fmt.Sprintf("{dp_rank=\"%d\",model_name=%q}", i, s.cfg.ModelName)
+		}
+	}
+	var b strings.Builder
+	gauge := func(name, help string, value func(v rankView) float64) {
+		fmt.Fprintf(&b, "# HELP sglang:%s %s\n# TYPE sglang:%s gauge\n", name, help, name)
+		for _, v := range views {
+			fmt.Fprintf(&b, "sglang:%s%s %g\n", name, v.label, value(v))
+		}
+	}
+	gauge("num_running_reqs", "The number of running requests.", func(v rankView) float64 { return float64(v.st.Running) })
+	gauge("num_used_tokens", "The number of used tokens.", func(v rankView) float64 { return float64(v.st.KVUsed) })
+	gauge("token_usage", "The token usage.", func(v rankView) float64 { return float64(v.st.KVUsed) / float64(s.cfg.MaxTotalTokens) })
+	gauge("gen_throughput", "The generation throughput (token/s).", func(v rankView) float64 { return v.tput })
+	gauge("num_queue_reqs", "The number of requests in the waiting queue.", func(v rankView) float64 { return float64(v.st.Queued) })
+	gauge("cache_hit_rate", "The prefix cache hit rate.", func(rankView) float64 { return 0 })
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte(b.String()))

@@ -270,6 +270,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if s.serveEarlyFault(w, r, fault, openaiDialect, in.stream) {
 		return
 	}
+	if s.keyExhausted() {
+		writeJSON(w, http.StatusPaymentRequired, errorBody(openaiDialect, http.StatusPaymentRequired,
+			"Key limit exceeded. Raise the key's limit or use another key.", nil))
+		return
+	}
 	pl := s.newPlan(in.key, in.params)
 	delay := s.applyLateFault(fault, &pl, true)
 	req := newRequest("gen-"+s.newRID(), in.promptTokens, pl, in.stream)
@@ -356,6 +361,7 @@ func (c *chatCall) usage(completion int) *chatUsage {
 	// Round away float noise such as 3.2999999999999997e-06; OpenRouter
 	// reports costs with at most a dozen decimals.
 	u.Cost = math.Round(cost*1e12) / 1e12
+	c.s.key.add(u.Cost)
 	u.CompletionTokensDetails.ReasoningTokens = min(c.reasoning, completion)
 	return u
 }

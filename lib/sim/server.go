@@ -17,8 +17,9 @@ import (
 // Server is a simulated SGLang / OpenRouter inference server.
 type Server struct {
 	cfg    Config
-	engine *engine
+	engine *ranks
 	faults faultPicker
+	key    keyAccount
 	start  time.Time
 
 	ridSeq   atomic.Uint64
@@ -73,7 +74,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, start: time.Now(), closing: make(chan struct{})}
 	s.cfg.Lengths.Values = append([]int(nil), cfg.Lengths.Values...)
-	s.engine = newEngine(&s.cfg)
+	s.engine = newRanks(&s.cfg)
 	s.faults = newFaultPicker(&s.cfg)
 	return s, nil
 }
@@ -103,6 +104,7 @@ func (s *Server) Handler() http.Handler {
 	for _, prefix := range []string{"/v1", "", "/api/v1"} {
 		mux.HandleFunc("POST "+prefix+"/chat/completions", s.handleChat)
 		mux.HandleFunc("GET "+prefix+"/models", s.handleModels)
+		mux.HandleFunc("GET "+prefix+"/key", s.handleKey)
 	}
 	return s.authenticate(mux)
 }
