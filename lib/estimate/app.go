@@ -120,7 +120,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "one row per value of this gjson `PATH` of the records (e.g. dataset)"},
-			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable): answer lengths, timings, tokens spent"},
+			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable; missing = empty): answer lengths, timings, tokens spent"},
 			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=3000; see above)"},
 			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
 				Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request"},

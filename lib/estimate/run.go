@@ -171,7 +171,14 @@ func run(c *cli.Context) error {
 		}
 	}
 	rd := &reader{by: cfg.by, input: cfg.input, scan: record.NewScanner("", false, "")}
-	done, err := rd.readDone(c.App.Reader, cfg.done)
+	// A done file not written yet (before a first run) is empty, as in
+	// dedupe-resume --done.
+	existing := jsonl.ExistingFiles(cfg.done, func(path string) {
+		if !cfg.quiet {
+			cliutil.Notef(c.App.ErrWriter, c.App.Name, "done file %s does not exist yet: counted as empty", path)
+		}
+	})
+	done, err := rd.readDone(c.App.Reader, existing)
 	if err != nil {
 		return err
 	}
