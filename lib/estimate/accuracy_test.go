@@ -210,7 +210,10 @@ func TestEstimateAgainstTheRunThatFollows(t *testing.T) {
 			} else {
 				lengthFlags = tc.lengths
 			}
-			args := append([]string{"estimate", "--json", "-q", "--url", sglURL, "--rate", "1000",
+			// The rate is about what the simulator makes with a full batch
+			// (some 150 requests, a step every 500us); it sets how long
+			// generate's first second lasts in steps.
+			args := append([]string{"estimate", "--json", "-q", "--url", sglURL, "--rate", "300k",
 				"--model", "sim/llm-sim-8b", "--openrouter-url", routerURL + "/api/v1"}, lengthFlags...)
 			var est estimateJSON
 			if err := json.Unmarshal(runTool(t, Main, "", append(args, todo)...), &est); err != nil {

@@ -81,11 +81,14 @@ Backends, any combination; each is a column of the table:
     holds, plus 10%), admitted first come first served while they fit,
     every running request getting one token per decode step, the newest
     retracted when the cache is full; the steps are counted and turned into
-    seconds by the server's speed. That comes from --rate, else from
-    sglang:gen_throughput and sglang:num_running_reqs on /metrics (SGLang
-    started with --enable-metrics; a busy server gives the best figure), else
-    from the done file's answers (the slope of latency over length, one
-    request's decode rate). --hourly-cost prices its hours.
+    seconds by the server's speed. That comes from --rate (its tokens per
+    second with a full batch), else from sglang:gen_throughput and
+    sglang:num_running_reqs on /metrics (SGLang started with
+    --enable-metrics, busy now), else from the done file's latencies: its
+    run is replayed through the same model, and each answer's latency
+    fitted to the steps it lived through and the tokens generated meanwhile,
+    which gives a step's fixed part and its part per running request (a
+    small batch steps faster). --hourly-cost prices its hours.
   --model ID (repeatable): a model on OpenRouter (or any API that lists
     prices in OpenRouter's /models shape at --openrouter-url). Prices come
     from its /models list (pricing.prompt and .completion, USD per token),
@@ -112,10 +115,12 @@ spent, budget_left, fit, prompt_tokens, completion_tokens, total_tokens
 {mean, p10, p50, p90}, uncut_tokens, past_budget, lengths {source, mean,
 truncated_share}, backends [{label, seconds, hours, usd, steps}]}].
 
-Limits: the time model assumes the run has its backend to itself, and an
-SGLang server's decode step takes about as long with a small batch as with
-a full one, so the last wave's drain is counted at the full batch's pace. A
-done file written by a run stopped with requests in flight lacks their
+Limits: the time model assumes the run has its backend to itself. With a
+speed of one figure (--rate, /metrics) a decode step takes as long with a
+small batch as with a full one, so the last wave's drain is counted at the
+full batch's pace (estimates run long); a done file's fit knows better,
+and also counts generate's first second, sized before any answer is known.
+A done file written by a run stopped with requests in flight lacks their
 answers, the longer ones: its lengths read somewhat short.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},

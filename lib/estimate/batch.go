@@ -60,6 +60,12 @@ func clientConcurrency(jobs []job, c capacity) int {
 	if sum > 0 {
 		held += sumSq / (2 * sum)
 	}
+	return concurrencyFor(held, c)
+}
+
+// concurrencyFor is generate's sizing for requests holding held KV tokens
+// each on average.
+func concurrencyFor(held float64, c capacity) int {
 	conc := int(math.Ceil(float64(c.kvTokens) / max(held, 1) * (1 + queueMargin)))
 	if c.maxRunning > 0 {
 		conc = min(conc, int(math.Ceil(float64(c.maxRunning)*(1+queueMargin))))
@@ -77,6 +83,33 @@ type client struct {
 	conc    int
 	budget  int64 // tokens left for this run; <0: no --token-budget
 	reserve int   // --max-tokens; 0: no reservation modelled
+	// warmup is generate's first second: it sizes its requests in flight
+	// before any answer is known, from --max-tokens (answers assumed
+	// uniform up to it), and only re-sizes once a second. warmupConc 0:
+	// not modelled; step turns steps into the seconds it lasts.
+	warmupConc int
+	step       stepTiming
+}
+
+// tuneInterval is how often generate re-sizes its requests in flight.
+const tuneInterval = 1.0
+
+// generateMaxTokens is generate's --max-tokens when the estimate is not told.
+const generateMaxTokens = 4096
+
+// orDefaultMaxTokens is n, or generate's default when n is 0.
+func orDefaultMaxTokens(n int) int {
+	if n > 0 {
+		return n
+	}
+	return generateMaxTokens
+}
+
+// warmupConcurrency is generate's first choice of requests in flight: as if
+// answers were uniform up to maxTokens (mean maxTokens/2, a running request
+// holding maxTokens/3 on average), beside the first record's prompt.
+func warmupConcurrency(first job, c capacity, maxTokens int) int {
+	return concurrencyFor(float64(first.prompt)+float64(maxTokens)/3, c)
 }
 
 func (cl client) reserving() bool { return cl.budget >= 0 && cl.reserve > 0 }
@@ -110,7 +143,11 @@ type life struct{ steps, tokens int64 }
 // receives each job's life (lives[i] for jobs[i]).
 func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
 	conc := cl.conc
-	run := batchRun{concurrency: conc}
+	if cl.warmupConc > 0 && cl.step.known() {
+		conc = cl.warmupConc
+	}
+	now := 0.0 // seconds, when cl.step is known
+	run := batchRun{concurrency: cl.conc}
 	var spent, reserved int64 // under a budget: answers done, reservations in flight
 	kv := c.kvTokens
 	maxRunning := c.maxRunning
@@ -183,6 +220,10 @@ func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
 			r.held += k
 		}
 		used += b * k
+		now += float64(k)*cl.step.fixed + float64(b*k)*cl.step.perRequest
+		if now >= tuneInterval {
+			conc = cl.conc
+		}
 		run.steps += int64(k)
 		run.tokens += int64(b * k)
 		if full {

@@ -36,6 +36,7 @@ type doneStats struct {
 
 // timings are answer lengths beside their latencies.
 type timings struct {
+	maxTokens  int // the largest max_tokens asked (gen.params), 0: unknown
 	prompts    []float64
 	lengths    []float64
 	latencies  []float64 // seconds
@@ -71,13 +72,13 @@ func (t timings) decodeRate() (rate, overhead float64, ok bool) {
 	return sx / sy, 0, true
 }
 
-// timedJobs is the answers as jobs of the batch model, in file order.
-func (t timings) timedJobs() []timedJob {
+// timedRun is the answers as jobs of the batch model, in file order.
+func (t timings) timedRun() timedRun {
 	out := make([]timedJob, len(t.lengths))
 	for i := range out {
 		out[i] = timedJob{job{int(t.prompts[i]), int(t.lengths[i])}, t.latencies[i]}
 	}
-	return out
+	return timedRun{jobs: out, maxTokens: t.maxTokens}
 }
 
 // reader reads records, grouping them by the value at --by.
@@ -186,6 +187,7 @@ func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneSta
 		if gen.Get("backend").String() == "openai" {
 			t = &d.openai
 		}
+		t.maxTokens = max(t.maxTokens, int(gen.Get("params.max_tokens").Int()))
 		t.prompts = append(t.prompts, float64(info.PromptTokens))
 		t.lengths = append(t.lengths, float64(info.CompletionTokens))
 		t.latencies = append(t.latencies, latency.Float()/1000)

@@ -138,13 +138,22 @@ func (b *backendModel) runTime(jobs []job, left int64, reserve int) (secs float6
 	}
 	switch b.kind {
 	case kindSGLang:
-		run := simulateBatch(jobs, b.cap, client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve}, nil)
+		cl := client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve}
 		step := b.step
 		if !step.known() {
 			// A rate is what the server makes with a full batch: one step
 			// of that batch takes batch/rate seconds.
-			step.fixed = run.fullBatch() / b.rate
+			step.fixed = simulateBatch(jobs, b.cap, cl, nil).fullBatch() / b.rate
 		}
+		if step.perRequest > 0 {
+			// generate's first second, with fewer requests in flight, is
+			// priced right only by a step time that knows small batches
+			// are faster; a single figure would count its steps at the
+			// full batch's pace, on top of the drain it already overcounts.
+			cl.step = step
+			cl.warmupConc = warmupConcurrency(jobs[0], b.cap, orDefaultMaxTokens(reserve))
+		}
+		run := simulateBatch(jobs, b.cap, cl, nil)
 		return step.seconds(run), run.steps
 	default:
 		if b.rate > 0 {

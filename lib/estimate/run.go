@@ -213,12 +213,12 @@ func run(c *cli.Context) error {
 // probeBackends asks each backend what it can: capacity, speed, prices.
 func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats, note func(string, ...any)) ([]*backendModel, error) {
 	var pooled doneStats
-	var sglangRuns [][]timedJob
+	var sglangRuns []timedRun
 	for _, name := range sortedKeys(done) {
 		d := done[name]
 		pooled.openai = appendTimings(pooled.openai, d.openai)
 		if len(d.sglang.lengths) > 0 {
-			sglangRuns = append(sglangRuns, d.sglang.timedJobs())
+			sglangRuns = append(sglangRuns, d.sglang.timedRun())
 		}
 		pooled.sglang = appendTimings(pooled.sglang, d.sglang)
 	}
@@ -242,7 +242,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 		if merr == nil && load.genThroughput <= 0 {
 			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
 		}
-		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget, cfg.maxTokens)
+		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget)
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))

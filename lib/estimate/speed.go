@@ -29,24 +29,52 @@ const minFitAnswers = 8
 // a full one: fitting both parts is what lets a short run, one wave of
 // requests that mostly drained, predict a long one that runs full.
 // runs holds each dataset's done records in file order; each is replayed
-// on its own, as the datasets ran one after another, under the budget and
-// --max-tokens reservations they presumably ran with.
-func fitStepTiming(runs [][]timedJob, c capacity, budget int64, reserve int) (stepTiming, bool) {
+// on its own, as the datasets ran one after another, under the budget they
+// presumably ran with and the --max-tokens their records say.
+func fitStepTiming(runs []timedRun, c capacity, budget int64) (stepTiming, bool) {
+	first, ok := fitOnce(runs, c, budget, stepTiming{})
+	if !ok {
+		return first, false
+	}
+	// generate's first second ran with fewer requests in flight: replay it
+	// with the time the first fit gives, and fit again.
+	if again, ok := fitOnce(runs, c, budget, first); ok {
+		return again, true
+	}
+	return first, true
+}
+
+// timedRun is one dataset's done answers, in file order, and the
+// --max-tokens they were asked with (0: not recorded).
+type timedRun struct {
+	jobs      []timedJob
+	maxTokens int
+}
+
+// fitOnce replays the runs (with generate's first second when step is
+// known) and fits the latencies to what each request lived through.
+func fitOnce(runs []timedRun, c capacity, budget int64, step stepTiming) (stepTiming, bool) {
 	var rows [][3]float64 // 1, steps, tokens
 	var ys []float64
 	for _, run := range runs {
-		jobs := make([]job, len(run))
-		for i, t := range run {
+		jobs := make([]job, len(run.jobs))
+		for i, t := range run.jobs {
 			jobs[i] = t.job
 		}
+		if len(jobs) == 0 {
+			continue
+		}
 		lives := make([]life, len(jobs))
-		simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: budget, reserve: reserve}, lives)
+		maxTokens := orDefaultMaxTokens(run.maxTokens)
+		cl := client{conc: clientConcurrency(jobs, c), budget: budget, reserve: run.maxTokens, step: step,
+			warmupConc: warmupConcurrency(jobs[0], c, maxTokens)}
+		simulateBatch(jobs, c, cl, lives)
 		for i, l := range lives {
 			if l.steps == 0 {
 				continue
 			}
 			rows = append(rows, [3]float64{1, float64(l.steps), float64(l.tokens)})
-			ys = append(ys, run[i].latency)
+			ys = append(ys, run.jobs[i].latency)
 		}
 	}
 	if len(rows) < minFitAnswers {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The README's "Deciding what to run where", with the demo's data: estimate
+# beside the runs that follow it.
+#   - "local" is llm-sim with make demo's settings (a 40k-token KV cache,
+#     answers lognormal around 300 tokens, steps of 2 ms + 5 us per running
+#     request); "router" is llm-sim as an OpenRouter-style API (prices 0.6
+#     and 2.5 USD per million tokens, a large cache, 500 us steps).
+#   - The chat dataset runs locally up to its 40k budget, as make demo runs
+#     it; 20 chat prompts go to the API as a trial, for its speed.
+#   - estimate prices code, math and tools on both (prompts that are bare
+#     token ids, which an API cannot take, are left out of both);
+#   - then they run locally, and on the API, each with the demo's pipeline.
+# Prints the estimate, then predicted and actual time, tokens and cost.
+# Run from anywhere: bash scripts/bench/estimate-demo.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+note() { printf '%s\n' "$*" >&2; }
+
+note "building the tools from the working tree..."
+go build -o bin/ ./cmd/...
+export PATH="$ROOT/bin:$PATH"
+
+start_sim() { # start_sim NAME ARGS...: sets URL_<NAME>
+  local name="$1"; shift
+  llm-sim --url-file "$WORK/$name.url" --lengths lognormal:300,0.7,1500 "$@" 2>/dev/null &
+  PIDS+=($!)
+  for _ in $(seq 200); do [[ -s "$WORK/$name.url" ]] && break; sleep 0.05; done
+  printf -v "URL_$name" '%s' "$(cat "$WORK/$name.url")"
+}
+start_sim local --max-total-tokens 40000 --step-time 2ms --per-token-time 5us --seed 7
+start_sim router --model moonshotai/kimi-k2.5 --prompt-price 0.6 --completion-price 2.5 \
+  --max-total-tokens 4000000 --max-running-requests 4096 --step-time 500us --seed 8
+export OPENROUTER_API_KEY=sim # llm-sim asks for none; generate wants one for --backend openai
+
+tokenize() { tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$1.jsonl.zst"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# pipeline DATASET OUT BACKEND-ARGS...: the demo's pipeline for the records of DATASET in todo.jsonl
+pipeline() {
+  local d="$1" out="$2"; shift 2
+  touch "$out"
+  grep "\"dataset\":\"$d\"" "$WORK/todo.jsonl" |
+    generate -q --max-tokens 1500 --token-budget 40k --already "$out" "$@" |
+    budget-cut -q --tokens 40k -o "$out" --append
+}
+
+note "chat, locally, up to its budget; a trial of 20 chat prompts on the API"
+touch "$WORK/chat.jsonl"
+tokenize chat | generate -q --url "$URL_local" --max-tokens 1500 --token-budget 40k --already "$WORK/chat.jsonl" |
+  budget-cut -q --tokens 40k -o "$WORK/chat.jsonl" --append
+tokenize chat | head -20 |
+  generate -q --backend openai --url "$URL_router/api/v1" --model moonshotai/kimi-k2.5 --max-tokens 1500 > "$WORK/trial.jsonl"
+for d in code math tools; do tokenize "$d" | dedupe-resume -q --done "$WORK/$d.jsonl"; done |
+  grep '"messages"' > "$WORK/todo.jsonl"
+
+args=(--by dataset --done "$WORK/chat.jsonl" --done "$WORK/trial.jsonl" --budget 40k --max-tokens 1500
+  --url "$URL_local" --model moonshotai/kimi-k2.5 --openrouter-url "$URL_router/api/v1" "$WORK/todo.jsonl")
+estimate -q "${args[@]}" | sed "s#$URL_local#http://127.0.0.1:PORT#; s#$URL_router#http://127.0.0.1:PORT2#"
+estimate -q --json "${args[@]}" > "$WORK/est.json"
+
+note "code, math and tools locally, then on the API"
+t0="$(now)"
+for d in code math tools; do pipeline "$d" "$WORK/$d.jsonl" --url "$URL_local"; done
+LOCAL_SECS="$(since "$t0")"
+t0="$(now)"
+for d in code math tools; do
+  pipeline "$d" "$WORK/api-$d.jsonl" --backend openai --url "$URL_router/api/v1" --model moonshotai/kimi-k2.5
+done
+API_SECS="$(since "$t0")"
+LOCAL_TOKENS="$(cat "$WORK"/{code,math,tools}.jsonl | jq -s 'map(.prompt_tokens + .completion_tokens) | add')"
+BILLED="$(cat "$WORK"/api-{code,math,tools}.jsonl | jq -s 'map(.usage.cost) | add * 10000 | round / 10000')"
+
+off() { awk -v p="$1" -v a="$2" 'BEGIN { printf "%+.1f%%", 100 * (p - a) / a }'; }
+row() { printf '%-30s %12s %12s %8s\n' "$1" "$2" "$3" "$(off "$2" "$3")"; }
+printf '\n%-30s %12s %12s %8s\n' "" "predicted" "actual" "off"
+row "locally, seconds" "$(jq '.total.backends[0].seconds * 10 | round / 10' "$WORK/est.json")" "$LOCAL_SECS"
+row "locally, tokens" "$(jq '.total.total_tokens.mean | round' "$WORK/est.json")" "$LOCAL_TOKENS"
+row "on the API, seconds" "$(jq '.total.backends[1].seconds * 10 | round / 10' "$WORK/est.json")" "$API_SECS"
+row "on the API, USD (billed)" "$(jq '.total.backends[1].usd * 10000 | round / 10000' "$WORK/est.json")" "$BILLED"
