@@ -15,6 +15,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
 )
 
 // helperCommands are small programs the scripts run as processes beside the
@@ -71,7 +72,7 @@ var scriptCommands = map[string]func(ts *testscript.TestScript, neg bool, args [
 	"zstd":     compressCmd("zstd"),
 	"bigline":  bigLine,
 	"waitfile": waitFile,
-	"sleep":    sleepCmd,
+	"waitsim":  waitSim,
 	"urlenv":   urlEnv,
 	"httpget":  httpCmd("GET"),
 	"httppost": httpCmd("POST"),
@@ -182,6 +183,35 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// waitSim URL FIELD N waits until the number FIELD of llm-sim's /metrics at
+// URL is at least N: "waitsim $SIM running 4" waits until four requests are
+// being answered, an event a script can act on where a sleep would guess.
+// A server that never gets there fails the command after a minute.
+func waitSim(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: waitsim URL FIELD N")
+	}
+	want, err := strconv.ParseInt(args[2], 10, 64)
+	ts.Check(err)
+	const limit = time.Minute
+	var got int64
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		resp, err := http.Get(args[0] + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		if got = gjson.GetBytes(b, args[1]).Int(); got >= want {
+			return
+		}
+	}
+	ts.Fatalf("llm-sim's %s stayed at %d for %v, want %d", args[1], got, limit, want)
+}
+
 // urlEnv FILE VAR sets the script variable VAR to FILE's first line, so that
 // later commands can say $VAR (a server's URL written by --url-file).
 func urlEnv(ts *testscript.TestScript, neg bool, args []string) {
@@ -219,17 +249,6 @@ func httpCmd(method string) func(ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("%s %s: status %d", method, args[0], resp.StatusCode)
 		}
 	}
-}
-
-// sleepCmd DURATION pauses the script, e.g. to let a background command
-// start work before it is signalled.
-func sleepCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: sleep DURATION")
-	}
-	d, err := time.ParseDuration(args[0])
-	ts.Check(err)
-	time.Sleep(d)
 }
 
 func init() { scriptCommands["hugeline"] = hugeLine }

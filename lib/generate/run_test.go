@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
@@ -356,21 +357,41 @@ func (w *gatedWriter) Write(b []byte) (int, error) {
 }
 
 // TestSlowReaderHoldsBackDispatch: while stdout takes nothing, answers do
-// not pile up: dispatching stops once maxUnwritten answers wait.
+// not pile up: dispatching stops once maxUnwritten answers wait. What is
+// certain while the gate is shut bounds what was sent: the backlog, the
+// requests in flight, and the records the output buffer took before its
+// first write blocked (how many depends on when the collector flushed).
 func TestSlowReaderHoldsBackDispatch(t *testing.T) {
+	const records, concurrency = 3000, 32
 	srv, url := startSim(t, func(c *sim.Config) { c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 4} })
 	out := &gatedWriter{gate: make(chan struct{})}
 	done := make(chan result)
 	go func() {
-		done <- runGenerateTo(t, sglangRequests(3000, 20), out, "--url", url, "--max-tokens", "8", "--concurrency", "32")
+		done <- runGenerateTo(t, sglangRequests(records, 20), out, "--url", url, "--max-tokens", "8", "--concurrency", strconv.Itoa(concurrency))
 	}()
-	time.Sleep(700 * time.Millisecond)
+	// Wait until dispatching has filled the backlog (an event: it must
+	// happen, however slow the machine), then give a dispatcher that does
+	// not hold back the time to overshoot.
+	for srv.Stats().Requests < maxUnwritten {
+		select {
+		case r := <-done:
+			t.Fatalf("generate ended before stdout took anything: exit %d: %s", r.code, r.stderr)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
 	sent := srv.Stats().Requests
 	close(out.gate)
-	if sent > maxUnwritten+32 {
-		t.Errorf("%d requests sent while stdout took nothing", sent)
-	}
-	if r := <-done; r.code != 0 || strings.Count(out.String(), "\n") != 3000 {
+	if r := <-done; r.code != 0 || strings.Count(out.String(), "\n") != records {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	shortest := len(out.String())
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		shortest = min(shortest, len(line)+1)
+	}
+	buffered := int64(jsonl.DefaultWriteBuffer/shortest + 1)
+	if limit := maxUnwritten + concurrency + buffered; sent > limit {
+		t.Errorf("%d requests sent while stdout took nothing, more than the %d backlog + %d in flight + %d in the output buffer",
+			sent, maxUnwritten, concurrency, buffered)
 	}
 }

@@ -88,15 +88,25 @@ type engine struct {
 }
 
 func newEngine(cfg *Config) *engine {
-	e := &engine{
+	e := stoppedEngine(cfg)
+	e.start()
+	return e
+}
+
+// stoppedEngine is an engine whose loop has not started: requests submitted
+// to it wait until start, so a test can fill the queue before the first step.
+func stoppedEngine(cfg *Config) *engine {
+	return &engine{
 		cfg:      cfg,
 		inflight: make(map[string]*request),
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+}
+
+func (e *engine) start() {
 	e.wg.Add(1)
 	go e.loop()
-	return e
 }
 
 func newRequest(rid string, promptTokens int, pl plan, stream bool) *request {
