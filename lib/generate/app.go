@@ -217,11 +217,18 @@ stops with exit 77, naming the Location.`,
 
 // Main runs generate and returns its exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return mainWith(defaultOptions, args, stdin, stdout, stderr)
+}
+
+// mainWith is Main with options no flag sets (tests retry sooner).
+func mainWith(opt options, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if refuseKeyFlag(args, stderr) {
 		return exitcode.Usage
 	}
 	warnURLPassword(args, stderr)
-	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
+	app := NewApp()
+	app.Metadata[optionsKey] = opt
+	return cliutil.Main(app, args, stdin, stdout, stderr)
 }
 
 // warnURLPassword warns when a URL on the command line carries a password

@@ -61,9 +61,26 @@ type config struct {
 	backoff time.Duration
 }
 
-// firstBackoff is the first retry delay; a variable so that tests need not
-// wait for it.
-var firstBackoff = 500 * time.Millisecond
+// options holds what no flag sets and a caller of the package (its tests)
+// may: they pass their own in the app's Metadata (see optionsOf) instead of
+// patching package state.
+type options struct {
+	firstBackoff time.Duration // the first retry delay
+}
+
+// defaultOptions are what generate runs with.
+var defaultOptions = options{firstBackoff: 500 * time.Millisecond}
+
+// optionsKey finds the options in a cli.App's Metadata.
+const optionsKey = "generate.options"
+
+// optionsOf returns the options the app was given, else defaultOptions.
+func optionsOf(c *cli.Context) options {
+	if o, ok := c.App.Metadata[optionsKey].(options); ok {
+		return o
+	}
+	return defaultOptions
+}
 
 // defaultIdleTimeout is --idle-timeout: a streaming server that says
 // nothing for two minutes is taken for stuck (a stopped process, a dead
@@ -97,7 +114,7 @@ func parse(c *cli.Context) (*config, error) {
 		progressEvery: c.Duration(flagProgressInterval),
 		total:         c.Int64(flagTotal),
 		drainTimeout:  c.Duration(flagDrainTimeout),
-		backoff:       firstBackoff,
+		backoff:       optionsOf(c).firstBackoff,
 		tokenizer:     c.String(flagTokenizer),
 		declaration:   c.String(chat.FlagToolDeclaration),
 	}

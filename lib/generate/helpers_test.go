@@ -16,7 +16,8 @@ import (
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
-func init() { firstBackoff = 5 * time.Millisecond }
+// testOptions retry after 5 ms, not 500: the tests need not wait.
+var testOptions = options{firstBackoff: 5 * time.Millisecond}
 
 // startSim starts a simulated server for one test; mutate adjusts
 // sim.Default.
@@ -77,7 +78,7 @@ func runGenerateTo(t testing.TB, stdin string, stdout interface {
 	t.Helper()
 	var stderr syncBuffer
 	start := time.Now()
-	code := Main(append([]string{"generate"}, args...), strings.NewReader(stdin), stdout, &stderr)
+	code := mainWith(testOptions, append([]string{"generate"}, args...), strings.NewReader(stdin), stdout, &stderr)
 	r := result{code: code, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if testing.Verbose() {
 		t.Logf("generate %s -> %d in %v\n%s", strings.Join(args, " "), code, r.elapsed, r.stderr)

@@ -16,7 +16,7 @@ import (
 // hands the outcome to the collector. A worker owns its job; what workers
 // share is fixed when the run is built, apart from wg.
 type workers struct {
-	cfg       *config // --retries, --backoff (firstBackoff), --timeout
+	cfg       *config // --retries, the first retry delay (options), --timeout
 	be        backend.Backend
 	pool      *pool
 	retok     *retokenizer // nil without --tokenizer
