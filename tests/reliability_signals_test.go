@@ -2,10 +2,14 @@ package tests
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +57,7 @@ func TestReliabilitySignals(t *testing.T) {
 		t.Run("consumer_"+consumer+"_SIGINT", func(t *testing.T) { signalConsumer(t, consumer, syscall.SIGINT) })
 	}
 	t.Run("second_signal", secondSignal)
+	t.Run("signal_ends_backoff", signalEndsBackoff)
 	t.Run("closed_pipe", closedPipe)
 }
 
@@ -343,4 +348,46 @@ func closedPipe(t *testing.T) {
 	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: signalMaxTokens}
 	checkOutcome(t, rs, ans, outPath, errPath, false)
 	t.Logf("%+v", sum)
+}
+
+// signalEndsBackoff: a server that answers every request 429 with a
+// Retry-After of decades holds each request in a back-off (up to
+// --max-retry-wait, default five minutes). SIGTERM ends every back-off at
+// once: the requests are cancelled, not failed, and generate exits 143 at
+// once, not after --drain-timeout.
+func signalEndsBackoff(t *testing.T) {
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, 8, 3)
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen.Add(1)
+		w.Header().Set("Retry-After", "999999999")
+		http.Error(w, `{"error":"rate limited"}`, http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h", rs.path)
+	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", gen...))
+	g := p.stages[0]
+	for deadline := time.Now().Add(20 * time.Second); seen.Load() < 8 && g.running() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.wait(time.Minute); err != nil {
+		t.Fatalf("SIGTERM did not end the back-offs: %v\n%s", err, p.describe())
+	}
+	if g.exitCode() != 143 {
+		t.Errorf("generate exited %d, want 143\n%s", g.exitCode(), p.describe())
+	}
+	sum, err := parseSummary(g.stderr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.errors != 0 || sum.cancelled+sum.notStarted != sum.read || countLines(errPath) != 0 {
+		t.Errorf("records waiting to retry must be cancelled (a later run does them), not failed: %+v, %d lines in --errors", sum, countLines(errPath))
+	}
+	t.Logf("the server saw %d requests; %+v", seen.Load(), sum)
 }

@@ -49,6 +49,7 @@ const (
 	flagTimeout            = "timeout"
 	flagStream             = "stream"
 	flagIdleTimeout        = "idle-timeout"
+	flagMaxRetryWait       = "max-retry-wait"
 	flagAPIKeyFile         = "api-key-file"
 	flagReferer            = "referer"
 	flagTitle              = "title"
@@ -111,7 +112,8 @@ sidelined and retried later with backoff.
 
 Failures. What the server marks retryable (connection errors, timeouts, 5xx,
 429) is retried up to --retries times with exponential backoff and jitter,
-Retry-After honoured, on any server. An attempt ends after --timeout, and
+Retry-After honoured up to --max-retry-wait (default 5m: a server asking for
+decades gets that), on any server. An attempt ends after --timeout, and
 with --stream also when the server has sent nothing for --idle-timeout
 (default 2m: a stopped server, a dead peer behind a proxy); both are
 retried like a broken connection. Other failures (HTTP 400, a prompt over
@@ -155,8 +157,9 @@ from tokens, counting the answers still in flight so that the short answers
 finishing first do not make it optimistic. When stdout closes (budget-cut or
 head downstream) requests in flight are cancelled and generate exits 0. On
 SIGINT, SIGTERM or SIGHUP it stops reading, lets requests in flight finish
-for up to --drain-timeout, writes them, and exits 130, 143 or 129; a second
-signal stops at once. Ctrl-C of a whole pipeline loses none of them:
+for up to --drain-timeout, writes them, and exits 130, 143 or 129; requests
+waiting to retry (a back-off, a Retry-After) are cancelled at once, and a
+second signal stops everything at once. Ctrl-C of a whole pipeline loses none of them:
 budget-cut, to-train and tokstat read on until generate has written them.
 
 OpenAI Batch files. --input-format openai-batch reads the lines of a file

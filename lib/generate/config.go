@@ -22,25 +22,28 @@ import (
 
 // config is generate's flags, checked.
 type config struct {
-	kind      *backend.Kind // --backend
-	urls      []string
-	model     string
-	apiKey    string
-	referer   string
-	title     string
-	params    backend.Params
-	stream    bool
-	timeout   time.Duration
-	idle      time.Duration // --idle-timeout, with --stream
-	retries   int
-	errors    string
-	inputs    []string
-	input     jsonl.Options
-	idPath    string
-	quiet     bool
-	ordered   bool
-	window    int
-	fixedConc int // 0: auto
+	kind    *backend.Kind // --backend
+	urls    []string
+	model   string
+	apiKey  string
+	referer string
+	title   string
+	params  backend.Params
+	stream  bool
+	timeout time.Duration
+	idle    time.Duration // --idle-timeout, with --stream
+	retries int
+	// maxRetryWait caps every wait before a retry and every pause of a
+	// server, Retry-After included (--max-retry-wait).
+	maxRetryWait time.Duration
+	errors       string
+	inputs       []string
+	input        jsonl.Options
+	idPath       string
+	quiet        bool
+	ordered      bool
+	window       int
+	fixedConc    int // 0: auto
 
 	tokenBudget int64 // 0: none
 	already     []string
@@ -89,8 +92,13 @@ func optionsOf(c *cli.Context) options {
 // server, and OpenRouter's keep-alive comments count as activity.
 const defaultIdleTimeout = 2 * time.Minute
 
-// maxBackoff caps the retry delay.
+// maxBackoff caps the exponential retry delay.
 const maxBackoff = 30 * time.Second
+
+// defaultMaxRetryWait is --max-retry-wait: a Retry-After longer than five
+// minutes is a server's mistake or a hostile one (999999999 seconds, a date
+// in the year 9999), and a record must not wait for decades on it.
+const defaultMaxRetryWait = 5 * time.Minute
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
@@ -101,6 +109,7 @@ func parse(c *cli.Context) (*config, error) {
 		stream:        c.Bool(flagStream),
 		timeout:       c.Duration(flagTimeout),
 		idle:          c.Duration(flagIdleTimeout),
+		maxRetryWait:  c.Duration(flagMaxRetryWait),
 		retries:       c.Int(flagRetries),
 		errors:        c.String(flagErrors),
 		inputs:        c.Args().Slice(),
@@ -159,6 +168,7 @@ func parse(c *cli.Context) (*config, error) {
 		{flagRetries, cfg.retries < 0, "must not be negative"},
 		{flagTimeout, cfg.timeout < 0, "must not be negative"},
 		{flagIdleTimeout, cfg.idle < 0, "must not be negative"},
+		{flagMaxRetryWait, cfg.maxRetryWait <= 0, "must be positive"},
 		{flagDrainTimeout, cfg.drainTimeout < 0, "must not be negative"},
 		{flagProgressInterval, cfg.progressEvery < 0, "must not be negative"},
 		{flagReorderWindow, cfg.window < 1, "must be at least 1"},

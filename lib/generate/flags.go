@@ -64,6 +64,8 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: flagRetries, Value: 5, Usage: "retry a retryable failure up to `N` times (attempts = N+1)"},
 		&cli.DurationFlag{Name: flagTimeout, Value: 30 * time.Minute, Usage: "give up on one attempt after `DURATION` (then retry)"},
 		&cli.BoolFlag{Name: flagStream, Usage: "stream answers (detects dead connections and slow first tokens sooner)"},
+		&cli.DurationFlag{Name: flagMaxRetryWait, Value: defaultMaxRetryWait,
+			Usage: "wait at most `DURATION` before a retry, whatever a server's Retry-After asks (a year, a date in 9999)"},
 		&cli.DurationFlag{Name: flagIdleTimeout, Value: defaultIdleTimeout,
 			Usage: "with --stream: retry an attempt whose server sent nothing for `DURATION`; it must outlast the server's queueing (0: no limit)"},
 		// Scheduling.

@@ -13,11 +13,12 @@ import (
 
 // backoffDelay is how long to wait before attempt+1: exponential from base
 // with full jitter in its upper half (so that requests failing together do
-// not retry together), at least the server's Retry-After.
-func backoffDelay(attempt int, base, retryAfter time.Duration) time.Duration {
+// not retry together), at least the server's Retry-After, at most longest
+// (--max-retry-wait).
+func backoffDelay(attempt int, base, retryAfter, longest time.Duration) time.Duration {
 	d := min(base<<min(attempt-1, 16), maxBackoff)
 	d = d/2 + rand.N(d/2+1)
-	return max(d, retryAfter)
+	return min(max(d, retryAfter), longest)
 }
 
 // classify turns what Do returned into a *backend.Error. Errors the backend

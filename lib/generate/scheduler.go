@@ -199,6 +199,7 @@ func (s *scheduler) watchSignal(sig context.Context) {
 		reason = fmt.Sprintf("%s: the requests in flight cancelled (--%s 0)", signalWord(cause), flagDrainTimeout)
 	}
 	s.stops.stop(reason, nil, s.cfg.drainTimeout == 0)
+	s.stops.endRetries(cause)
 	if s.cfg.drainTimeout > 0 {
 		t := time.NewTimer(s.cfg.drainTimeout)
 		defer t.Stop()
@@ -250,6 +251,11 @@ type stops struct {
 	stopDispatch context.CancelCauseFunc
 	run          context.Context // the requests in flight
 	cancelRun    context.CancelCauseFunc
+	// retries ends with run, or earlier on a signal: a request in flight
+	// may finish its attempt, but none waits for another (a back-off, a
+	// Retry-After, a paused server) or starts one.
+	retries    context.Context
+	endRetries context.CancelCauseFunc
 
 	mu      sync.Mutex
 	reason  string
@@ -263,6 +269,7 @@ func newStops() *stops {
 	s := &stops{}
 	s.dispatch, s.stopDispatch = context.WithCancelCause(context.Background())
 	s.run, s.cancelRun = context.WithCancelCause(context.Background())
+	s.retries, s.endRetries = context.WithCancelCause(s.run)
 	return s
 }
 

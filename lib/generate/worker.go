@@ -41,7 +41,8 @@ func (w *workers) work(j *job) {
 	o := &outcome{job: j}
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
-			srv, err := w.pool.acquire(run, j.kvTokens)
+			// A signal ends the wait for a server as it ends a back-off.
+			srv, err := w.pool.acquire(w.stops.retries, j.kvTokens)
 			if errors.Is(err, errNoServer) {
 				// Not this record's failure: a later run does it.
 				w.stops.stop("no server reachable", w.pool.unreachable(), true)
@@ -70,7 +71,8 @@ func (w *workers) work(j *job) {
 			break
 		}
 		e := err.(*backend.Error)
-		w.pool.release(j.server, j.kvTokens, poolOutcome(e), e.RetryAfter, shortCause(e))
+		retryAfter := min(e.RetryAfter, w.cfg.maxRetryWait)
+		w.pool.release(j.server, j.kvTokens, poolOutcome(e), retryAfter, shortCause(e))
 		if e.Fatal {
 			o.err = e
 			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
@@ -81,7 +83,7 @@ func (w *workers) work(j *job) {
 			o.exhausted = e.Retryable
 			break
 		}
-		if !w.sleep(backoffDelay(attempt, w.cfg.backoff, e.RetryAfter)) {
+		if !w.sleep(backoffDelay(attempt, w.cfg.backoff, retryAfter, w.cfg.maxRetryWait)) {
 			o.cancelled = true
 			break
 		}
@@ -111,14 +113,15 @@ func (w *workers) attempt(j *job) (*backend.Result, error) {
 	return res, nil
 }
 
-// sleep waits d unless the run is cancelled first.
+// sleep waits d before a retry unless retrying ends first (a signal, the
+// run's cancellation).
 func (w *workers) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-w.stops.run.Done():
+	case <-w.stops.retries.Done():
 		return false
 	}
 }
@@ -129,7 +132,7 @@ func (w *workers) sleep(d time.Duration) bool {
 func giveUpAfter(cfg *config) time.Duration {
 	d := firstSideline
 	for a := 1; a <= cfg.retries; a++ {
-		d += min(cfg.backoff<<min(a-1, 16), maxBackoff)
+		d += min(cfg.backoff<<min(a-1, 16), maxBackoff, cfg.maxRetryWait)
 	}
 	return d
 }
