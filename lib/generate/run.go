@@ -112,6 +112,7 @@ func run(c *cli.Context) (err error) {
 		out:     out,
 		errs:    errs,
 		note:    note,
+		warn:    func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) },
 		stops:   stops,
 		retok:   retok,
 		batch:   newBatchInput(cfg, tmpl),
@@ -137,6 +138,9 @@ func run(c *cli.Context) (err error) {
 	}
 	if !cfg.quiet {
 		cliutil.Notef(stderr, c.App.Name, "%s", s.summary())
+	}
+	if n := s.usage.replaced.Load(); n > 0 { // shown even with -q: it is about the money
+		cliutil.Notef(stderr, c.App.Name, "%s counted from the answer itself: the server's usage was missing or implausible", cliutil.Count(n, "answer"))
 	}
 	if retok != nil {
 		if n := retok.fallbacks.Load(); n > 0 {

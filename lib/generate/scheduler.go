@@ -41,9 +41,10 @@ type schedulerOptions struct {
 	out     *jsonl.Writer
 	errs    *jsonl.Writer // nil without --errors
 	note    func(format string, args ...any)
-	stops   *stops       // made before the input is opened: reading stops with dispatching
-	retok   *retokenizer // nil without --tokenizer
-	batch   *batchInput  // nil unless --input-format openai-batch
+	warn    func(format string, args ...any) // shown even with -q: about the data or the money
+	stops   *stops                           // made before the input is opened: reading stops with dispatching
+	retok   *retokenizer                     // nil without --tokenizer
+	batch   *batchInput                      // nil unless --input-format openai-batch
 }
 
 // scheduler wires the parts of a run.
@@ -57,6 +58,7 @@ type scheduler struct {
 	lengths    *lengthModel
 	flight     *flight
 	budget     *budget
+	usage      *usageCheck
 	start      time.Time
 }
 
@@ -84,11 +86,13 @@ func newScheduler(o schedulerOptions) *scheduler {
 		backendName: o.backend.Name(),
 		paramsJSON:  paramsJSON(cfg.params),
 	}
+	usage := &usageCheck{warn: o.warn}
 	w := &workers{
 		cfg:       cfg,
 		be:        o.backend,
 		pool:      pool,
 		retok:     o.retok,
+		usage:     usage,
 		stops:     o.stops,
 		flight:    fl,
 		collector: col,
@@ -119,6 +123,7 @@ func newScheduler(o schedulerOptions) *scheduler {
 		lengths:    lengths,
 		flight:     fl,
 		budget:     o.budget,
+		usage:      usage,
 		start:      time.Now(),
 	}
 }

@@ -20,6 +20,7 @@ type workers struct {
 	be        backend.Backend
 	pool      *pool
 	retok     *retokenizer // nil without --tokenizer
+	usage     *usageCheck
 	stops     *stops
 	flight    *flight
 	collector *collector
@@ -59,9 +60,11 @@ func (w *workers) work(j *job) {
 		res, err := w.attempt(j)
 		if err == nil {
 			w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
-			if w.retok != nil && res.OutputIDs == nil {
+			serverIDs := res.OutputIDs != nil
+			if w.retok != nil && !serverIDs {
 				res.OutputIDs = w.retok.outputIDs(j, res)
 			}
+			w.usage.check(j, res, serverIDs, j.server.url)
 			o.res = res
 			break
 		}
