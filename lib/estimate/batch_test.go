@@ -127,3 +127,31 @@ func TestMakespan(t *testing.T) {
 		t.Errorf("budget reached: %g s, want 4", got)
 	}
 }
+
+// A done run's latencies made by a server whose step takes 2 ms plus 10 us
+// per running request give those two figures back.
+func TestFitStepTiming(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	c := capacity{kvTokens: 159277, maxRunning: 1024}
+	truth := stepTiming{fixed: 0.002, perRequest: 10e-6}
+	var jobs []job
+	for range 400 {
+		jobs = append(jobs, job{prompt: 100 + rng.IntN(200), answer: 50 + rng.IntN(1000)})
+	}
+	lives := make([]life, len(jobs))
+	simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: -1, step: truth,
+		warmupConc: warmupConcurrency(jobs[0], c, 1500)}, lives)
+	run := timedRun{maxTokens: 1500}
+	for i, j := range jobs {
+		latency := 0.05 + truth.fixed*float64(lives[i].steps) + truth.perRequest*float64(lives[i].tokens)
+		run.jobs = append(run.jobs, timedJob{j, latency})
+	}
+	got, ok := fitStepTiming([]timedRun{run}, c, -1)
+	if !ok || !near(got.fixed, truth.fixed, 0.05) || !near(got.perRequest, truth.perRequest, 0.05) {
+		t.Errorf("fitted %+v (ok %v), want %+v", got, ok, truth)
+	}
+	// Too few answers to fit.
+	if _, ok := fitStepTiming([]timedRun{{jobs: run.jobs[:5]}}, c, -1); ok {
+		t.Error("fitted a step time from 5 answers")
+	}
+}
