@@ -130,8 +130,12 @@ func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if args, err = bindTestArgs(x.name, args, kw); err != nil {
-		return nil, err
+	// "x is defined" and the like, the common case, have nothing to check;
+	// tests that need an argument report its absence themselves.
+	if len(args) > 0 || kw != nil {
+		if args, err = bindTestArgs(x.name, args, kw); err != nil {
+			return nil, err
+		}
 	}
 	ok, err = test(r, v, args)
 	if err != nil {
