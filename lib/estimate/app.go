@@ -109,11 +109,13 @@ Output: one table, datasets down, with a row for the total (datasets one
 after another), and per backend its time and money; lines above it say
 where each figure comes from. --json prints one object instead: budget,
 seed, draws, backends [{label, kind, url, model, kv_tokens, max_running,
-rate, step_seconds, rate_source, price_in, price_out (USD per million
-tokens), price_source}], datasets and total [{dataset, records, done_records,
-spent, budget_left, fit, prompt_tokens, completion_tokens, total_tokens
-{mean, p10, p50, p90}, uncut_tokens, past_budget, lengths {source, mean,
-truncated_share}, backends [{label, seconds, hours, usd, steps}]}].
+rate, step_seconds, step_seconds_per_request, rate_source, price_in,
+price_out (USD per million tokens), price_source, hourly_cost}], datasets
+and total [{dataset, records, done_records, spent, budget_left, fit,
+prompt_tokens, completion_tokens, total_tokens {mean, p10, p50, p90},
+uncut_tokens, past_budget, lengths {source, mean, truncated_share},
+backends [{label, seconds, hours, usd, steps, uncut_seconds, uncut_usd}]}];
+a figure no source gives is null or left out.
 
 Limits: the time model assumes the run has its backend to itself. With a
 speed of one figure (--rate, /metrics) a decode step takes as long with a
@@ -159,8 +161,8 @@ answers, the longer ones: its lengths read somewhat short.`,
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | estimate --done out.jsonl --budget 10M --url http://gpu1:30000 --model moonshotai/kimi-k2.5"},
 			{Comment: "ten datasets before the first answer, with expected lengths and a provider's speed",
 				Command: "cat data/*/todo.jsonl | estimate --by dataset --lengths mean=800,p90=3000,max=10240 --model moonshotai/kimi-k2.5 --rate 2500"},
-			{Comment: "the hours left, for a script",
-				Command: "estimate --json --done out.jsonl --url http://gpu1:30000 todo.jsonl.zst | jq '.total.backends[0].hours'"},
+			{Comment: "from cron, every hour: the hours the rest of chat will take on gpu1, logged",
+				Command: "0 * * * * cd /srv/distill && estimate -q --json --done data/chat/out.jsonl --url http://gpu1:30000 data/chat/todo.jsonl.zst | jq -c '{at: now | todate, hours: .total.backends[0].hours}' >> estimate.log"},
 		},
 		SeeAlso: []string{"generate(1)", "budget-cut(1)", "tokstat(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)"},
 		Action:  run,
