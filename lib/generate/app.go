@@ -143,11 +143,20 @@ it is spent. When it does not fit and requests are in flight, generate
 waits for them to finish (what each answer used replaces its reservation)
 and tries again. Only when nothing is in flight and the next request still
 does not fit is the budget reached: dispatching stops, there is nothing to
-cancel, and generate exits 0. A result that would pass the budget all the
-same (a server that answers past max_tokens) is dropped and counted as cut.
---cost-budget USD does the same with money: usage.cost of the answers plus,
-for each request in flight, its worst case at --max-price (USD per million
-tokens), or the price the server's /models endpoint lists.
+cancel, and generate exits 0. --cost-budget USD does the same with money:
+usage.cost of the answers plus, for each request in flight, its worst case
+at --max-price (USD per million tokens), or the price the server's /models
+endpoint lists; an answer charged more raises that worst case for the
+requests that start after it. What a server reports as spent is counted as
+spent, always, even past a reservation (an answer past max_tokens, a price
+above --max-price): the answer is written, the moment the spending reaches a
+budget no request starts any more, the requests then in flight finish and
+are written (they are paid for; that is all a budget can be passed by), and
+a closing line says by how much and why. The usage a server reports is
+checked first: a count that is missing, negative, not whole, larger than
+the answer can hold or at odds with the ids returned is counted from the
+answer itself (its ids, the --tokenizer's, else its bytes up to
+max_tokens), named once on stderr and totalled at the end.
 
 Progress and stopping. Progress goes to stderr: on a terminal a bar redrawn
 in place every second (done/total, ok, errors, truncated, rates, requests in

@@ -3,9 +3,13 @@ package generate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -14,14 +18,38 @@ import (
 // so the budget is refused before it is spent, never after. A request that
 // does not fit waits for those in flight: their answers are usually far
 // shorter than their worst case, and settling them makes room.
+//
+// What an answer spent is counted as spent, always, even when it is more
+// than it reserved (a server that answers past max_tokens, or charges more
+// than the worst-case price): it was paid for. The moment the spending
+// reaches the limit no request starts any more; what was in flight then
+// finishes, is written and counted, and is all a budget can be passed by.
 type ledger struct {
 	limit    float64 // 0: no budget
 	spent    float64
 	reserved float64
+	// overReserved counts the answers that spent more than they reserved;
+	// afterReached those that came in once the limit was reached.
+	overReserved, afterReached int
 }
 
 func (l *ledger) fits(worst float64) bool {
 	return l.limit == 0 || l.spent+l.reserved+worst <= l.limit
+}
+
+// reached reports whether the spending has reached the limit.
+func (l *ledger) reached() bool { return l.limit > 0 && l.spent >= l.limit }
+
+// settle replaces a reservation of held with what was spent.
+func (l *ledger) settle(held, spent float64) {
+	wasReached := l.reached()
+	l.spent += spent
+	if spent > held {
+		l.overReserved++
+	}
+	if wasReached {
+		l.afterReached++
+	}
 }
 
 // reservation is what one request holds against the budgets.
@@ -37,7 +65,10 @@ type budget struct {
 	cost   ledger
 	mode   record.CountMode
 	// usdPerToken is the worst-case price; 0 when there is no cost budget.
+	// An answer charged more raises it (priceLearnt).
 	usdPerToken float64
+	firstPrice  float64
+	priceLearnt bool
 	// held counts the reservations not yet settled (committed or
 	// cancelled); settled is notified whenever one is.
 	held    int
@@ -50,6 +81,7 @@ func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
 		cost:        ledger{limit: cfg.costBudget},
 		mode:        cfg.countMode,
 		usdPerToken: usdPerToken,
+		firstPrice:  usdPerToken,
 	}
 }
 
@@ -70,21 +102,24 @@ func (b *budget) worstCase(promptTokens, maxTokens int) reservation {
 	return r
 }
 
-// errBudgetReached means the next request does not fit in a budget even
-// with no request in flight: nothing that is still running can make room.
+// errBudgetReached means no request may start any more: the spending has
+// reached a budget, or the next request does not fit in it even with no
+// request in flight, so that nothing still running can make room.
 var errBudgetReached = errors.New("budget reached")
 
 // reserve books the worst case of the next request. While it does not fit
 // and requests in flight hold reservations, it waits for them to settle
 // (what an answer used replaces its worst case) and tries again. It fails
-// with errBudgetReached when nothing is in flight and the request still
-// does not fit, or with ctx's cause when dispatching stops meanwhile.
+// with errBudgetReached (see stopReason) when the spending has reached a
+// budget, or nothing is in flight and the request still does not fit, and
+// with ctx's cause when dispatching stops meanwhile.
 func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (reservation, error) {
-	r := b.worstCase(promptTokens, maxTokens)
 	for {
 		settled := b.settled.next()
 		b.mu.Lock()
-		fits := b.tokens.fits(r.tokens) && b.cost.fits(r.usd)
+		r := b.worstCase(promptTokens, maxTokens) // the price may have been learnt meanwhile
+		reached := b.tokens.reached() || b.cost.reached()
+		fits := !reached && b.tokens.fits(r.tokens) && b.cost.fits(r.usd)
 		if fits {
 			b.tokens.reserved += r.tokens
 			b.cost.reserved += r.usd
@@ -95,7 +130,7 @@ func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (rese
 		switch {
 		case fits:
 			return r, nil
-		case held == 0:
+		case reached || held == 0:
 			return reservation{}, errBudgetReached
 		}
 		select {
@@ -104,6 +139,16 @@ func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (rese
 			return reservation{}, context.Cause(ctx)
 		}
 	}
+}
+
+// stopReason says why errBudgetReached: for the summary.
+func (b *budget) stopReason() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens.reached() || b.cost.reached() {
+		return "budget reached: what the answers spent reached it; no request starts any more"
+	}
+	return "budget reached: the next request might pass it even with nothing in flight"
 }
 
 // release takes a settled reservation off the ledgers and wakes a waiting
@@ -122,21 +167,35 @@ func (b *budget) cancel(r reservation) {
 	b.mu.Unlock()
 }
 
-// commit replaces a reservation with what the answer cost. It reports false,
-// spending nothing, when the answer would take a budget past its limit
-// (the server returned more than it was asked for): it must be dropped.
-func (b *budget) commit(r reservation, tokens int64, res *backend.Result) bool {
-	usd := b.costOf(res)
+// commit replaces a reservation with what the answer spent, whatever that
+// is: it was paid for. It reports true when this answer made the spending
+// reach a budget: no request may start any more.
+func (b *budget) commit(r reservation, tokens int64, res *backend.Result) (reached bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	usd := b.costOf(res)
+	b.learnPrice(res, usd)
 	b.release(r)
-	t := float64(tokens)
-	if b.tokens.limit > 0 && b.tokens.spent+t > b.tokens.limit || b.cost.limit > 0 && b.cost.spent+usd > b.cost.limit {
-		return false
+	before := b.tokens.reached() || b.cost.reached()
+	b.tokens.settle(r.tokens, float64(tokens))
+	b.cost.settle(r.usd, usd)
+	return !before && (b.tokens.reached() || b.cost.reached())
+}
+
+// learnPrice raises the worst-case price to what an answer was charged
+// when that is more (a server whose /models lists less than it bills, a
+// --max-price set too low): the reservations of the requests that start
+// from then on are the real worst case, and the budget is passed by no
+// more than the requests already in flight. The caller holds b.mu.
+func (b *budget) learnPrice(res *backend.Result, usd float64) {
+	tokens := res.PromptTokens + res.CompletionTokens
+	if res.Cost == nil || tokens <= 0 {
+		return
 	}
-	b.tokens.spent += t
-	b.cost.spent += usd
-	return true
+	if price := usd / float64(tokens); price > b.usdPerToken {
+		b.usdPerToken = price
+		b.priceLearnt = true
+	}
 }
 
 // costOf is the answer's usage.cost, else its tokens at the worst-case price.
@@ -166,7 +225,46 @@ func (b *budget) tokensLeft() float64 {
 	if b.tokens.limit == 0 {
 		return -1
 	}
-	return b.tokens.limit - b.tokens.spent
+	return max(b.tokens.limit-b.tokens.spent, 0)
+}
+
+// passed says, for the closing lines, how each budget was passed, if one
+// was: by how much, why, and that nothing paid for was thrown away.
+func (b *budget) passed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	if l := b.tokens; l.limit > 0 && l.spent > l.limit {
+		out = append(out, fmt.Sprintf("token budget %s passed by %s (%s %s tokens counted): %s",
+			cliutil.Thousands(int64(l.limit)), cliutil.Thousands(int64(l.spent-l.limit)), cliutil.Thousands(int64(l.spent)), b.mode,
+			passedWhy(l, "answers used more tokens than they reserved (prompt + max_tokens: the server answered past max_tokens or counted the prompt higher)")))
+	}
+	if l := b.cost; l.limit > 0 && l.spent > l.limit {
+		why := "answers cost more than their worst case"
+		if b.priceLearnt {
+			why += fmt.Sprintf(" at $%s per million tokens (charged up to $%s)", pricePerMillion(b.firstPrice), pricePerMillion(b.usdPerToken))
+		}
+		out = append(out, fmt.Sprintf("cost budget $%.2f passed by $%.4f ($%.4f spent): %s", l.limit, l.spent-l.limit, l.spent, passedWhy(l, why)))
+	}
+	return out
+}
+
+// passedWhy explains a passed ledger: the answers over their reservation,
+// and those in flight when it was reached, all written since they were paid
+// for.
+func passedWhy(l ledger, why string) string {
+	s := fmt.Sprintf("%s %s", cliutil.Count(int64(l.overReserved), "answer"), strings.TrimPrefix(why, "answers "))
+	if l.afterReached > 0 {
+		s += fmt.Sprintf("; the %s in flight when it was reached finished and were written: they were paid for", cliutil.Count(int64(l.afterReached), "answer"))
+	} else {
+		s += "; no answer was dropped: each was paid for"
+	}
+	return s
+}
+
+// pricePerMillion writes a price per token as dollars per million tokens.
+func pricePerMillion(usdPerToken float64) string {
+	return strconv.FormatFloat(usdPerToken*perMillion, 'f', -1, 64)
 }
 
 // spentUSD is the money spent so far, for the summary.

@@ -78,10 +78,10 @@ func (c *collector) handle(o *outcome) {
 	case o.res != nil:
 		res := o.res
 		prompt := promptTokensOf(j, res)
-		if !c.budget.commit(j.reserve, tokenCount(c.cfg.countMode, int64(prompt), int64(res.CompletionTokens)), res) {
-			c.count(func(t *tally) { t.cut++ })
-			c.emit(j.seq, nil)
-			return
+		if c.budget.commit(j.reserve, tokenCount(c.cfg.countMode, int64(prompt), int64(res.CompletionTokens)), res) {
+			// What was spent reached a budget: no request starts any
+			// more; those in flight are paid for and finish.
+			c.stops.stop(c.budget.stopReason(), nil, false)
 		}
 		c.lengths.observe(res.CompletionTokens, res.Latency)
 		c.count(func(t *tally) {

@@ -49,9 +49,9 @@ func (d *dispatcher) run(records <-chan *job) {
 		d.sizeFirst(j)
 		r, err := d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
 		if errors.Is(err, errBudgetReached) {
-			// Nothing is in flight: there is nothing to cancel or drain.
+			// What is in flight finishes: it is paid for.
 			d.collector.submit(&outcome{job: j, cut: true})
-			d.stops.stop("budget reached: the next request might pass it even with nothing in flight", nil, false)
+			d.stops.stop(d.budget.stopReason(), nil, false)
 			return
 		}
 		if err != nil {

@@ -118,8 +118,8 @@ func TestBudgetReservesWorstCase(t *testing.T) {
 		t.Fatalf("a reservation past the budget returned %v instead of waiting", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if !b.commit(r1, 20, &backend.Result{}) { // 10 + 20 + 45 + 45 = 120
-		t.Fatal("a result within its reservation was refused")
+	if b.commit(r1, 20, &backend.Result{}) { // 10 + 20 + 45 + 45 = 120
+		t.Fatal("a result within its reservation was said to reach the budget")
 	}
 	if err := <-third; err != nil {
 		t.Fatalf("the unused reservation was not returned: %v", err)

@@ -139,6 +139,9 @@ func run(c *cli.Context) (err error) {
 	if !cfg.quiet {
 		cliutil.Notef(stderr, c.App.Name, "%s", s.summary())
 	}
+	for _, passed := range s.budget.passed() { // shown even with -q: it is about the money
+		cliutil.Notef(stderr, c.App.Name, "%s", passed)
+	}
 	if n := s.usage.replaced.Load(); n > 0 { // shown even with -q: it is about the money
 		cliutil.Notef(stderr, c.App.Name, "%s counted from the answer itself: the server's usage was missing or implausible", cliutil.Count(n, "answer"))
 	}

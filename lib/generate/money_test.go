@@ -1,0 +1,104 @@
+package generate
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// overchargingChat is an OpenAI-compatible server that bills cost dollars
+// for every answer, whatever its /models price or --max-price say; it
+// counts the answers it sent (and so billed).
+func overchargingChat(t *testing.T, cost float64) (string, *atomic.Int64) {
+	t.Helper()
+	var billed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		billed.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":1,"cost":%g}}`, cost)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &billed
+}
+
+var summaryUSD = regexp.MustCompile(`, \$([0-9.]+)`)
+
+// TestCostBudgetCountsWhatWasCharged: a server that charges $0.50 an answer
+// where --max-price implies at most $0.048 cannot make generate spend on
+// and on: every answer it billed is written and counted, dispatching stops
+// the moment the charges reach --cost-budget, the overshoot is the requests
+// already in flight, and the closing lines say so.
+func TestCostBudgetCountsWhatWasCharged(t *testing.T) {
+	const concurrency = 8
+	url, billed := overchargingChat(t, 0.5)
+	r := runGenerate(t, chatRequests(200), "--backend", "openai", "--model", "m", "--url", url, "--max-tokens", "8",
+		"--concurrency", strconv.Itoa(concurrency), "--cost-budget", "1", "--max-price", "4000")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := r.lines(t)
+	if int64(len(lines)) != billed.Load() {
+		t.Fatalf("the server billed %d answers, %d were written: paid answers were thrown away\n%s", billed.Load(), len(lines), r.stderr)
+	}
+	// Two answers reach the budget; at most the requests in flight then,
+	// and those that started before the first charge was known, follow.
+	if n := billed.Load(); n > 2*concurrency {
+		t.Fatalf("%d answers billed at $0.50 for a budget of $1: dispatching went on after the charges reached it\n%s", n, r.stderr)
+	}
+	m := summaryUSD.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no dollar figure in the summary: %s", r.stderr)
+	}
+	if got, want := m[1], fmt.Sprintf("%.4f", 0.5*float64(billed.Load())); got != want {
+		t.Fatalf("the summary says $%s, the server charged $%s", got, want)
+	}
+	for _, want := range []string{"cost budget $1.00 passed by $", "answers cost more than their worst case", "ok, 0 errors"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Fatalf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	checkSummaryAddsUp(t, r.stderr)
+}
+
+// TestTokenBudgetCountsAnswersPastMaxTokens: a server that answers past
+// max_tokens (20 ids for 8 asked) has every answer written and counted;
+// dispatching stops once what was written reaches --token-budget.
+func TestTokenBudgetCountsAnswersPastMaxTokens(t *testing.T) {
+	var answered atomic.Int64
+	ids := make([]int, 20)
+	url := fakeSGLang(t, func(string, int, http.ResponseWriter) *sglangAnswer {
+		answered.Add(1)
+		return &sglangAnswer{Text: strings.Repeat("x", 20), OutputIDs: ids, Meta: map[string]any{"prompt_tokens": 3, "completion_tokens": 20}}
+	})
+	r := runGenerate(t, sglangRequests(100, 3), "--url", url, "--max-tokens", "8", "--concurrency", "4", "--token-budget", "100")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := r.lines(t)
+	if int64(len(lines)) != answered.Load() {
+		t.Fatalf("the server answered %d requests, %d answers were written\n%s", answered.Load(), len(lines), r.stderr)
+	}
+	var written int64
+	for _, l := range lines {
+		written += l.Get("prompt_tokens").Int() + l.Get("completion_tokens").Int()
+	}
+	// Each answer takes 23 tokens: dispatching stops at 100 or before,
+	// and at most the 4 requests in flight then add to it.
+	if written > 100+4*23 {
+		t.Fatalf("%d tokens written for a budget of 100\n%s", written, r.stderr)
+	}
+	if written > 100 && !strings.Contains(r.stderr, fmt.Sprintf("token budget 100 passed by %d (%d total tokens counted)", written-100, written)) {
+		t.Fatalf("%d tokens written past a budget of 100, and the closing lines do not say so:\n%s", written, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "0 cut by budget") && !strings.Contains(r.stderr, "1 cut by budget") {
+		t.Fatalf("answers were cut after being paid for:\n%s", r.stderr)
+	}
+	checkSummaryAddsUp(t, r.stderr)
+}
