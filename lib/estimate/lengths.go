@@ -80,7 +80,7 @@ type lognormal struct {
 }
 
 func (d *lognormal) draw(rng *rand.Rand) int {
-	n := int(math.Round(math.Exp(d.mu + d.sigma*rng.NormFloat64())))
+	n := int(math.Round(math.Min(math.Exp(d.mu+d.sigma*rng.NormFloat64()), maxLength)))
 	if d.limit > 0 {
 		n = min(n, d.limit)
 	}
@@ -163,6 +163,13 @@ const (
 	z99 = 2.3263478740408408
 )
 
+// maxLength bounds every figure of --lengths: no answer is a billion tokens.
+const maxLength = 1e9
+
+// maxSigma bounds the spread: at 3, the 99th percentile is a thousand times
+// the median, wider than any real answer lengths.
+const maxSigma = 3
+
 // defaultSigma is the spread assumed when --lengths gives a single figure:
 // about what answer lengths of one dataset show (p90 2.2 times the median).
 const defaultSigma = 0.6
@@ -206,6 +213,9 @@ func parseLengths(spec string, limit int) (lengths, error) {
 				if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 					return nil, bad(fmt.Sprintf("%q is not a non-negative number", f))
 				}
+				if v > maxLength {
+					return nil, bad(fmt.Sprintf("%q is past a billion tokens", f))
+				}
 				out[i] = v
 			}
 			return out, nil
@@ -235,6 +245,9 @@ func parseLengths(spec string, limit int) (lengths, error) {
 			}
 			if v[0] <= 0 {
 				return nil, bad("the median must be positive")
+			}
+			if v[1] > maxSigma {
+				return nil, bad(fmt.Sprintf("sigma %g is wider than any answer lengths (at most %d)", v[1], maxSigma))
 			}
 			m := 0
 			if len(v) == 3 {
@@ -266,11 +279,17 @@ func parseLengths(spec string, limit int) (lengths, error) {
 		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || (f == 0 && k != "sigma") {
 			return nil, bad(fmt.Sprintf("%s=%s is not a positive number", k, v))
 		}
+		if f > maxLength {
+			return nil, bad(fmt.Sprintf("%s=%s is past a billion tokens", k, v))
+		}
 		figures[k] = f
 	}
 	m := int(figures["max"])
 	delete(figures, "max")
 	mu, sigma, err := fitLognormal(figures)
+	if err == nil && sigma > maxSigma {
+		err = fmt.Errorf("the figures make a spread (sigma %.1f) wider than any answer lengths: check them", sigma)
+	}
 	if err != nil {
 		return nil, bad(err.Error())
 	}

@@ -135,3 +135,31 @@ func TestLengthFile(t *testing.T) {
 		t.Errorf("error %v, want FILE:LINE", err)
 	}
 }
+
+// Whatever a user writes, --lengths either refuses it or gives a
+// distribution with a finite mean and no negative lengths.
+func FuzzParseLengths(f *testing.F) {
+	for _, s := range []string{"mean=800,p90=3000", "median=300,sigma=0.7,max=1500", "p90=1,p99=1e300",
+		"lognormal:300,0.7,1500", "fixed:0", "uniform:0,0", "mean=1e308,sigma=30", "sigma=0,median=5"} {
+		f.Add(s, 0)
+	}
+	f.Fuzz(func(t *testing.T, spec string, limit int) {
+		if strings.HasPrefix(spec, "file:") || limit < 0 {
+			return
+		}
+		d, err := parseLengths(spec, limit)
+		if err != nil {
+			return
+		}
+		m := d.mean()
+		if math.IsNaN(m) || math.IsInf(m, 0) || m < 0 {
+			t.Fatalf("%q: mean %g", spec, m)
+		}
+		rng := rand.New(rand.NewPCG(1, 1))
+		for range 100 {
+			if v := d.draw(rng); v < 0 {
+				t.Fatalf("%q: drew %d", spec, v)
+			}
+		}
+	})
+}

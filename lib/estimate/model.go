@@ -56,8 +56,8 @@ type draw struct {
 	prompt      int64 // their prompt tokens
 	completion  int64 // their completion tokens
 	uncut       int64 // total tokens of every record, the budget ignored
-	uncutCompl  int64
-	uncutPrompt int64
+	uncutPrompt int64 // of which prompt
+	uncutCompl  int64 // and completion
 	jobs        []job // the records that fit, for the time model (kept for the first draws only)
 	uncutJobs   []job // every record
 }

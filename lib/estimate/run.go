@@ -104,7 +104,7 @@ func parse(c *cli.Context) (*config, error) {
 		if err != nil {
 			return nil, cliutil.Usagef("--%s %q: %v", flagRate, spec, err)
 		}
-		if name != "" && !contains(cfg.urls, name) && !contains(cfg.models, name) {
+		if name != "" && !slices.Contains(cfg.urls, name) && !slices.Contains(cfg.models, name) {
 			return nil, cliutil.Usagef("--%s %q: %q is neither a --url nor a --model", flagRate, spec, name)
 		}
 		cfg.rates[name] = r
@@ -130,15 +130,6 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // parseRate reads tokens per second: 1250, 1.25k, 850.5.
