@@ -68,7 +68,7 @@ install: build
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(BINDIR)/$$t $(MANDIR)/man1/$$t.1 $(BASHCOMPDIR)/$$t $(ZSHCOMPDIR)/_$$t; done
-	rm -f $(MANDIR)/man7/synthpipe-records.7
+	rm -f $(MANDIR)/man7/synthpipe-records.7 $(MANDIR)/man7/synthpipe-status.7
 
 clean:
 	rm -rf bin

@@ -59,6 +59,8 @@ const (
 	flagTokenBudget        = "token-budget"
 	flagAlready            = "already"
 	flagCount              = "count"
+	flagOverKeyLimit       = "over-key-limit"
+	flagStatusFile         = "status-file"
 	flagDrain              = "drain"
 	flagCostBudget         = "cost-budget"
 	flagMaxPrice           = "max-price"
@@ -170,6 +172,30 @@ for up to --drain-timeout, writes them, and exits 130, 143 or 129; requests
 waiting to retry (a back-off, a Retry-After) are cancelled at once, and a
 second signal stops everything at once. Ctrl-C of a whole pipeline loses none of them:
 budget-cut, to-train and tokstat read on until generate has written them.
+The lines also say where the dataset stands against its budgets, earlier
+runs' --already tokens included, the soft failures among the answers
+(truncated, empty, aborted: counts and shares), the retries so far and the
+servers down; the summary repeats them.
+
+The server's own view. Where a --url serves SGLang's Prometheus metrics
+(SGLang started with --enable-metrics; llm-sim always), generate reads its
+/metrics every 2s and shows them in the progress lines ("server: 48 running,
+0 queued, KV 91%, 1,250 tok/s"; data-parallel ranks added up) and their mean
+while busy in the summary. When the server's KV cache stays 90% full with
+requests waiting in its queue for 5 readings and 20s, generate says once that
+the server itself is the limit: more requests in flight would only queue, and
+only more capacity helps (another server, another backend). A server without
+/metrics is asked once; everything else works from generate's own
+measurements. With --backend openai, generate reads the key's limit and
+credit from the server's /key (OpenRouter's GET /api/v1/key) at the start
+and shows what is left; a --cost-budget above what the key can still spend
+is refused with exit 77 unless --over-key-limit.
+
+Status file. --status-file FILE is rewritten atomically every
+--progress-interval and at exit with the run's state as one JSON object
+(counts, tokens, spend, budgets, rates, ETA, the servers' view, how it
+ended), never torn, even by SIGKILL; synthpipe-status(7) documents its
+versioned fields, and tokstat DIR shows many at once.
 
 OpenAI Batch files. --input-format openai-batch reads the lines of a file
 prepared for the OpenAI Batch API or vllm run-batch ({custom_id, method,
@@ -210,7 +236,7 @@ stops with exit 77, naming the Location.`,
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},
 			{Code: exitcode.TempFail, Meaning: "try again later: no server could be reached after the retries, or no record succeeded and at least one failed after all its retries (server errors, HTML or garbage answers, timeouts)"},
-			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403), or a redirect that is not followed"},
+			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403), or a redirect that is not followed; or --cost-budget is above what the API key can still spend (without --over-key-limit)"},
 		},
 		Examples: []cliutil.Example{
 			{Comment: "the pipeline: tokenize, skip what is done, generate, stop at 10M tokens",
@@ -222,7 +248,7 @@ stops with exit 77, naming the Location.`,
 			{Comment: "a cron line that resumes every hour",
 				Command: "0 * * * * cd /data && flock -n .lock sh -c 'dedupe-resume --done out.jsonl req.jsonl | generate -q --url http://gpu1:30000 --errors err.jsonl | budget-cut --tokens 10M --already out.jsonl >> out.jsonl'"},
 		},
-		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)"},
+		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)", "synthpipe-status(7)"},
 		Action:  run,
 	})
 }

@@ -273,3 +273,12 @@ func (b *budget) spentUSD() float64 {
 	defer b.mu.Unlock()
 	return b.cost.spent
 }
+
+// standing is the tokens written against the token budget (earlier runs'
+// included) and its limit, and the money spent and the cost budget, for
+// the progress line and the status file (limits 0: none).
+func (b *budget) standing() (tokens, tokenLimit int64, usd, usdLimit float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(b.tokens.spent), int64(b.tokens.limit), b.cost.spent, b.cost.limit
+}

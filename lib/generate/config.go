@@ -49,7 +49,10 @@ type config struct {
 	already     []string
 	countMode   record.CountMode
 	costBudget  float64 // USD, 0: none
-	maxPrice    float64 // USD per million tokens, 0: unknown
+	// overKeyLimit: go on with a cost budget above the key's credit.
+	overKeyLimit bool
+	statusFile   string  // --status-file, "" for none
+	maxPrice     float64 // USD per million tokens, 0: unknown
 
 	progressEvery time.Duration
 	total         int64
@@ -119,6 +122,8 @@ func parse(c *cli.Context) (*config, error) {
 		window:        c.Int(flagReorderWindow),
 		already:       c.StringSlice(flagAlready),
 		costBudget:    c.Float64(flagCostBudget),
+		overKeyLimit:  c.Bool(flagOverKeyLimit),
+		statusFile:    c.String(flagStatusFile),
 		maxPrice:      c.Float64(flagMaxPrice),
 		progressEvery: c.Duration(flagProgressInterval),
 		total:         c.Int64(flagTotal),

@@ -80,9 +80,12 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
 		&cli.BoolFlag{Name: flagDrain, Usage: "no effect, accepted so that older scripts run: a budget stop waits for the requests in flight, leaving none to cancel"},
 		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case)"},
+		&cli.BoolFlag{Name: flagOverKeyLimit, Usage: "go on when --cost-budget is more than the OpenRouter key can still spend (GET /key); the run then stops with 77 when the key runs out"},
 		&cli.Float64Flag{Name: flagMaxPrice, DefaultText: "from the server's /models", Usage: "worst-case price in `USD` per million tokens, for --cost-budget"},
 		// Progress and stopping.
 		&cli.DurationFlag{Name: flagProgressInterval, Value: 30 * time.Second, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)"},
+		&cli.StringFlag{Name: flagStatusFile, EnvVars: envs(flagStatusFile),
+			Usage: "rewrite `FILE` (atomically) every --progress-interval and at exit with the run's state as JSON; see generate(1) STATUS FILE"},
 		&cli.Int64Flag{Name: flagTotal, DefaultText: "counted when the input is a regular file", Usage: "`N` records expected, for the ETA"},
 		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT, SIGTERM or SIGHUP, wait up to `DURATION` for requests in flight (0: cancel at once)"},
 		cliutil.IDPathFlag(),

@@ -92,6 +92,11 @@ func authSGLang(t *testing.T) (url string, auths func() []string) {
 	var seen []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/metrics" {
+			// The server view's question: not a request.
+			http.NotFound(w, r)
+			return
+		}
 		mu.Lock()
 		seen = append(seen, r.Header.Get("Authorization"))
 		mu.Unlock()

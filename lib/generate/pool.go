@@ -30,6 +30,8 @@ type server struct {
 	connectErrors int
 	lastError     string
 	lastFailure   time.Time
+	// sidelineCount counts the sidelines since the start.
+	sidelineCount int
 }
 
 // markUnreachable sidelines s after a failed connection (at start-up, its
@@ -37,6 +39,7 @@ type server struct {
 func (s *server) markUnreachable(cause string) {
 	s.failures, s.sidelines = breakAfter, 1
 	s.openUntil = time.Now().Add(firstSideline)
+	s.sidelineCount++
 	s.connectErrors++
 	s.lastError, s.lastFailure = cause, time.Now()
 }
@@ -197,6 +200,7 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 		if s.failures >= breakAfter && !now.Before(s.openUntil) {
 			s.openUntil = now.Add(min(firstSideline<<min(s.sidelines, 5), longestSideline))
 			s.sidelines++
+			s.sidelineCount++
 		}
 	case attemptCancelled:
 		s.probing = false
@@ -224,4 +228,33 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// downNow counts the servers sidelined now, the servers, and the times a
+// server was sidelined since the start, for the progress line.
+func (p *pool) downNow() (down, of int, sidelines int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	for _, s := range p.servers {
+		if s.sidelined(now) {
+			down++
+		}
+		sidelines += int64(s.sidelineCount)
+	}
+	return down, len(p.servers), sidelines
+}
+
+// downServers are the servers sidelined now, by their printed URL.
+func (p *pool) downServers() map[string]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	down := map[string]bool{}
+	for _, s := range p.servers {
+		if s.sidelined(now) {
+			down[s.url] = true
+		}
+	}
+	return down
 }

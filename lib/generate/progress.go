@@ -122,6 +122,10 @@ type progressView struct {
 	elapsed               time.Duration
 	eta                   time.Duration
 	hasETA                bool
+	// standing is the budgets, soft failures, retries, servers down and
+	// the servers' own view; countMode names what the token budget counts.
+	standing  standing
+	countMode string
 }
 
 // progressView takes the counts, rates and ETA of the run now.
@@ -140,6 +144,7 @@ func (s *scheduler) progressView(total int64) progressView {
 		elapsed:        elapsed,
 	}
 	v.eta, v.hasETA = s.eta(t, total, inFlight, est, meanPrompt, elapsed)
+	v.standing, v.countMode = s.standing(), s.cfg.countMode.String()
 	return v
 }
 
@@ -157,6 +162,7 @@ func plainLine(v progressView) string {
 	if v.hasETA {
 		fmt.Fprintf(&b, ", ETA %s", v.eta.Round(time.Second))
 	}
+	b.WriteString(v.standing.plain(v.countMode))
 	return b.String()
 }
 
@@ -195,6 +201,7 @@ func renderBar(v progressView, width int, colour bool) string {
 	if v.hasETA {
 		tail = append(tail, " | ETA "+shortDuration(v.eta))
 	}
+	tail = append(tail, v.standing.barParts()...)
 	text := func() string { return counts + strings.Join(tail, "") }
 	for len(text()) > width && len(tail) > 0 {
 		tail = tail[:len(tail)-1]

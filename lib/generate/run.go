@@ -72,6 +72,10 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	key, err := readKey(c.Context, cfg, note)
+	if err != nil {
+		return err
+	}
 	total := cfg.total
 	if total == 0 {
 		total = countRecords(c.App.Reader, cfg.inputs)
@@ -118,6 +122,18 @@ func run(c *cli.Context) (err error) {
 		batch:   newBatchInput(cfg, tmpl),
 	})
 
+	s.already, s.key = spent, key
+	s.view = newServerView(cfg, note)
+	viewCtx, stopView := context.WithCancel(context.Background())
+	defer stopView()
+	go s.view.run(viewCtx)
+	var status *statusWriter
+	statusDone := make(chan struct{})
+	if cfg.statusFile != "" {
+		warn := func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) }
+		status = newStatusWriter(cfg.statusFile, s, total, cfg.progressEvery, warn)
+	}
+
 	prog := newProgress(stderr, cfg.progressEvery, total)
 	if cfg.quiet {
 		prog.every = 0
@@ -128,10 +144,22 @@ func run(c *cli.Context) (err error) {
 		defer close(progressDone)
 		prog.loop(s, stopProgress)
 	}()
+	go func() {
+		defer close(statusDone)
+		if status != nil {
+			status.loop(stopProgress)
+		}
+	}()
 	reading = true
 	err = s.run(c.Context, in)
 	close(stopProgress)
 	<-progressDone
+	<-statusDone
+	stopView()
+	if status != nil {
+		// The last state, with the error the run exits with.
+		defer func() { status.finish(err) }()
+	}
 
 	if n := s.reader.skipped.Load(); n > 0 { // shown even with -q: it is about the data
 		cliutil.Notef(stderr, c.App.Name, "skipped %s (--%s)", cliutil.Count(n, "invalid line"), cliutil.FlagSkipInvalid)

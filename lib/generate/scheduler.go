@@ -60,6 +60,12 @@ type scheduler struct {
 	budget     *budget
 	usage      *usageCheck
 	start      time.Time
+	// The run's standing beyond its counts (standing.go): what earlier
+	// runs wrote, the servers' own view (nil: not read), the API key (nil:
+	// unknown).
+	already int64
+	view    *serverView
+	key     *keyState
 }
 
 func newScheduler(o schedulerOptions) *scheduler {
@@ -179,7 +185,16 @@ func (s *scheduler) summary() string {
 	t := s.collector.counts()
 	t.read = s.reader.read.Load()
 	reason, _ := s.stops.why()
-	return t.summary(time.Since(s.start), s.cfg.errors, s.budget.spentUSD(), reason)
+	line := t.summary(time.Since(s.start), s.cfg.errors, s.budget.spentUSD(), reason)
+	// Then where the dataset stands, what went wrong on the way and the
+	// servers' load.
+	st := s.standing()
+	st.hasServer = false // the summary gives the mean while busy instead
+	line += st.plain(s.cfg.countMode.String())
+	if v := s.view.summary(); v != "" {
+		line += "; " + v
+	}
+	return line
 }
 
 // watchSignal turns the first signal into a stop that lets the requests in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
@@ -25,6 +26,9 @@ type workers struct {
 	flight    *flight
 	collector *collector
 	wg        sync.WaitGroup
+	// retries counts the attempts after a record's first, rateLimited the
+	// attempts answered 429, for the progress line.
+	retries, rateLimited atomic.Int64
 }
 
 // start runs j, which holds a server slot, in a worker of its own.
@@ -42,6 +46,7 @@ func (w *workers) work(j *job) {
 	o := &outcome{job: j}
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
+			w.retries.Add(1)
 			// A signal ends the wait for a server as it ends a back-off.
 			srv, err := w.pool.acquire(w.stops.retries, j.kvTokens)
 			if errors.Is(err, errNoServer) {
@@ -74,6 +79,9 @@ func (w *workers) work(j *job) {
 			break
 		}
 		e := err.(*backend.Error)
+		if e.Kind == backend.KindRate {
+			w.rateLimited.Add(1)
+		}
 		retryAfter := min(e.RetryAfter, w.cfg.maxRetryWait)
 		w.pool.release(j.server, j.kvTokens, poolOutcome(e), retryAfter, shortCause(e))
 		if e.Fatal {

@@ -270,3 +270,31 @@ func (s Snapshot) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Combine is several servers seen as one: requests, tokens and throughput
+// add up, KV occupancy and cache hits are averaged over the servers, and
+// MaxTokenUsage is the fullest rank anywhere.
+func Combine(snaps []Snapshot) Snapshot {
+	t := Snapshot{Has: map[string]bool{}}
+	for _, s := range snaps {
+		t.Running += s.Running
+		t.Queued += s.Queued
+		t.GenThroughput += s.GenThroughput
+		t.UsedTokens += s.UsedTokens
+		t.TokenUsage += s.TokenUsage
+		t.CacheHitRate += s.CacheHitRate
+		t.MaxTokenUsage = max(t.MaxTokenUsage, s.MaxTokenUsage)
+		t.Ranks += s.Ranks
+		for k := range s.Has {
+			t.Has[k] = true
+		}
+	}
+	if n := float64(len(snaps)); n > 0 {
+		t.TokenUsage /= n
+		t.CacheHitRate /= n
+	}
+	if len(snaps) == 1 {
+		t.Model = snaps[0].Model
+	}
+	return t
+}

@@ -11,9 +11,15 @@ import (
 //go:embed records.7.md
 var recordsPage []byte
 
+//go:embed status.7.md
+var statusPage []byte
+
 // ManPages renders every man page, keyed by file name (budget-cut.1, ...).
 func ManPages() (map[string][]byte, error) {
-	pages := map[string][]byte{"synthpipe-records.7": md2man.Render(recordsPage)}
+	pages := map[string][]byte{
+		"synthpipe-records.7": md2man.Render(recordsPage),
+		"synthpipe-status.7":  md2man.Render(statusPage),
+	}
 	for _, t := range All() {
 		page, err := cliutil.ManPage(t.NewApp())
 		if err != nil {

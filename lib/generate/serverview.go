@@ -1,0 +1,231 @@
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/servermetrics"
+)
+
+// The server's own view: where a --url serves SGLang's Prometheus metrics,
+// generate reads them every metricsEvery for the progress line, the summary
+// and the status file, and says once when the server itself is the limit.
+// A server without them is asked once and then left alone: the run goes on
+// from its own measurements.
+
+// metricsEvery is how often /metrics is read; a variable for tests.
+var metricsEvery = 2 * time.Second
+
+// The server is the limit when its KV cache stays at least kvFull occupied
+// with requests queued for limitPolls readings in a row spanning at least
+// limitFor: more requests in flight would only wait in its queue.
+var (
+	kvFull     = 0.9
+	limitPolls = 5
+	limitFor   = 20 * time.Second
+)
+
+// watchedServer is one --url's metrics.
+type watchedServer struct {
+	url    string // as printed
+	metric string // where /metrics is read; "" once the server has none
+	last   servermetrics.Snapshot
+	has    bool // last is a reading
+	// The busy readings (something running) add up, for the summary.
+	busy                                  int
+	sumRunning, sumQueued, sumKV, sumRate float64
+	// full counts the readings in a row at the limit, since fullSince.
+	full      int
+	fullSince time.Time
+}
+
+// serverView reads the servers' metrics while a run lasts.
+type serverView struct {
+	apiKey string
+	note   func(string, ...any)
+
+	mu      sync.Mutex
+	servers []*watchedServer
+	said    bool // the limit hint was given
+}
+
+func newServerView(cfg *config, note func(string, ...any)) *serverView {
+	v := &serverView{apiKey: cfg.apiKey, note: note}
+	for _, u := range cfg.urls {
+		v.servers = append(v.servers, &watchedServer{url: backend.WithoutUserinfo(u), metric: u})
+	}
+	return v
+}
+
+// run reads every server now and every metricsEvery until ctx ends.
+func (v *serverView) run(ctx context.Context) {
+	t := time.NewTicker(metricsEvery)
+	defer t.Stop()
+	for {
+		v.poll(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// poll reads each server that has metrics once.
+func (v *serverView) poll(ctx context.Context) {
+	v.mu.Lock()
+	servers := append([]*watchedServer(nil), v.servers...)
+	v.mu.Unlock()
+	for _, s := range servers {
+		v.mu.Lock()
+		base := s.metric
+		v.mu.Unlock()
+		if base == "" {
+			continue
+		}
+		snap, err := v.fetch(ctx, base)
+		if errors.Is(err, servermetrics.ErrNoMetrics) && !s.has {
+			// An OpenAI-style base (http://host:30000/v1) has the
+			// server's metrics at its root.
+			if root := rootOf(base); root != base {
+				if snap, err = v.fetch(ctx, root); err == nil {
+					base = root
+				}
+			}
+		}
+		v.mu.Lock()
+		switch {
+		case err == nil:
+			s.metric = base
+			v.observe(s, snap, time.Now())
+		case errors.Is(err, servermetrics.ErrNoMetrics) && !s.has:
+			s.metric = "" // no metrics: never ask again
+		}
+		v.mu.Unlock()
+	}
+}
+
+func (v *serverView) fetch(ctx context.Context, base string) (servermetrics.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, metricsEvery+5*time.Second)
+	defer cancel()
+	return servermetrics.Fetch(ctx, base, servermetrics.Options{Client: backend.SharedClient(), APIKey: v.apiKey})
+}
+
+// rootOf is base without its path.
+func rootOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Path == "" || u.Path == "/" {
+		return base
+	}
+	u.Path, u.RawPath, u.RawQuery = "", "", ""
+	return u.String()
+}
+
+// observe takes in a reading of s; the caller holds v.mu.
+func (v *serverView) observe(s *watchedServer, snap servermetrics.Snapshot, now time.Time) {
+	s.last, s.has = snap, true
+	if snap.Running > 0 {
+		s.busy++
+		s.sumRunning += snap.Running
+		s.sumQueued += snap.Queued
+		s.sumKV += snap.TokenUsage
+		s.sumRate += snap.GenThroughput
+	}
+	atLimit := snap.Has[servermetrics.TokenUsage] && snap.Has[servermetrics.NumQueueReqs] &&
+		max(snap.TokenUsage, snap.MaxTokenUsage) >= kvFull && snap.Queued >= 1
+	if !atLimit {
+		s.full = 0
+		return
+	}
+	if s.full == 0 {
+		s.fullSince = now
+	}
+	s.full++
+	if !v.said && s.full >= limitPolls && now.Sub(s.fullSince) >= limitFor {
+		v.said = true
+		rate := ""
+		if snap.GenThroughput > 0 {
+			rate = fmt.Sprintf(", generating %s tok/s, what it can do", cliutil.Thousands(int64(snap.GenThroughput)))
+		}
+		v.note("%s: the server is the limit: its KV cache has been %.0f%% full with requests queued (%s now) for %s%s; "+
+			"more requests in flight cannot help, they only wait in its queue: more capacity would (another server as one more --url, or part of the work on another backend)",
+			s.url, 100*max(snap.TokenUsage, snap.MaxTokenUsage), cliutil.Thousands(int64(snap.Queued)),
+			now.Sub(s.fullSince).Round(time.Second), rate)
+	}
+}
+
+// now is the servers' latest readings combined; false when none has
+// metrics.
+func (v *serverView) now() (servermetrics.Snapshot, bool) {
+	if v == nil {
+		return servermetrics.Snapshot{}, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var snaps []servermetrics.Snapshot
+	for _, s := range v.servers {
+		if s.has && s.metric != "" {
+			snaps = append(snaps, s.last)
+		}
+	}
+	if len(snaps) == 0 {
+		return servermetrics.Snapshot{}, false
+	}
+	return servermetrics.Combine(snaps), true
+}
+
+// serverReading is one server's latest reading, for the status file.
+type serverReading struct {
+	url  string
+	snap servermetrics.Snapshot
+	has  bool
+}
+
+func (v *serverView) readings() []serverReading {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]serverReading, len(v.servers))
+	for i, s := range v.servers {
+		out[i] = serverReading{url: s.url, snap: s.last, has: s.has && s.metric != ""}
+	}
+	return out
+}
+
+// summary is the servers' load while the run kept them busy, averaged over
+// the readings, e.g. "server (mean while busy): 48 running, 0 queued, KV
+// 91%, 1,250 tok/s"; "" without metrics.
+func (v *serverView) summary() string {
+	if v == nil {
+		return ""
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var snaps []servermetrics.Snapshot
+	for _, s := range v.servers {
+		if s.busy == 0 {
+			continue
+		}
+		n := float64(s.busy)
+		snap := servermetrics.Snapshot{
+			Running: s.sumRunning / n, Queued: s.sumQueued / n, TokenUsage: s.sumKV / n, GenThroughput: s.sumRate / n,
+			Ranks: s.last.Ranks, Has: s.last.Has,
+		}
+		snap.MaxTokenUsage = snap.TokenUsage
+		snaps = append(snaps, snap)
+	}
+	if len(snaps) == 0 {
+		return ""
+	}
+	c := servermetrics.Combine(snaps)
+	c.CacheHitRate = 0 // not averaged
+	return fmt.Sprintf("server (mean while busy): %s", c.String())
+}

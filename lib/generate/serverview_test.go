@@ -1,0 +1,142 @@
+package generate
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
+)
+
+// quickView makes the server view read often and call the server the
+// limit after three readings in a row, for the length of a test.
+func quickView(t *testing.T, full float64) {
+	every, polls, dur, kv := metricsEvery, limitPolls, limitFor, kvFull
+	metricsEvery, limitPolls, limitFor, kvFull = 5*time.Millisecond, 3, 0, full
+	t.Cleanup(func() { metricsEvery, limitPolls, limitFor, kvFull = every, polls, dur, kv })
+}
+
+// A server with /metrics and two data-parallel ranks whose small KV caches
+// a fixed concurrency of 100 overfills: the progress lines show the
+// server's view, the hint that the server is the limit comes once, the
+// summary gives its load while busy, and the status file has the figures.
+func TestServerViewMetrics(t *testing.T) {
+	quickView(t, 0.5)
+	_, url := startSim(t, func(c *sim.Config) {
+		c.DataParallel = 2
+		c.MaxTotalTokens = 800
+		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 80}
+		c.StepTime = time.Millisecond
+	})
+	status := filepath.Join(t.TempDir(), "status.json")
+	r := runGenerate(t, sglangRequests(120, 10), "--url", url, "--max-tokens", "100", "--concurrency", "100",
+		"--progress-interval", "20ms", "--status-file", status)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "; server: ") || !strings.Contains(r.stderr, "2 ranks") {
+		t.Errorf("no server view in the progress lines:\n%s", r.stderr)
+	}
+	if n := strings.Count(r.stderr, "the server is the limit"); n != 1 {
+		t.Errorf("the limit hint %d times, want once:\n%s", n, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "another server as one more --url") {
+		t.Errorf("the hint does not say what would help:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "server (mean while busy): ") {
+		t.Errorf("no server view in the summary:\n%s", r.stderr)
+	}
+	checkSummaryAddsUp(t, r.stderr)
+	st, err := statusfile.Read(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != statusfile.StateFinished || st.Exit == nil || st.Exit.Code != 0 || st.Records.OK != 120 ||
+		st.Records.Done != 120 || st.Records.Total != 0 && st.Records.Total != 120 || st.Tokens.Completion != 120*81 {
+		t.Errorf("status: %+v exit %+v", st, st.Exit)
+	}
+	if len(st.Servers) != 1 || st.Servers[0].Metrics == nil || st.Servers[0].Metrics.Ranks != 2 {
+		t.Errorf("status servers: %+v", st.Servers)
+	}
+}
+
+// A server without /metrics: generate asks once (at the --url and at its
+// root), then never again, and prints what it printed before.
+func TestServerViewNoMetrics(t *testing.T) {
+	quickView(t, 0.9)
+	s, err := sim.New(sim.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var asked atomic.Int64
+	inner := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/metrics") {
+			asked.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	status := filepath.Join(t.TempDir(), "status.json")
+	r := runGenerate(t, sglangRequests(200, 10), "--url", srv.URL, "--max-tokens", "64", "--progress-interval", "5ms", "--status-file", status)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "server:") || strings.Contains(r.stderr, "server (mean") {
+		t.Errorf("a server view without metrics:\n%s", r.stderr)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("/metrics asked %d times, want once", n)
+	}
+	st, err := statusfile.Read(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Servers) != 1 || st.Servers[0].Metrics != nil || st.Records.OK != 200 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+// An OpenRouter-style key: its limit and credit are read at the start; a
+// --cost-budget above what it can still spend is refused (77) unless
+// --over-key-limit; the progress shows what is left.
+func TestKeyLimit(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.APIKey = "sk-test"
+		c.KeyLimit, c.KeyUsage, c.KeyRateLimit = 2, 0.5, 50
+		c.PromptPrice, c.CompletionPrice = 1e-6, 2e-6
+	})
+	keyFile := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(keyFile, []byte("sk-test\n"), 0o600)
+	base := []string{"--backend", "openai", "--model", "m", "--url", url + "/api/v1", "--api-key-file", keyFile, "--max-tokens", "32", "--max-price", "3"}
+
+	r := runGenerate(t, chatRequests(5), append(base, "--cost-budget", "5")...)
+	if r.code != 77 || !strings.Contains(r.stderr, "--cost-budget $5.00 is more than the API key can still spend: $1.50 of its $2.00 limit is left") ||
+		!strings.Contains(r.stderr, "--over-key-limit") || r.stdout != "" {
+		t.Fatalf("over the key's credit: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	r = runGenerate(t, chatRequests(5), append(base, "--cost-budget", "5", "--over-key-limit", "--progress-interval", "1ms")...)
+	if r.code != 0 || len(r.lines(t)) != 5 {
+		t.Fatalf("--over-key-limit: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"key: $0.50 of $2.00 spent, $1.50 left; rate limit 50 requests per 10s", "the run may stop when the key runs out", " left"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+
+	r = runGenerate(t, chatRequests(5), append(base, "--cost-budget", "1")...)
+	if r.code != 0 || len(r.lines(t)) != 5 {
+		t.Fatalf("a budget the key covers: exit %d\n%s", r.code, r.stderr)
+	}
+}

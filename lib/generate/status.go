@@ -1,0 +1,142 @@
+package generate
+
+import (
+	"os"
+	"sync"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
+)
+
+// defaultStatusEvery is how often the status file is rewritten when
+// --progress-interval is 0 (no progress lines, but a file to watch).
+const defaultStatusEvery = 30 * time.Second
+
+// statusWriter keeps --status-file up to date.
+type statusWriter struct {
+	path     string
+	s        *scheduler
+	total    int64
+	every    time.Duration
+	host     string
+	warn     func(string, ...any)
+	mu       sync.Mutex // one write at a time: the loop's and the last
+	warned   bool
+	finished bool
+}
+
+func newStatusWriter(path string, s *scheduler, total int64, every time.Duration, warn func(string, ...any)) *statusWriter {
+	if every <= 0 {
+		every = defaultStatusEvery
+	}
+	host, _ := os.Hostname()
+	return &statusWriter{path: path, s: s, total: total, every: every, host: host, warn: warn}
+}
+
+// loop rewrites the file every interval until stop is closed.
+func (w *statusWriter) loop(stop <-chan struct{}) {
+	w.write(nil)
+	t := time.NewTicker(w.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			w.write(nil)
+		}
+	}
+}
+
+// finish writes the last state, with how the run ended.
+func (w *statusWriter) finish(runErr error) {
+	code := cliutil.ExitCode(runErr)
+	reason, _ := w.s.stops.why()
+	if reason == "" {
+		reason = "input done"
+	}
+	exit := &statusfile.Exit{Code: code, Reason: reason}
+	if runErr != nil && code != 0 {
+		exit.Error = runErr.Error()
+	}
+	w.write(exit)
+}
+
+// write replaces the file; a failure is said once and does not stop the
+// run (the data matters more than the view of it).
+func (w *statusWriter) write(exit *statusfile.Exit) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished {
+		return
+	}
+	st := w.build(exit)
+	if exit != nil {
+		w.finished = true
+	}
+	if err := statusfile.Write(w.path, st); err != nil && !w.warned {
+		w.warned = true
+		w.warn("--%s %s: %v (the run goes on without it)", flagStatusFile, w.path, err)
+	}
+}
+
+// build takes the run's state now.
+func (w *statusWriter) build(exit *statusfile.Exit) *statusfile.Status {
+	s := w.s
+	v := s.progressView(w.total)
+	t := s.collector.counts()
+	st := v.standing
+	now := time.Now()
+	out := &statusfile.Status{
+		Version: statusfile.Version, Tool: "generate", PID: os.Getpid(), Host: w.host,
+		State: statusfile.StateRunning, Started: s.start.UTC(), Updated: now.UTC(),
+		ElapsedSeconds: now.Sub(s.start).Seconds(), IntervalSeconds: w.every.Seconds(),
+		Records: statusfile.Records{
+			Read: s.reader.read.Load(), Total: w.total, Done: t.finished(), OK: t.ok, Errors: t.errors,
+			Cut: t.cut, Cancelled: t.cancelled, InFlight: int64(v.inFlight),
+			Truncated: t.truncated, Empty: t.empty, Aborted: t.aborted,
+			Retries: st.retries, RateLimited: s.workers.rateLimited.Load(),
+		},
+		Tokens: statusfile.Tokens{
+			Prompt: t.promptTokens, Completion: t.completionTokens,
+			Spent: st.tokensSpent, Already: st.already, Budget: st.tokenBudget, Count: v.countMode,
+		},
+		Cost:  statusfile.Cost{SpentUSD: st.usdSpent, BudgetUSD: st.usdBudget},
+		Rates: statusfile.Rates{RequestsPerSecond: v.reqPerSec, OutputTokensPerSecond: v.tokPerSec},
+		Exit:  exit,
+	}
+	if st.tokenBudget == 0 {
+		// Without a budget, what the run wrote.
+		out.Tokens.Spent = tokenCount(s.cfg.countMode, t.promptTokens, t.completionTokens) + st.already
+	}
+	if v.hasETA && exit == nil {
+		eta := v.eta.Seconds()
+		out.ETASeconds = &eta
+	}
+	down := s.workers.pool.downServers()
+	for _, r := range s.view.readings() {
+		srv := statusfile.Server{URL: r.url, Down: down[r.url]}
+		if r.has {
+			m := r.snap
+			srv.Metrics = &statusfile.Metrics{Running: m.Running, Queued: m.Queued, TokenUsage: m.TokenUsage, MaxTokenUsage: m.MaxTokenUsage,
+				GenThroughput: m.GenThroughput, UsedTokens: m.UsedTokens, CacheHitRate: m.CacheHitRate, Ranks: m.Ranks}
+		}
+		out.Servers = append(out.Servers, srv)
+	}
+	if s.key != nil {
+		k := s.key.key
+		out.Key = &statusfile.Key{Usage: k.Usage}
+		if k.Limited {
+			limit, rem := k.Limit, k.Remaining
+			out.Key.Limit, out.Key.Remaining = &limit, &rem
+		}
+	}
+	if exit != nil {
+		out.State = statusfile.StateFinished
+		if exit.Code != 0 {
+			out.State = statusfile.StateFailed
+		}
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+// Package statusfile is the status file generate --status-file writes and
+// tokstat reads: one JSON object saying where a run stands, rewritten
+// atomically (a temporary file in the same folder, synced, renamed over the
+// old one, the folder synced) so that a reader never sees half of one, even
+// when the writer is killed.
+//
+// The fields are documented in generate(1), STATUS FILE. Version counts
+// incompatible changes; fields are only ever added within a version.
+package statusfile
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Version is the format written. A reader refuses a newer one.
+const Version = 1
+
+// The states of a run.
+const (
+	StateRunning  = "running"
+	StateFinished = "finished" // exited 0
+	StateFailed   = "failed"   // exited with another status
+)
+
+// Status is one status file.
+type Status struct {
+	Version        int       `json:"version"`
+	Tool           string    `json:"tool"`
+	PID            int       `json:"pid"`
+	Host           string    `json:"host"`
+	State          string    `json:"state"`
+	Started        time.Time `json:"started"`
+	Updated        time.Time `json:"updated"`
+	ElapsedSeconds float64   `json:"elapsed_seconds"`
+	// IntervalSeconds is how often the file is rewritten while running: a
+	// file much older than that belongs to a run that died.
+	IntervalSeconds float64  `json:"interval_seconds"`
+	Records         Records  `json:"records"`
+	Tokens          Tokens   `json:"tokens"`
+	Cost            Cost     `json:"cost"`
+	Rates           Rates    `json:"rates"`
+	ETASeconds      *float64 `json:"eta_seconds"` // null: unknown
+	Servers         []Server `json:"servers"`
+	Key             *Key     `json:"key"`  // null: not an OpenRouter key
+	Exit            *Exit    `json:"exit"` // null while running
+}
+
+// Records counts what became of the records.
+type Records struct {
+	Read        int64 `json:"read"`
+	Total       int64 `json:"total"` // expected; 0: unknown
+	Done        int64 `json:"done"`
+	OK          int64 `json:"ok"`
+	Errors      int64 `json:"errors"`
+	Cut         int64 `json:"cut"`
+	Cancelled   int64 `json:"cancelled"`
+	InFlight    int64 `json:"in_flight"`
+	Truncated   int64 `json:"truncated"`
+	Empty       int64 `json:"empty"`
+	Aborted     int64 `json:"aborted"`
+	Retries     int64 `json:"retries"`
+	RateLimited int64 `json:"rate_limited"`
+}
+
+// Tokens are the tokens written and the token budget.
+type Tokens struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	// Spent is what counts against Budget: this run's and Already.
+	Spent   int64  `json:"spent"`
+	Already int64  `json:"already"` // written by earlier runs (--already)
+	Budget  int64  `json:"budget"`  // 0: none
+	Count   string `json:"count"`   // what the budget counts: total, prompt, completion
+}
+
+// Cost is the money spent and the cost budget, in USD.
+type Cost struct {
+	SpentUSD  float64 `json:"spent_usd"`
+	BudgetUSD float64 `json:"budget_usd"` // 0: none
+}
+
+// Rates are averages since the start.
+type Rates struct {
+	RequestsPerSecond     float64 `json:"requests_per_second"`
+	OutputTokensPerSecond float64 `json:"output_tokens_per_second"`
+}
+
+// Server is one --url.
+type Server struct {
+	URL     string   `json:"url"`
+	Down    bool     `json:"down"`
+	Metrics *Metrics `json:"metrics"` // null: the server has no /metrics
+}
+
+// Metrics is the server's own view (SGLang's /metrics), ranks added up.
+type Metrics struct {
+	Running       float64 `json:"running"`
+	Queued        float64 `json:"queued"`
+	TokenUsage    float64 `json:"token_usage"`
+	MaxTokenUsage float64 `json:"max_token_usage"`
+	GenThroughput float64 `json:"gen_throughput"`
+	UsedTokens    float64 `json:"used_tokens"`
+	CacheHitRate  float64 `json:"cache_hit_rate"`
+	Ranks         int     `json:"ranks"`
+}
+
+// Key is an OpenRouter key's limit and credit when the run started.
+type Key struct {
+	Limit     *float64 `json:"limit"` // null: no limit
+	Usage     float64  `json:"usage"`
+	Remaining *float64 `json:"remaining"`
+}
+
+// Exit is how a finished run ended.
+type Exit struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason"` // why it stopped: "input done", "token budget reached", ...
+	Error  string `json:"error"`  // the error it exited with, "" for none
+}
+
+// Write replaces path with s atomically.
+func Write(path string, s *Status) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return werr
+	}
+	// The rename itself reaches the disk with the folder.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Read reads a status file.
+func Read(path string) (*Status, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Status
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: not a status file: %v", path, err)
+	}
+	if s.Version < 1 || s.Version > Version {
+		return nil, fmt.Errorf("%s: status file version %d; this synthpipe reads 1 to %d (upgrade it)", path, s.Version, Version)
+	}
+	return &s, nil
+}
