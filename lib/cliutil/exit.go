@@ -22,7 +22,7 @@ type ExitStatus struct {
 var CommonExitStatuses = []ExitStatus{
 	{exitcode.OK, "success; also when a downstream reader (head, budget-cut) closed the pipe"},
 	{exitcode.Failure, "internal error (a bug: please report it)"},
-	{exitcode.Usage, "usage error: unknown flag, bad flag value, flag after a file argument"},
+	{exitcode.Usage, "usage error: unknown flag, bad flag value, flag after a file argument, an output that is also an input"},
 	{exitcode.DataErr, "invalid input data: the message names the file and line"},
 	{exitcode.NoInput, "an input file does not exist or cannot be read"},
 	{exitcode.CantCreate, "an output file cannot be created"},
