@@ -3,6 +3,7 @@ package estimate
 import (
 	"bufio"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
 // lengths is a distribution of answer lengths in completion tokens, the
@@ -377,7 +380,11 @@ func joinInts(n []int) string {
 func loadLengthFile(path string, limit int) (lengths, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
 	defer f.Close()
 	e := &empirical{limit: limit, source: "--lengths file:" + path}
@@ -394,7 +401,7 @@ func loadLengthFile(path string, limit int) (lengths, error) {
 		e.values = append(e.values, n)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
 	if len(e.values) == 0 {
 		return nil, dataErrorf("%s holds no lengths", path)
