@@ -247,10 +247,13 @@ func TestEstimateAgainstTheRunThatFollows(t *testing.T) {
 			// billed.
 			within(t, "cost at the run's tokens", float64(paid.prompt)*0.6e-6+float64(paid.completion)*2.5e-6, paid.cost, 0.001)
 			// Steps: the client may leave the batch short now and then on a
-			// busy machine, which only adds steps.
+			// busy machine, which only adds steps; generate's own sizing
+			// wanders by some 10% either side of the model's as it learns.
+			// Measured: within 15% (scripts/bench/estimate.sh measures the
+			// wall time); asserted: a floor and a generous ceiling.
 			predicted := float64(est.Total.Backends[0].Steps)
 			t.Logf("%-22s predicted %12.0f, actual %12d (%+.1f%%)", "decode steps", predicted, steps, 100*(predicted/float64(steps)-1))
-			if float64(steps) < 0.85*predicted || float64(steps) > 1.6*predicted {
+			if float64(steps) < 0.8*predicted || float64(steps) > 1.6*predicted {
 				t.Errorf("decode steps: predicted %.0f, the run took %d", predicted, steps)
 			}
 		})
