@@ -109,7 +109,9 @@ func (p *parser) parse(line []byte) (*job, error) {
 	if len(idRaw) == 0 || idRaw[0] != '"' {
 		return nil, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
 	}
-	j.req.ID = record.DecodeID(idRaw)
+	// The request id is text (SGLang's rid): lone surrogates as escapes,
+	// so that two ids that differ only in them stay two requests.
+	j.req.ID = record.IDText(record.DecodeID(idRaw))
 	if j.req.ID == "" {
 		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
 	}

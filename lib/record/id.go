@@ -196,6 +196,28 @@ func hex4(b []byte) rune {
 	return r
 }
 
+// IDText is an id as valid UTF-8 text, for what must be text (a server's
+// request id, a message): a lone surrogate, kept by DecodeID as its WTF-8
+// bytes, is written as its escape ("x\\ud83d"), so that two ids stay two.
+func IDText(id string) string {
+	if utf8.ValidString(id) {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); {
+		if c := id[i]; c == 0xed && i+2 < len(id) && id[i+1] >= 0xa0 && id[i+1] <= 0xbf {
+			r := rune(c&0x0f)<<12 | rune(id[i+1]&0x3f)<<6 | rune(id[i+2]&0x3f)
+			fmt.Fprintf(&b, `\u%04x`, r)
+			i += 3
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(id[i:])
+		b.WriteRune(r)
+		i += n
+	}
+	return b.String()
+}
+
 // maxShownID is how much of an id a message quotes: ids are meant to be
 // short, but nothing stops a record from carrying a megabyte of one.
 const maxShownID = 80
@@ -203,6 +225,7 @@ const maxShownID = 80
 // ShowID quotes an id for a message, cut to its first 80 bytes (with its
 // full length) when it is longer.
 func ShowID(id string) string {
+	id = IDText(id)
 	if len(id) <= maxShownID {
 		return strconv.Quote(id)
 	}

@@ -386,3 +386,20 @@ func TestCheckVocab(t *testing.T) {
 		}
 	}
 }
+
+func TestIDText(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"plain"`:         "plain",
+		`"x\ud83d"`:       `x\ud83d`,
+		`"x\udc00y"`:      `x\udc00y`,
+		`"x\ufffd"`:       "x\ufffd",
+		`"é\ud83d\ude00"`: "é\U0001F600",
+	} {
+		if got := IDText(DecodeID([]byte(raw))); got != want {
+			t.Errorf("IDText(DecodeID(%s)) = %q, want %q", raw, got, want)
+		}
+	}
+	if got := ShowID(DecodeID([]byte(`"x\ud83d"`))); got != `"x\\ud83d"` {
+		t.Errorf("ShowID = %s", got)
+	}
+}
