@@ -110,7 +110,9 @@ OpenAI-style servers it starts at 16 and adapts: one more after a window of
 successes, half on HTTP 429, and no new requests to that server until its
 Retry-After has passed. With several --url, each request goes to the server
 with the fewest tokens outstanding; a server that fails to connect is
-sidelined and retried later with backoff.
+sidelined and retried later with backoff, and a request whose connection
+was refused moves to another server at once without using a retry (when
+no server is up, the run stops with 75 and leaves it to a later run).
 
 Failures. What the server marks retryable (connection errors, timeouts, 5xx,
 429) is retried up to --retries times with exponential backoff and jitter,

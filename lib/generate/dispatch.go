@@ -59,7 +59,7 @@ func (d *dispatcher) run(records <-chan *job) {
 		}
 		j.reserve = r
 		j.kvTokens = j.promptTokens + int(d.lengths.cachedMean())
-		srv, err := d.pool.acquire(ctx, j.kvTokens)
+		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
 		if err != nil {
 			d.budget.cancel(r)
 			if errors.Is(err, errNoServer) {

@@ -103,8 +103,10 @@ func (p *pool) wake() {
 }
 
 // acquire waits for a server with a free slot and charges it tokens. It
-// fails with errNoServer once every server has been down for giveUp.
-func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
+// fails with errNoServer once every server has been down for giveUp. A
+// request that was just refused by avoid (nil: none) waits for another
+// server, unless avoid is the only one.
+func (p *pool) acquire(ctx context.Context, tokens int, avoid *server) (*server, error) {
 	for {
 		p.mu.Lock()
 		now := time.Now()
@@ -114,6 +116,9 @@ func (p *pool) acquire(ctx context.Context, tokens int) (*server, error) {
 		}
 		var best *server
 		for _, s := range p.servers {
+			if s == avoid && len(p.servers) > 1 {
+				continue
+			}
 			if s.available(now) && (best == nil || s.outstanding < best.outstanding) {
 				best = s
 			}

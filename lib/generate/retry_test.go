@@ -91,3 +91,40 @@ func TestMaxRetryWaitFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedConnectionMovesToALiveServer: a record sent to a server that
+// is gone (its connections refused) moves to a live one without using a
+// retry: with --retries 0 not one record fails while a server is up.
+func TestRefusedConnectionMovesToALiveServer(t *testing.T) {
+	_, live := startSim(t, nil)
+	dead := closedPort(t)
+	errPath := t.TempDir() + "/errors.jsonl"
+	r := runGenerate(t, sglangRequests(200, 3), "--url", dead, "--url", live, "--concurrency", "4", "--retries", "0",
+		"--max-tokens", "8", "--errors", errPath)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(r.lines(t)); n != 200 {
+		t.Fatalf("%d of 200 records answered while a server was up: %s", n, r.stderr)
+	}
+	for _, l := range r.lines(t) {
+		if a := l.Get("gen.attempts").Int(); a != 1 || l.Get("gen.endpoint").String() != live {
+			t.Fatalf("record %s: %d attempts on %s, want 1 on %s (a refused connection is not an attempt)", l.Get("id"), a, l.Get("gen.endpoint"), live)
+		}
+	}
+	checkSummaryAddsUp(t, r.stderr)
+}
+
+// TestEveryServerRefusing: with no server up a record is not failed for
+// it either: the run stops with 75 and a later run does the records.
+func TestEveryServerRefusing(t *testing.T) {
+	errPath := t.TempDir() + "/errors.jsonl"
+	r := runGenerate(t, sglangRequests(5, 3), "--url", closedPort(t), "--url", closedPort(t), "--concurrency", "2", "--retries", "1",
+		"--max-tokens", "8", "--errors", errPath)
+	if r.code != 75 || !strings.Contains(r.stderr, "no server is reachable") {
+		t.Fatalf("exit %d, want 75 naming the unreachable servers: %s", r.code, r.stderr)
+	}
+	if lines := readLines(t, errPath); len(lines) != 0 {
+		t.Fatalf("%d records failed for servers being down, want them left for a later run", len(lines))
+	}
+}

@@ -31,6 +31,11 @@ type workers struct {
 	retries, rateLimited atomic.Int64
 }
 
+// maxMoves bounds how often one request moves to another server after a
+// refused connection without using a retry: enough to get past every
+// server of a run going away, not a loop.
+const maxMoves = 32
+
 // start runs j, which holds a server slot, in a worker of its own.
 func (w *workers) start(j *job) {
 	w.wg.Add(1)
@@ -44,11 +49,18 @@ func (w *workers) work(j *job) {
 	defer w.wg.Done()
 	run := w.stops.run
 	o := &outcome{job: j}
+	// refused is the server a connection to was just refused: the request
+	// never reached it, so it moves to another server without a back-off
+	// and without using one of its retries (up to maxMoves times).
+	var refused *server
+	moves := 0
 	for attempt := 1; ; attempt++ {
-		if attempt > 1 {
-			w.retries.Add(1)
+		if attempt > 1 || refused != nil {
+			if attempt > 1 {
+				w.retries.Add(1)
+			}
 			// A signal ends the wait for a server as it ends a back-off.
-			srv, err := w.pool.acquire(w.stops.retries, j.kvTokens)
+			srv, err := w.pool.acquire(w.stops.retries, j.kvTokens, refused)
 			if errors.Is(err, errNoServer) {
 				// Not this record's failure: a later run does it.
 				w.stops.stop("no server reachable", w.pool.unreachable(), true)
@@ -83,7 +95,18 @@ func (w *workers) work(j *job) {
 			w.rateLimited.Add(1)
 		}
 		retryAfter := min(e.RetryAfter, w.cfg.maxRetryWait)
-		w.pool.release(j.server, j.kvTokens, poolOutcome(e), retryAfter, shortCause(e))
+		kind := poolOutcome(e)
+		w.pool.release(j.server, j.kvTokens, kind, retryAfter, shortCause(e))
+		if kind == attemptUnreachable && moves < maxMoves {
+			// Not this record's failure, nor an attempt: a server went
+			// away, and another may be up. When none is, the pool gives
+			// up on them all (errNoServer) and a later run does it.
+			moves++
+			attempt--
+			refused = j.server
+			continue
+		}
+		refused = nil
 		if e.Fatal {
 			o.err = e
 			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
