@@ -30,6 +30,10 @@ func fakeSGLang(t *testing.T, reply func(id string, attempt int, w http.Response
 	var mu sync.Mutex
 	attempts := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/generate" {
+			http.NotFound(w, r) // no /server_info, no /metrics: only answers
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		rid := gjson.GetBytes(body, "rid").String()
 		id, _, _ := strings.Cut(rid, "#")

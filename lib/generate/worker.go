@@ -56,7 +56,7 @@ func (w *workers) work(j *job) {
 	moves := 0
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 || refused != nil {
-			if attempt > 1 {
+			if refused == nil { // a move is not a retry
 				w.retries.Add(1)
 			}
 			// A signal ends the wait for a server as it ends a back-off.
