@@ -219,6 +219,7 @@ func parse(c *cli.Context) (*config, error) {
 	files.State("--"+flagAlready, cfg.already)
 	files.Stdout(c.App.Writer)
 	files.Output("--"+flagErrors, cfg.errors, false)
+	files.Output("--"+flagStatusFile, cfg.statusFile, false)
 	if err := files.Check(); err != nil {
 		return nil, err
 	}
