@@ -221,3 +221,32 @@ func TestURLCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangAnswerToAnotherRequest: an answer whose meta_info.id is not
+// the rid sent (a proxy that mixes up connections) is never taken as this
+// request's answer, whole or streamed.
+func TestSGLangAnswerToAnotherRequest(t *testing.T) {
+	other := `{"text":"x","output_ids":[9,2],"meta_info":{"id":"someone-else#1.00000000","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2}}`
+	for _, tc := range []struct {
+		name    string
+		stream  bool
+		handler http.HandlerFunc
+	}{
+		{"whole", false, answerJSON(200, other)},
+		{"stream", true, answerSSE(sseOf(other, "[DONE]"))},
+	} {
+		s := newStub(t, tc.handler)
+		_, err := NewSGLang(Options{Stream: tc.stream}).Do(ctxTimeout(t), s.URL, sglangReq())
+		e := asError(t, err, KindProtocol, true)
+		if !strings.Contains(e.Message, "answer to another request") || !strings.Contains(e.Message, RID("rec-1", 1)) {
+			t.Errorf("%s: %q", tc.name, e.Message)
+		}
+	}
+	// The rid an --extra sets is the one compared.
+	s := newStub(t, answerJSON(200, strings.Replace(other, "someone-else#1.00000000", "mine", 1)))
+	req := sglangReq()
+	req.Params.Extra = []byte(`{"rid":"mine"}`)
+	if _, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, req); err != nil {
+		t.Errorf("the answer to the rid set by --extra was refused: %v", err)
+	}
+}

@@ -154,7 +154,7 @@ func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, er
 	if err != nil {
 		return nil, b.clean(err)
 	}
-	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs)})
+	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: gjson.GetBytes(body, "rid").String()})
 	var e *Error
 	if errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "duplicate request id") {
 		// The previous attempt is still in flight on the server; the
@@ -166,6 +166,7 @@ func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, er
 
 // sglangAnswer accumulates a /generate answer or stream.
 type sglangAnswer struct {
+	rid          string // the rid sent (--extra may set its own); "" checks nothing
 	mode         StreamMode
 	promptTokens int    // len(input_ids), for servers that omit prompt_tokens
 	chunks       int    // stream chunks seen
@@ -205,6 +206,12 @@ func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
 		return false, protocolError("text is not a string")
 	}
 	meta := doc.Get("meta_info")
+	if id := meta.Get("id"); a.rid != "" && id.Exists() && id.String() != a.rid {
+		// A proxy or server that mixes up its connections answers one
+		// request with another's output: never to be written as this
+		// record's answer. Another attempt may well get its own.
+		return false, protocolError("answer to another request: meta_info.id is %q, the rid sent was %q", id.String(), a.rid)
+	}
 	if a.mode == StreamAuto && a.chunks > 0 {
 		a.mode = a.detectMode(a.scratch, text.Str, meta.Get("completion_tokens"))
 	}
@@ -260,6 +267,12 @@ func (a *sglangAnswer) detectMode(ids []int, text string, completion gjson.Resul
 	}
 	if len(a.ids) == 0 && len(a.text) == 0 {
 		return StreamAuto
+	}
+	if len(ids) == len(a.ids) && len(text) == len(a.text) {
+		// A snapshot adds to what came before; a chunk that repeats the
+		// output so far exactly is a delta that repeats its tokens
+		// ([5], [5], [5]): read as snapshots they would collapse into one.
+		return StreamIncremental
 	}
 	return StreamCumulative
 }

@@ -98,7 +98,7 @@ func TestSGLangFinishReasons(t *testing.T) {
 		{name: "null", finish: `null`, kind: KindProtocol, retryable: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStub(t, answerJSON(200, `{"text":" hi</s>","output_ids":[7,8,2],"meta_info":{"id":"x","finish_reason":`+tc.finish+`,
+			s := newStub(t, answerJSON(200, `{"text":" hi</s>","output_ids":[7,8,2],"meta_info":{"id":"`+RID("rec-1", 1)+`","finish_reason":`+tc.finish+`,
 				"prompt_tokens":3,"completion_tokens":3,"cached_tokens":1,"num_retractions":2}}`))
 			res, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, sglangReq())
 			if tc.kind != "" {
@@ -171,6 +171,9 @@ func TestSGLangStreamModes(t *testing.T) {
 		{"cumulative with repeating ids", StreamAuto, sseOf(chunk(" a", "5", 1, mid), chunk(" a a", "5,5", 2, mid), chunk(" a a</s>", "5,5,2", 3, final), "[DONE]")},
 		{"incremental without counts", StreamAuto, sseOf(noCount(" a", "5", false), noCount(" b", "6", false), noCount("</s>", "2", true), "[DONE]")},
 		{"cumulative without counts", StreamAuto, sseOf(noCount(" a", "5", false), noCount(" a b", "5,6", false), noCount(" a b</s>", "5,6,2", true), "[DONE]")},
+		// Deltas that repeat a token read alike as snapshots that add nothing:
+		// they once collapsed into one token.
+		{"incremental repeating without counts", StreamAuto, sseOf(noCount(" a", "5", false), noCount(" a", "5", false), noCount("</s>", "2", true), "[DONE]")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStub(t, answerSSE(tc.stream))

@@ -18,10 +18,10 @@ import (
 // classified error, within a few seconds, without crashing.
 
 var wireSeeds = []string{
-	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 137\r\n\r\n" +
-		`{"text":" a</s>","output_ids":[5,2],"meta_info":{"id":"x","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2}}`,
+	"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 134\r\n\r\n" +
+		`{"text":" a</s>","output_ids":[5,2],"meta_info":{"finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2}}`,
 	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
-		"6b\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}],\"usage\":{\"completion_tokens\":1}}\n\n\r\n" +
+		"70\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}],\"usage\":{\"completion_tokens\":1}}\n\n\r\n" +
 		"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n",
 	// Old Mac line ends only.
 	"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" +
@@ -107,4 +107,21 @@ func FuzzServerReply(f *testing.F) {
 			t.Fatalf("%s: an error that is not a *Error: %T %v", o.name, err, err)
 		}
 	})
+}
+
+// TestWireSeedsAnswer: the first seeds are well-formed answers, so that
+// the fuzz target starts from the path that succeeds, not only from
+// failures.
+func TestWireSeedsAnswer(t *testing.T) {
+	for i, op := range []int{0, 3} {
+		raw := []byte(wireSeeds[i])
+		srv := newRawServer(t, func(conn net.Conn, requests *bufio.Reader) {
+			if _, ok := readRequest(requests); ok {
+				conn.Write(raw)
+			}
+		})
+		if res, err := wireOps[op].run(ctxTimeout(t), srv.url); err != nil || res.FinishReason != "stop" {
+			t.Errorf("seed %d (%s): %+v, %v", i, wireOps[op].name, res, err)
+		}
+	}
 }
