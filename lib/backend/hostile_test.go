@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestDeepNestingRefused: twelve megabytes of "[" as a body, as one event of
@@ -249,4 +250,109 @@ func TestSGLangAnswerToAnotherRequest(t *testing.T) {
 	if _, err := NewSGLang(Options{}).Do(ctxTimeout(t), s.URL, req); err != nil {
 		t.Errorf("the answer to the rid set by --extra was refused: %v", err)
 	}
+}
+
+// TestAnswersInFlightShareAMemoryBound: the cap on one answer was per
+// request, so many huge answers at once took gigabytes. Here a first answer,
+// whole or streamed, is being received and stays in flight; a second huge
+// one fails (retryably) instead of adding to it, the first completes, and
+// the memory comes back when both have ended.
+func TestAnswersInFlightShareAMemoryBound(t *testing.T) {
+	whole := func(size int) string {
+		return `{"text":"` + strings.Repeat("x", size) + `","output_ids":[2],"meta_info":{"finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":1}}`
+	}
+	event := func(size int) string {
+		return `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", size) + `"},"finish_reason":null}]}`
+	}
+	last := `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+	// answer writes all but the end of an answer, then the end once
+	// release is closed.
+	answerWhole := func(size int) func(w http.ResponseWriter, release <-chan struct{}) {
+		body := whole(size)
+		return func(w http.ResponseWriter, release <-chan struct{}) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			io.WriteString(w, body[:len(body)-100])
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, body[len(body)-100:])
+		}
+	}
+	answerStream := func(size int) func(w http.ResponseWriter, release <-chan struct{}) {
+		ev := event(size)
+		return func(w http.ResponseWriter, release <-chan struct{}) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: "+ev[:len(ev)-100])
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, ev[len(ev)-100:]+"\n\n"+sseOf(last, "[DONE]"))
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		kind          *Kind
+		stream        bool
+		bound         int64
+		first, second func(w http.ResponseWriter, release <-chan struct{})
+		req           *Request
+	}{
+		{"whole", SGLang, false, 1 << 20, answerWhole(700 << 10), answerWhole(700 << 10), sglangReq()},
+		// A stream's event is held in its line, its data and the parser's
+		// text: three copies at the end.
+		{"stream", OpenAI, true, 2 << 20, answerStream(400 << 10), answerStream(1500 << 10), chatReq()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var calls sync.Mutex
+			n := 0
+			s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
+				calls.Lock()
+				n++
+				first := n == 1
+				calls.Unlock()
+				if first {
+					tc.first(w, release)
+					return
+				}
+				tc.second(w, r.Context().Done()) // never finished: the client gives up first
+			})
+			b := tc.kind.New(Options{Stream: tc.stream, MaxInFlightBytes: tc.bound})
+			mem := memOf(b)
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.Do(ctxTimeout(t), s.URL, tc.req)
+				done <- err
+			}()
+			for mem.used.Load() < 300<<10 { // the first answer is being received
+				select {
+				case err := <-done:
+					t.Fatalf("the first answer ended early: %v", err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+			_, err := b.Do(ctxTimeout(t), s.URL, tc.req)
+			e := asError(t, err, KindProtocol, true)
+			if !strings.Contains(e.Message, "would hold more than "+byteSize(tc.bound)+" together") {
+				t.Fatalf("message %q", e.Message)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatalf("the first answer failed: %v", err)
+			}
+			if used := mem.used.Load(); used != 0 {
+				t.Fatalf("%d bytes still held after both answers ended", used)
+			}
+		})
+	}
+}
+
+// memOf is the memory budget a backend's exchanges share.
+func memOf(b Backend) *memBudget {
+	switch b := b.(type) {
+	case *sglang:
+		return b.mem
+	case *openAI:
+		return b.mem
+	}
+	panic("unknown backend")
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// MaxResponseBytes bounds one answer (or one stream event); 0 means
 	// DefaultMaxResponseBytes. It protects memory from a runaway body.
 	MaxResponseBytes int64
+	// MaxInFlightBytes bounds the memory of all the answers this backend
+	// is receiving at once (see memBudget); 0 means
+	// DefaultMaxInFlightBytes.
+	MaxInFlightBytes int64
 }
 
 // DefaultMaxResponseBytes bounds an answer when Options.MaxResponseBytes is
@@ -115,6 +119,7 @@ type client struct {
 	opts Options
 	http *http.Client
 	kind *Kind
+	mem  *memBudget // the answers in flight, together
 }
 
 func newClient(opts Options, kind *Kind) client {
@@ -125,9 +130,14 @@ func newClient(opts Options, kind *Kind) client {
 		hc.CheckRedirect = checkRedirect
 		c.http = &hc
 	}
+	if c.opts.MaxInFlightBytes <= 0 {
+		c.opts.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if c.opts.MaxResponseBytes <= 0 {
 		c.opts.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	c.opts.MaxResponseBytes = min(c.opts.MaxResponseBytes, c.opts.MaxInFlightBytes)
+	c.mem = &memBudget{limit: c.opts.MaxInFlightBytes}
 	return c
 }
 
@@ -141,6 +151,8 @@ type exchange struct {
 	idle   *time.Timer        // nil without an idle timeout
 	resp   *http.Response
 	start  time.Time
+	mem    *memBudget // shared by the backend's exchanges; nil: no bound
+	held   int64      // what this answer holds of mem
 
 	// classify says what a status other than 200 means: the kind's.
 	classify func(status int, header http.Header, body []byte) *Error
@@ -149,7 +161,7 @@ type exchange struct {
 // send starts a request. body may be nil (GET). stream selects the
 // event-stream Accept header and arms the idle timeout.
 func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
-	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify}
+	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify, mem: c.mem}
 	x.ctx, x.cancel = context.WithCancelCause(ctx)
 	x.stop = func() {}
 	if c.opts.Timeout > 0 {
@@ -209,6 +221,7 @@ func (x *exchange) close() {
 	}
 	x.stop()
 	x.cancel(context.Canceled)
+	x.release()
 }
 
 // fail classifies an error met while reading the answer.
@@ -235,8 +248,11 @@ func (x *exchange) readAll(limit int64) ([]byte, error) {
 	if size < 0 || size > limit {
 		size = 0
 	}
+	if e := x.hold(size + bytes.MinRead); e != nil {
+		return nil, e
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	n, err := buf.ReadFrom(io.LimitReader(x.resp.Body, limit+1))
+	n, err := buf.ReadFrom(io.LimitReader(&heldReader{x: x}, limit+1))
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -333,7 +349,11 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 		if s, ok := p.(snapshotSkipper); ok {
 			skip = s.superseded
 		}
-		e := x.readEvents(c.opts.MaxResponseBytes, skip, func(doc gjson.Result) *Error {
+		parserHeld := func() int64 { return 0 }
+		if h, ok := p.(heldBytes); ok {
+			parserHeld = h.heldBytes
+		}
+		e := x.readEvents(c.opts.MaxResponseBytes, skip, parserHeld, func(doc gjson.Result) *Error {
 			output, e := p.event(doc)
 			if output && first == 0 {
 				first = max(time.Since(x.start), time.Nanosecond)
@@ -365,8 +385,17 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 // readEvents feeds each JSON event of a stream to handle until "[DONE]".
 // A stream that ends before [DONE] failed: the connection broke or the
 // server gave up, and the answer may be incomplete.
-func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, handle func(gjson.Result) *Error) *Error {
+func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, parserHeld func() int64, handle func(gjson.Result) *Error) *Error {
 	events := newSSEReader(x.resp.Body, int(min(maxLine, int64(^uint(0)>>1))))
+	// What the stream holds: the reader's line buffers and what the
+	// parser accumulated, charged whenever either grows.
+	charge := func() *Error { return x.hold(events.held() + parserHeld()) }
+	events.grew = func() error {
+		if e := charge(); e != nil {
+			return e
+		}
+		return nil
+	}
 	for {
 		data, err := events.Next()
 		switch {
@@ -392,6 +421,9 @@ func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, handle func
 			return e
 		}
 		if e := handle(doc); e != nil {
+			return e
+		}
+		if e := charge(); e != nil {
 			return e
 		}
 	}

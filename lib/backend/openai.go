@@ -199,6 +199,16 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 	return output, nil
 }
 
+// heldBytes is what the stream's output so far takes.
+func (a *chatAnswer) heldBytes() int64 {
+	n := int64(a.content.Cap() + a.reasoning.Cap() + len(a.native))
+	n += a.details.bytes
+	for _, t := range a.tools {
+		n += int64(cap(t.arguments) + len(t.id) + len(t.typ) + len(t.name))
+	}
+	return n
+}
+
 func (a *chatAnswer) end() (*Result, *Error) {
 	if !a.sawFinish {
 		return nil, &Error{Kind: KindStream, Message: "stream ended without a finish reason", Retryable: true}
@@ -370,12 +380,14 @@ func toolCallsJSON(calls []toolCallDelta) json.RawMessage {
 // format, id) filled in as they arrive.
 type reasoningDetails struct {
 	items []map[string]any
+	bytes int64 // the JSON text taken in, for the memory bound
 }
 
 // add takes the details of one delta. Entries that are not objects are
 // skipped rather than failing the answer: the details are provenance, not
 // the answer itself.
 func (r *reasoningDetails) add(arr gjson.Result) {
+	r.bytes += int64(len(arr.Raw))
 	arr.ForEach(func(_, item gjson.Result) bool {
 		if !item.IsObject() {
 			return true

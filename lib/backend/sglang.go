@@ -277,6 +277,11 @@ func (a *sglangAnswer) detectMode(ids []int, text string, completion gjson.Resul
 	return StreamCumulative
 }
 
+// heldBytes is what the stream's output so far takes.
+func (a *sglangAnswer) heldBytes() int64 {
+	return int64(cap(a.text) + 8*(cap(a.ids)+cap(a.scratch)))
+}
+
 func (a *sglangAnswer) end() (*Result, *Error) {
 	meta := a.meta
 	fr := meta.Get("finish_reason")

@@ -33,6 +33,22 @@ type sseReader struct {
 	hasData bool   // a data field was seen since the last dispatch
 	afterCR bool   // the last line ended in a CR at the end of the buffer: an LF next belongs to it
 	started bool   // the byte order mark check is done
+	// grew, when set, is called whenever line or data got a larger
+	// buffer; an error it returns stops the reading (the memory bound).
+	grew func() error
+}
+
+// held is the memory the reader's line buffers hold.
+func (s *sseReader) held() int64 { return int64(cap(s.line) + cap(s.data)) }
+
+// appendTo appends b to *buf, telling grew when the buffer had to grow.
+func (s *sseReader) appendTo(buf *[]byte, b []byte) error {
+	before := cap(*buf)
+	*buf = append(*buf, b...)
+	if s.grew != nil && cap(*buf) != before {
+		return s.grew()
+	}
+	return nil
 }
 
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
@@ -76,7 +92,9 @@ func (s *sseReader) Next() ([]byte, error) {
 		if len(s.data)+len(value) > s.maxLine {
 			return nil, errLineTooLong
 		}
-		s.data = append(s.data, value...)
+		if err := s.appendTo(&s.data, value); err != nil {
+			return nil, err
+		}
 		s.data = append(s.data, '\n')
 		s.hasData = true
 	}
@@ -113,13 +131,17 @@ func (s *sseReader) readLine() ([]byte, error) {
 			if len(s.line)+len(buf) > s.maxLine {
 				return nil, fmt.Errorf("%w (over %d bytes)", errLineTooLong, s.maxLine)
 			}
-			s.line = append(s.line, buf...)
+			if err := s.appendTo(&s.line, buf); err != nil {
+				return nil, err
+			}
 			s.r.Discard(len(buf))
 			continue
 		}
 		line := buf[:i]
 		if len(s.line) > 0 {
-			s.line = append(s.line, line...)
+			if err := s.appendTo(&s.line, line); err != nil {
+				return nil, err
+			}
 			line = s.line
 		}
 		if buf[i] == '\r' {

@@ -50,6 +50,7 @@ const (
 	flagStream             = "stream"
 	flagIdleTimeout        = "idle-timeout"
 	flagMaxRetryWait       = "max-retry-wait"
+	flagMaxAnswerMemory    = "max-answer-memory"
 	flagAPIKeyFile         = "api-key-file"
 	flagReferer            = "referer"
 	flagTitle              = "title"
@@ -120,7 +121,10 @@ Retry-After honoured up to --max-retry-wait (default 5m: a server asking for
 decades gets that), on any server. An attempt ends after --timeout, and
 with --stream also when the server has sent nothing for --idle-timeout
 (default 2m: a stopped server, a dead peer behind a proxy); both are
-retried like a broken connection. Other failures (HTTP 400, a prompt over
+retried like a broken connection. The answers being received hold at most
+--max-answer-memory bytes together (one alone at most 256 MiB), so that no
+server can push generate out of memory: an answer that would pass it fails
+and is retried. Other failures (HTTP 400, a prompt over
 the context length) and exhausted retries become error records in --errors
 FILE: the request's own fields plus error {kind, status, message, attempts,
 retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries

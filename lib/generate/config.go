@@ -32,7 +32,10 @@ type config struct {
 	stream  bool
 	timeout time.Duration
 	idle    time.Duration // --idle-timeout, with --stream
-	retries int
+	// answerMem bounds the answers being received together, in bytes
+	// (--max-answer-memory).
+	answerMem int64
+	retries   int
 	// maxRetryWait caps every wait before a retry and every pause of a
 	// server, Retry-After included (--max-retry-wait).
 	maxRetryWait time.Duration
@@ -210,6 +213,9 @@ func parse(c *cli.Context) (*config, error) {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return nil, cliutil.Usagef("--%s %v: want a number of USD, 0 or more", f.name, f.v)
 		}
+	}
+	if cfg.answerMem, err = cliutil.ParseCount(c.String(flagMaxAnswerMemory)); err != nil || cfg.answerMem < 1<<20 {
+		return nil, cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (1Gi, 512Mi)", flagMaxAnswerMemory, c.String(flagMaxAnswerMemory))
 	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err

@@ -68,6 +68,8 @@ func flags() []cli.Flag {
 			Usage: "wait at most `DURATION` before a retry, whatever a server's Retry-After asks (a year, a date in 9999)"},
 		&cli.DurationFlag{Name: flagIdleTimeout, Value: defaultIdleTimeout,
 			Usage: "with --stream: retry an attempt whose server sent nothing for `DURATION`; it must outlast the server's queueing (0: no limit)"},
+		&cli.StringFlag{Name: flagMaxAnswerMemory, Value: "1Gi",
+			Usage: "the answers being received hold at most `SIZE` bytes together (one alone at most 256Mi); one that would pass it fails and is retried"},
 		// Scheduling.
 		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
 			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)"},

@@ -205,12 +205,13 @@ func startLine(cfg *config, maxTokensSet bool) string {
 // newBackend builds the backend of --backend.
 func newBackend(cfg *config) backend.Backend {
 	opts := backend.Options{
-		Stream:      cfg.stream,
-		IdleTimeout: cfg.idle,
-		APIKey:      cfg.apiKey,
-		Referer:     cfg.referer,
-		Title:       cfg.title,
-		Model:       cfg.model,
+		Stream:           cfg.stream,
+		IdleTimeout:      cfg.idle,
+		MaxInFlightBytes: cfg.answerMem,
+		APIKey:           cfg.apiKey,
+		Referer:          cfg.referer,
+		Title:            cfg.title,
+		Model:            cfg.model,
 	}
 	return cfg.kind.New(opts)
 }

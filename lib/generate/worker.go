@@ -139,8 +139,11 @@ func (w *workers) attempt(j *job) (*backend.Result, error) {
 	res, err := w.be.Do(ctx, j.server.base, &j.req)
 	if err != nil {
 		e := classify(err, ctx)
-		if errors.Is(e, backend.ErrIdleTimeout) {
+		switch {
+		case errors.Is(e, backend.ErrIdleTimeout):
 			e.Message = fmt.Sprintf("the server sent nothing for --%s %v", flagIdleTimeout, w.cfg.idle)
+		case errors.Is(e, backend.ErrAnswerMemory):
+			e.Message += fmt.Sprintf(" (--%s)", flagMaxAnswerMemory)
 		}
 		return nil, e
 	}
