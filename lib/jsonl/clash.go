@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -40,9 +41,9 @@ func (fs *Files) Inputs(stdin io.Reader, names []string) {
 	}
 	for _, n := range names {
 		if n == "-" {
-			if len(fs.stdinReads) == 0 || fs.stdinReads[len(fs.stdinReads)-1] != "the input" {
+			if !slices.Contains(fs.stdinReads, "the input") { // "-" twice reads nothing the second time
 				fs.stdinReads = append(fs.stdinReads, "the input")
-				fs.Stdin(stdin)
+				fs.stdin(stdin)
 			}
 			continue
 		}
@@ -50,8 +51,8 @@ func (fs *Files) Inputs(stdin io.Reader, names []string) {
 	}
 }
 
-// Stdin adds standard input, read.
-func (fs *Files) Stdin(stdin io.Reader) {
+// stdin adds standard input, read.
+func (fs *Files) stdin(stdin io.Reader) {
 	if f := FileOf(stdin); f != nil {
 		if fi, err := f.Stat(); err == nil {
 			fs.ends = append(fs.ends, end{name: "stdin", file: fi})
