@@ -23,6 +23,10 @@
 #   DATASET/errors.jsonl             what failed in the last run (retried next run);
 #                                    shard K of N: DATASET/errors.shard-K-of-N.jsonl
 #   DATASET/run.log                  what happened, with timestamps
+#   DATASET/status.json              where the run stands, rewritten every minute and
+#                                    at exit (synthpipe-status(7)); shard K of N:
+#                                    DATASET/status.shard-K-of-N.json. `tokstat DATA`
+#                                    shows every dataset of a job on one screen
 #
 # Settings (environment; the tools themselves see only the flags made from them):
 #   SYNTHPIPE_TOKENIZER      model folder for tokenize-prompts (required)
@@ -97,6 +101,7 @@ if [ -n "$shard" ]; then
 fi
 out=$dir/out$suffix.jsonl
 errors=$dir/errors$suffix.jsonl
+status_file=$dir/status$suffix.json
 
 prompts=
 for p in "$dir/prompts.jsonl" "$dir/prompts.jsonl.zst" "$dir/prompts.jsonl.gz"; do
@@ -155,7 +160,8 @@ note "start: budget $budget, backend $backend, $shown_urls"
 tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
-		--token-budget "$budget" --already "$out" --progress-interval 1m "${generate_extra[@]}" 2> >(stamp >>"$log") |
+		--token-budget "$budget" --already "$out" --progress-interval 1m --status-file "$status_file" \
+		"${generate_extra[@]}" 2> >(stamp >>"$log") |
 	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
 codes=("${PIPESTATUS[@]}")
 # Wait for the log stampers: what the tools said is in the log before the

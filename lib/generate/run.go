@@ -25,6 +25,18 @@ func run(c *cli.Context) (err error) {
 		return err
 	}
 	stderr := c.App.ErrWriter
+	// A run that ends before it starts (budget already reached, a key
+	// that cannot pay, a bad input) still says so in its status file.
+	var status *statusWriter
+	spent := int64(0)
+	earlyReason := "stopped before the first request"
+	if cfg.statusFile != "" {
+		defer func() {
+			if status == nil {
+				writeEarlyStatus(cfg, spent, earlyReason, err, func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) })
+			}
+		}()
+	}
 	note := func(format string, args ...any) {
 		if !cfg.quiet {
 			cliutil.Notef(stderr, c.App.Name, format, args...)
@@ -53,7 +65,6 @@ func run(c *cli.Context) (err error) {
 		}
 	}()
 
-	spent := int64(0)
 	already := jsonl.ExistingFiles(cfg.already, func(path string) {
 		note("--%s %s does not exist yet: counted as empty", flagAlready, path)
 	})
@@ -64,6 +75,7 @@ func run(c *cli.Context) (err error) {
 		}
 		if spent >= cfg.tokenBudget {
 			note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(spent), cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
+			earlyReason = "already at or over budget"
 			return nil
 		}
 	}
@@ -127,7 +139,6 @@ func run(c *cli.Context) (err error) {
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	go s.view.run(viewCtx)
-	var status *statusWriter
 	statusDone := make(chan struct{})
 	if cfg.statusFile != "" {
 		warn := func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) }

@@ -19,8 +19,13 @@ import (
 // A server without them is asked once and then left alone: the run goes on
 // from its own measurements.
 
-// metricsEvery is how often /metrics is read; a variable for tests.
-var metricsEvery = 2 * time.Second
+// metricsEvery is how often /metrics is read, or as often as progress
+// lines are printed when that is more often, but never more often than
+// minMetricsEvery; variables for tests.
+var (
+	metricsEvery    = 2 * time.Second
+	minMetricsEvery = 100 * time.Millisecond
+)
 
 // The server is the limit when its KV cache stays at least kvFull occupied
 // with requests queued for limitPolls readings in a row spanning at least
@@ -49,6 +54,7 @@ type watchedServer struct {
 type serverView struct {
 	apiKey string
 	note   func(string, ...any)
+	every  time.Duration
 
 	mu      sync.Mutex
 	servers []*watchedServer
@@ -56,7 +62,10 @@ type serverView struct {
 }
 
 func newServerView(cfg *config, note func(string, ...any)) *serverView {
-	v := &serverView{apiKey: cfg.apiKey, note: note}
+	v := &serverView{apiKey: cfg.apiKey, note: note, every: metricsEvery}
+	if cfg.progressEvery > 0 {
+		v.every = min(v.every, max(cfg.progressEvery, minMetricsEvery))
+	}
 	for _, u := range cfg.urls {
 		v.servers = append(v.servers, &watchedServer{url: backend.WithoutUserinfo(u), metric: u})
 	}
@@ -65,7 +74,7 @@ func newServerView(cfg *config, note func(string, ...any)) *serverView {
 
 // run reads every server now and every metricsEvery until ctx ends.
 func (v *serverView) run(ctx context.Context) {
-	t := time.NewTicker(metricsEvery)
+	t := time.NewTicker(v.every)
 	defer t.Stop()
 	for {
 		v.poll(ctx)
@@ -112,7 +121,7 @@ func (v *serverView) poll(ctx context.Context) {
 }
 
 func (v *serverView) fetch(ctx context.Context, base string) (servermetrics.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, metricsEvery+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, v.every+5*time.Second)
 	defer cancel()
 	return servermetrics.Fetch(ctx, base, servermetrics.Options{Client: backend.SharedClient(), APIKey: v.apiKey})
 }

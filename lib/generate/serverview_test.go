@@ -17,9 +17,9 @@ import (
 // quickView makes the server view read often and call the server the
 // limit after three readings in a row, for the length of a test.
 func quickView(t *testing.T, full float64) {
-	every, polls, dur, kv := metricsEvery, limitPolls, limitFor, kvFull
-	metricsEvery, limitPolls, limitFor, kvFull = 5*time.Millisecond, 3, 0, full
-	t.Cleanup(func() { metricsEvery, limitPolls, limitFor, kvFull = every, polls, dur, kv })
+	every, least, polls, dur, kv := metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull
+	metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull = 5*time.Millisecond, time.Millisecond, 3, 0, full
+	t.Cleanup(func() { metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull = every, least, polls, dur, kv })
 }
 
 // A server with /metrics and two data-parallel ranks whose small KV caches
@@ -119,7 +119,12 @@ func TestKeyLimit(t *testing.T) {
 	os.WriteFile(keyFile, []byte("sk-test\n"), 0o600)
 	base := []string{"--backend", "openai", "--model", "m", "--url", url + "/api/v1", "--api-key-file", keyFile, "--max-tokens", "32", "--max-price", "3"}
 
-	r := runGenerate(t, chatRequests(5), append(base, "--cost-budget", "5")...)
+	status := filepath.Join(t.TempDir(), "status.json")
+	r := runGenerate(t, chatRequests(5), append(base, "--cost-budget", "5", "--status-file", status)...)
+	if st, err := statusfile.Read(status); err != nil || st.State != statusfile.StateFailed || st.Exit == nil || st.Exit.Code != 77 ||
+		!strings.Contains(st.Exit.Error, "more than the API key can still spend") {
+		t.Errorf("status of the refused run: %+v, %v", st, err)
+	}
 	if r.code != 77 || !strings.Contains(r.stderr, "--cost-budget $5.00 is more than the API key can still spend: $1.50 of its $2.00 limit is left") ||
 		!strings.Contains(r.stderr, "--over-key-limit") || r.stdout != "" {
 		t.Fatalf("over the key's credit: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)

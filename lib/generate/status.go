@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
@@ -139,4 +140,31 @@ func (w *statusWriter) build(exit *statusfile.Exit) *statusfile.Status {
 		}
 	}
 	return out
+}
+
+// writeEarlyStatus writes the status of a run that ended before its first
+// request: refused, or with nothing to do.
+func writeEarlyStatus(cfg *config, spent int64, reason string, runErr error, warn func(string, ...any)) {
+	now := time.Now().UTC()
+	host, _ := os.Hostname()
+	code := cliutil.ExitCode(runErr)
+	st := &statusfile.Status{
+		Version: statusfile.Version, Tool: "generate", PID: os.Getpid(), Host: host,
+		State: statusfile.StateFinished, Started: now, Updated: now,
+		Tokens: statusfile.Tokens{Spent: spent, Already: spent, Budget: cfg.tokenBudget, Count: cfg.countMode.String()},
+		Cost:   statusfile.Cost{BudgetUSD: cfg.costBudget},
+		Exit:   &statusfile.Exit{Code: code, Reason: reason},
+	}
+	if code != 0 {
+		st.State = statusfile.StateFailed
+		if runErr != nil {
+			st.Exit.Error = runErr.Error()
+		}
+	}
+	for _, u := range cfg.urls {
+		st.Servers = append(st.Servers, statusfile.Server{URL: backend.WithoutUserinfo(u)})
+	}
+	if err := statusfile.Write(cfg.statusFile, st); err != nil {
+		warn("--%s %s: %v", flagStatusFile, cfg.statusFile, err)
+	}
 }

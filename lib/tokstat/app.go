@@ -27,7 +27,7 @@ func NewApp() *cli.App {
 	return cliutil.NewApp(cliutil.Spec{
 		Name:      "tokstat",
 		Usage:     "count the records and tokens of a JSONL dataset and check its health",
-		ArgsUsage: "[FILE...]",
+		ArgsUsage: "[FILE...] | DIR...",
 		Description: `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
 read transparently) and reports, for the whole input and for each group:
 records; prompt, completion and total tokens (prompt_tokens and
@@ -59,7 +59,19 @@ invalid_lines, torn, and budget {tokens, used, left, percent} with --budget).
 --total prints only the total token count, one integer, by the fastest path
 (no percentiles, no id set). --hist adds a histogram of completion lengths to
 the table, in log-spaced buckets; its bars are block characters, or "#" when
-NO_COLOR is set or TERM is dumb.`,
+NO_COLOR is set or TERM is dumb.
+
+A job at a glance: given folders instead of files, tokstat finds every
+dataset under them (a folder with status.json, written by generate
+--status-file and scripts/run-dataset.sh, or status.shard-K-of-N.json, or
+only an out.jsonl) and prints the whole job on one screen: per dataset its
+state (running, finished, failed; died when the status says running but its
+process is gone, stale when a run on another host has not rewritten it for
+three intervals and a minute; no status), records ok of the total, errors,
+soft failures, retries, tokens against the budget and the ETA; then a total
+row, the count of each state, what the running datasets' servers say and how
+the ended ones ended. --json prints the same as one object ("datasets",
+"total"). synthpipe-status(7) describes the status file.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
@@ -84,10 +96,12 @@ NO_COLOR is set or TERM is dumb.`,
 				Command: "tokstat --by dataset --hist out.jsonl"},
 			{Comment: "how many tokens are done, for a script",
 				Command: `spent=$(tokstat --total out.jsonl) && echo "$spent tokens so far"`},
+			{Comment: "every dataset of a fanout.sh job on one screen, refreshed every 10s",
+				Command: "watch -n 10 tokstat data/"},
 			{Comment: "progress of several shards against a 10M budget each, as JSON",
 				Command: "tokstat --json --budget 10M out-*.jsonl.zst | jq '.groups[] | {group, percent: .budget.percent}'"},
 		},
-		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "generate(1)", "synthpipe-records(7)"},
+		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "generate(1)", "synthpipe-records(7)", "synthpipe-status(7)"},
 		Action:  run,
 		// At the end of a pipeline: on Ctrl-C it writes what the stages before
 		// it still send (generate drains its answers in flight).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/urfave/cli/v2"
@@ -37,6 +38,8 @@ type config struct {
 	// dupAcross counts ids across --by groups; by default each group (a
 	// dataset) has ids of its own, which other datasets may reuse.
 	dupAcross bool
+	// jobs: the arguments are folders, shown as a job (jobs.go).
+	jobs bool
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -77,6 +80,16 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
+	if cfg.jobs, err = folders(cfg.files); err != nil || cfg.jobs {
+		if err == nil {
+			for _, f := range []string{flagBy, flagBudget, flagHist, flagTSV, flagTotal, flagDupAcross} {
+				if c.IsSet(f) {
+					return nil, cliutil.Usagef("--%s is for files: given folders, tokstat shows each dataset's state from its status file (only --json goes with that)", f)
+				}
+			}
+		}
+		return cfg, err
+	}
 	cfg.input.SkipInvalid = true // a health report counts bad lines, it does not stop at them
 	var files jsonl.Files
 	files.Inputs(c.App.Reader, cfg.files)
@@ -91,6 +104,16 @@ func run(c *cli.Context) error {
 	cfg, err := parse(c)
 	if err != nil {
 		return err
+	}
+	if cfg.jobs {
+		job, err := collectJob(c.App.Reader, cfg.files, cfg, time.Now())
+		if err != nil {
+			return err
+		}
+		if cfg.format == formatJSON {
+			return writeJobJSON(c.App.Writer, job)
+		}
+		return writeJobTable(c.App.Writer, job)
 	}
 	// Check every file before reading any: a missing last file should not
 	// cost a scan of the first ones.

@@ -1,0 +1,325 @@
+package tokstat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
+)
+
+// The job view: tokstat given folders shows every dataset under them on one
+// screen, from the status files generate --status-file writes
+// (scripts/run-dataset.sh puts status.json beside each dataset's out.jsonl)
+// and, for a dataset without one, from its output alone.
+
+// Dataset states beyond statusfile's.
+const (
+	stateDied      = "died"      // running, but its process is gone
+	stateStale     = "stale"     // running, on another host, and silent for long
+	stateNoStatus  = "no status" // an output without a status file
+	staleIntervals = 3           // rewrites missed before a run counts as stale
+	staleGrace     = time.Minute
+)
+
+// datasetView is one row of the job view.
+type datasetView struct {
+	Dataset     string   `json:"dataset"`
+	State       string   `json:"state"`
+	StatusFile  string   `json:"status_file,omitempty"`
+	Output      string   `json:"output,omitempty"`
+	Records     int64    `json:"records"`       // ok
+	Total       int64    `json:"total"`         // expected, 0: unknown
+	Errors      int64    `json:"errors"`        // this run's
+	Soft        int64    `json:"soft_failures"` // truncated, empty, aborted
+	Retries     int64    `json:"retries"`
+	Tokens      int64    `json:"tokens"` // written, earlier runs' included
+	Budget      int64    `json:"budget"` // 0: none
+	SpentUSD    float64  `json:"spent_usd"`
+	ETASeconds  *float64 `json:"eta_seconds"`
+	Server      string   `json:"server,omitempty"` // the server's view, in words
+	Note        string   `json:"note,omitempty"`   // how it ended, or what is wrong
+	UpdatedSecs float64  `json:"updated_seconds_ago"`
+}
+
+// jobView is the whole job.
+type jobView struct {
+	Datasets []datasetView `json:"datasets"`
+	Total    struct {
+		Datasets int            `json:"datasets"`
+		States   map[string]int `json:"states"`
+		Tokens   int64          `json:"tokens"`
+		Budget   int64          `json:"budget"`
+		// BudgetedTokens are the tokens of the datasets with a budget.
+		BudgetedTokens int64   `json:"budgeted_tokens"`
+		SpentUSD       float64 `json:"spent_usd"`
+		Errors         int64   `json:"errors"`
+		// ETASeconds is the longest of the running datasets' ETAs.
+		ETASeconds *float64 `json:"eta_seconds"`
+	} `json:"total"`
+}
+
+// statusName matches status.json and status.shard-K-of-N.json; outName the
+// outputs beside them.
+var (
+	statusName = regexp.MustCompile(`^status(\.shard-\d+-of-\d+)?\.json$`)
+	outName    = regexp.MustCompile(`^out(\.shard-\d+-of-\d+)?\.jsonl(\.zst|\.gz)?$`)
+)
+
+// collectJob walks the folders for datasets.
+func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*jobView, error) {
+	type found struct{ status, out string }
+	byKey := map[string]*found{}
+	var keys []string
+	at := func(key string) *found {
+		f := byKey[key]
+		if f == nil {
+			f = &found{}
+			byKey[key] = f
+			keys = append(keys, key)
+		}
+		return f
+	}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			name := d.Name()
+			dir := filepath.Dir(path)
+			if m := statusName.FindStringSubmatch(name); m != nil {
+				at(dir + "\x00" + m[1]).status = path
+			} else if m := outName.FindStringSubmatch(name); m != nil {
+				at(dir + "\x00" + m[1]).out = path
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(keys)
+	host, _ := os.Hostname()
+	job := &jobView{}
+	job.Total.States = map[string]int{}
+	for _, key := range keys {
+		f := byKey[key]
+		dir, shard, _ := strings.Cut(key, "\x00")
+		name := datasetName(roots, dir)
+		if shard != "" {
+			name += " " + strings.ReplaceAll(strings.TrimPrefix(shard, ".shard-"), "-of-", "/")
+		}
+		v := datasetView{Dataset: name, StatusFile: f.status, Output: f.out}
+		if f.status != "" {
+			st, err := statusfile.Read(f.status)
+			if err != nil {
+				v.State, v.Note = "unreadable", err.Error()
+			} else {
+				fill(&v, st, host, now)
+			}
+		} else {
+			v.State = stateNoStatus
+			tokens, records, err := record.SumTokens(stdin, []string{f.out}, jsonl.Options{SkipInvalid: true, MaxLine: cfg.input.MaxLine},
+				record.NewScanner(cfg.idPath, false, ""), record.CountTotal)
+			if err != nil {
+				v.Note = err.Error()
+			}
+			v.Tokens, v.Records = tokens, records
+		}
+		job.Datasets = append(job.Datasets, v)
+		t := &job.Total
+		t.Datasets++
+		t.States[v.State]++
+		t.Tokens += v.Tokens
+		t.Budget += v.Budget
+		if v.Budget > 0 {
+			t.BudgetedTokens += v.Tokens
+		}
+		t.SpentUSD += v.SpentUSD
+		t.Errors += v.Errors
+		if v.ETASeconds != nil && (t.ETASeconds == nil || *v.ETASeconds > *t.ETASeconds) {
+			eta := *v.ETASeconds
+			t.ETASeconds = &eta
+		}
+	}
+	return job, nil
+}
+
+// datasetName is dir relative to the root it was found under ("." for the
+// root itself: its own name then).
+func datasetName(roots []string, dir string) string {
+	for _, root := range roots {
+		if rel, err := filepath.Rel(root, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			if rel == "." {
+				return filepath.Base(filepath.Clean(root))
+			}
+			return rel
+		}
+	}
+	return dir
+}
+
+// fill takes a dataset's row from its status file.
+func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
+	v.State = st.State
+	v.Records, v.Total, v.Errors = st.Records.OK, st.Records.Total, st.Records.Errors
+	v.Soft = st.Records.Truncated + st.Records.Empty + st.Records.Aborted
+	v.Retries = st.Records.Retries
+	v.Tokens, v.Budget, v.SpentUSD = st.Tokens.Spent, st.Tokens.Budget, st.Cost.SpentUSD
+	v.UpdatedSecs = math.Round(now.Sub(st.Updated).Seconds())
+	if st.Exit != nil {
+		v.Note = fmt.Sprintf("exit %d: %s", st.Exit.Code, st.Exit.Reason)
+		if st.Exit.Error != "" {
+			v.Note = fmt.Sprintf("exit %d: %s", st.Exit.Code, st.Exit.Error)
+		}
+		return
+	}
+	switch {
+	case st.Host == host && !alive(st.PID):
+		v.State, v.Note = stateDied, fmt.Sprintf("process %d is gone (killed?); last written %s ago", st.PID, time.Duration(v.UpdatedSecs)*time.Second)
+		return
+	case now.Sub(st.Updated) > staleIntervals*time.Duration(st.IntervalSeconds*float64(time.Second))+staleGrace:
+		v.State, v.Note = stateStale, fmt.Sprintf("not rewritten for %s (on %s)", time.Duration(v.UpdatedSecs)*time.Second, st.Host)
+		return
+	}
+	v.ETASeconds = st.ETASeconds
+	var parts []string
+	for _, s := range st.Servers {
+		if s.Down {
+			parts = append(parts, s.URL+" down")
+		}
+		if m := s.Metrics; m != nil {
+			parts = append(parts, fmt.Sprintf("%s: %.0f running, %.0f queued, KV %.0f%%, %s tok/s", s.URL, m.Running, m.Queued, 100*m.TokenUsage, cliutil.Thousands(int64(m.GenThroughput))))
+		}
+	}
+	v.Server = strings.Join(parts, "; ")
+}
+
+// alive reports whether a process with this pid exists on this host.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// writeJobTable prints the job on one screen: a row per dataset and the
+// total, then what the running datasets' servers say and how the others
+// ended.
+func writeJobTable(w io.Writer, job *jobView) error {
+	rows := [][]string{{"dataset", "state", "records", "errors", "soft", "retries", "tokens", "budget", "used", "ETA"}}
+	for _, v := range job.Datasets {
+		records := cliutil.Thousands(v.Records)
+		if v.Total > 0 {
+			records += "/" + cliutil.Thousands(v.Total)
+		}
+		rows = append(rows, []string{v.Dataset, v.State, records, cliutil.Thousands(v.Errors), cliutil.Thousands(v.Soft),
+			cliutil.Thousands(v.Retries), cliutil.Thousands(v.Tokens), budgetCell(v.Budget), usedCell(v.Tokens, v.Budget), etaCell(v.ETASeconds)})
+	}
+	t := job.Total
+	var states []string
+	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
+		if n := t.States[s]; n > 0 {
+			states = append(states, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	rows = append(rows, []string{"total", "", "", cliutil.Thousands(t.Errors), "", "",
+		cliutil.Thousands(t.Tokens), budgetCell(t.Budget), usedCell(t.BudgetedTokens, t.Budget), etaCell(t.ETASeconds)})
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], len(cell))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, cell := range r {
+			pad := strings.Repeat(" ", width[i]-len(cell))
+			switch {
+			case i < 2: // names, left
+				b.WriteString(cell + pad)
+			default:
+				b.WriteString(pad + cell)
+			}
+			if i < len(r)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%s: %s\n", cliutil.Count(int64(t.Datasets), "dataset"), strings.Join(states, ", "))
+	for _, v := range job.Datasets {
+		for _, line := range []string{v.Server, v.Note} {
+			if line != "" {
+				fmt.Fprintf(&b, "%s: %s\n", v.Dataset, line)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func budgetCell(b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return cliutil.Thousands(b)
+}
+
+func usedCell(tokens, budget int64) string {
+	if budget == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(tokens)/float64(budget))
+}
+
+func etaCell(eta *float64) string {
+	if eta == nil {
+		return "-"
+	}
+	return (time.Duration(*eta) * time.Second).Round(time.Second).String()
+}
+
+func writeJobJSON(w io.Writer, job *jobView) error {
+	data, err := json.MarshalIndent(job, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// folders reports whether the arguments are folders (the job view); a mix
+// of folders and files is a usage error.
+func folders(args []string) (bool, error) {
+	dirs := 0
+	for _, a := range args {
+		if a == "-" {
+			continue
+		}
+		if fi, err := os.Stat(a); err == nil && fi.IsDir() {
+			dirs++
+		}
+	}
+	if dirs > 0 && dirs < len(args) {
+		return false, cliutil.Usagef("give folders (a job's datasets) or files (records), not both")
+	}
+	return dirs > 0, nil
+}
