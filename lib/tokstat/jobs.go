@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
@@ -113,6 +114,9 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 		if err != nil {
 			return nil, err
 		}
+	}
+	if len(keys) == 0 {
+		return nil, exitcode.NoInputf("%s: no dataset in it: a dataset is a folder with status.json (generate --status-file) or out.jsonl; give record files to count records", strings.Join(roots, ", "))
 	}
 	sort.Strings(keys)
 	host, _ := os.Hostname()
