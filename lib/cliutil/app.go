@@ -210,10 +210,27 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 	if err := checkFlagOrder(app, args); err != nil {
 		return report(app, stderr, err)
 	}
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	ctx, sigs := signalContext(context.Background(), stderr, app.Name)
 	defer sigs.stop()
-	err := app.RunContext(ctx, args)
+	// The tool runs in a goroutine so that a second signal, or a tool that
+	// outlives its grace period, ends Main with a status to return instead
+	// of an os.Exit behind the caller's back; the process exits with it and
+	// takes the goroutine along.
+	ran := make(chan error, 1)
+	go func() { ran <- app.RunContext(ctx, args) }()
+	var err error
+	select {
+	case err = <-ran:
+	case status := <-sigs.forced:
+		select {
+		case err = <-ran: // it had just returned: its own result stands
+		default:
+			return status
+		}
+	}
 	if werr := watched.failed(); err == nil && werr != nil && !IsBrokenPipe(werr) {
 		// Only what was printed unchecked gets here: the tools' own
 		// writes return their errors.

@@ -37,6 +37,10 @@ type signals struct {
 	ch   chan os.Signal
 	done chan struct{}
 	stop func()
+	// forced carries 128+signal when the run must end now: a second
+	// signal, or a tool still running when its grace period ends. Main
+	// returns it; the tool's goroutine is left to the process's exit.
+	forced chan int
 }
 
 // signalsKey finds a run's *signals in its context.
@@ -45,12 +49,12 @@ type signalsKey struct{}
 // signalContext cancels the returned context, with a *SignalError as cause,
 // on the first stop signal (or, for a consumer reading a pipe, keeps it as
 // pending: see Spec.FinishPipedInput). A second signal, or a tool that does
-// not return within its grace period, exits at once with 128+signal: the
-// readers flush output before every blocking read, so nothing finished is
-// lost. A signal the tool was started with ignored (nohup, a background job
+// not return within its grace period, makes Main return 128+signal at once
+// (see forced): the readers flush output before every blocking read, so
+// nothing finished is lost. A signal the tool was started with ignored (nohup, a background job
 // of a script) stays ignored.
 func signalContext(parent context.Context, stderr io.Writer, name string) (context.Context, *signals) {
-	s := &signals{ch: make(chan os.Signal, 2), done: make(chan struct{})}
+	s := &signals{ch: make(chan os.Signal, 2), done: make(chan struct{}), forced: make(chan int, 1)}
 	s.grace.Store(int64(signalGrace))
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, signalsKey{}, s))
 	for _, sig := range stopSignals {
@@ -73,7 +77,8 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 				s.mu.Unlock()
 				if first != 0 {
 					fmt.Fprintf(stderr, "%s: second %s: stopping now\n", name, signalName(sig))
-					os.Exit(128 + int(first))
+					s.force(128 + int(first))
+					continue
 				}
 				if s.finish.Load() {
 					s.mu.Lock()
@@ -90,7 +95,7 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 					select {
 					case <-s.done:
 					default:
-						os.Exit(128 + int(sig))
+						s.force(128 + int(sig))
 					}
 				})
 			}
@@ -102,6 +107,14 @@ func signalContext(parent context.Context, stderr io.Writer, name string) (conte
 		cancel(nil)
 	}
 	return ctx, s
+}
+
+// force asks Main to return status now; the first request wins.
+func (s *signals) force(status int) {
+	select {
+	case s.forced <- status:
+	default:
+	}
 }
 
 // deferred is the signal a consumer read its input to the end after, or nil.
