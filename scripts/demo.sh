@@ -2,12 +2,15 @@
 # make demo: the whole synthpipe pipeline on the bundled sample prompts and the
 # bundled Kimi-K2.5 tokenizer, against the built-in simulated SGLang server.
 #
-# For each dataset of the sample (chat, code, math, tools) it runs
-#   tokenize-prompts | dedupe-resume | generate | budget-cut -o DATASET.jsonl --append
+# For each dataset of the sample (chat, code, math, tools), all four at once
+# against the one simulator (as scripts/fanout.sh runs them), it runs
+#   tokenize-prompts | dedupe-resume | generate | budget-cut -o DATASET/out.jsonl --append
 # with a token budget per dataset (generate refuses to start a request the
-# budget could not pay for; budget-cut cuts exactly), runs everything again to
-# show that a rerun resumes and does no work twice, prints tokstat per dataset with the budget
-# use, exports SpecForge training data, and stops the simulator.
+# budget could not pay for; budget-cut cuts exactly) and a status file beside
+# each output, runs everything again to show that a rerun resumes and does no
+# work twice, prints tokstat per dataset with the budget use, exports
+# SpecForge training data, stops the simulator, and ends with the whole job
+# on one screen (tokstat DIR).
 #
 # Output goes to $DEMO_DIR (default: a new folder under /tmp); nothing in the
 # checkout is written but bin/.
@@ -32,28 +35,51 @@ for _ in $(seq 100); do [ -s "$demo/url" ] && break; sleep 0.05; done
 url=$(cat "$demo/url")
 echo "llm-sim listening at $url" >&2
 
+# run_all runs every dataset's pipeline at once; each one's messages go to
+# its run.log, and the last lines of each are shown when all are done.
 run_all() {
+	local pids=() d
+	for d in "${datasets[@]}"; do
+		mkdir -p "$demo/$d"
+		(
+			set -o pipefail
+			tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$d.jsonl.zst" |
+				dedupe-resume --done "$demo/$d/out.jsonl" |
+				generate --backend sglang --url "$url" --max-tokens 1500 --errors "$demo/$d/errors.jsonl" --progress-interval 2s \
+					--token-budget "$budget" --already "$demo/$d/out.jsonl" --status-file "$demo/$d/status.json" |
+				budget-cut --tokens "$budget" -o "$demo/$d/out.jsonl" --append
+		) 2>"$demo/$d/run.log" &
+		pids+=($!)
+	done
+	if [ "${1:-}" = watch ]; then
+		# What a user of fanout.sh would see with `watch tokstat data/`.
+		sleep 4
+		say "while they run: tokstat $demo"
+		tokstat "$demo" >&2 || true
+	fi
+	local status=0
+	for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
 	for d in "${datasets[@]}"; do
 		echo "-- $d" >&2
-		tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$d.jsonl.zst" |
-			dedupe-resume --done "$demo/$d.jsonl" |
-			generate --backend sglang --url "$url" --max-tokens 1500 --errors "$demo/$d.errors.jsonl" --progress-interval 5s \
-				--token-budget "$budget" --already "$demo/$d.jsonl" |
-			budget-cut --tokens "$budget" -o "$demo/$d.jsonl" --append
+		grep -E 'the server is the limit|records read|^budget-cut' "$demo/$d/run.log" | sed 's/^/   /' >&2 || true
 	done
+	return "$status"
 }
 
-say "first run: every dataset up to its budget of $budget tokens"
-time run_all
+say "first run: the four datasets at once, each up to its budget of $budget tokens"
+time run_all watch
 
 say "second run: the same command resumes; nothing is done twice"
 run_all
 
 say "tokstat: per dataset, with budget use"
-tokstat --by dataset --budget "$budget" "$demo"/{chat,code,math,tools}.jsonl
+tokstat --by dataset --budget "$budget" "$demo"/{chat,code,math,tools}/out.jsonl
 
 say "to-train: SpecForge conversations for the draft model"
-to-train --format specforge "$demo"/{chat,code,math,tools}.jsonl >"$demo/train.jsonl"
+to-train --format specforge "$demo"/{chat,code,math,tools}/out.jsonl >"$demo/train.jsonl"
 echo "wrote $demo/train.jsonl ($(wc -l <"$demo/train.jsonl") samples)" >&2
+
+say "the whole job on one screen: tokstat $demo (from the status files)"
+tokstat "$demo"
 
 say "done: outputs in $demo"

@@ -28,12 +28,12 @@ func run(c *cli.Context) (err error) {
 	// A run that ends before it starts (budget already reached, a key
 	// that cannot pay, a bad input) still says so in its status file.
 	var status *statusWriter
-	spent := int64(0)
+	spent, alreadyRecords := int64(0), int64(0)
 	earlyReason := "stopped before the first request"
 	if cfg.statusFile != "" {
 		defer func() {
 			if status == nil {
-				writeEarlyStatus(cfg, spent, earlyReason, err, func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) })
+				writeEarlyStatus(cfg, spent, alreadyRecords, earlyReason, err, func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) })
 			}
 		}()
 	}
@@ -70,7 +70,7 @@ func run(c *cli.Context) (err error) {
 	})
 	if len(already) > 0 {
 		scan := record.NewScanner(cfg.idPath, false, "")
-		if spent, _, err = record.SumTokens(c.App.Reader, already, cfg.input, scan, cfg.countMode); err != nil {
+		if spent, alreadyRecords, err = record.SumTokens(c.App.Reader, already, cfg.input, scan, cfg.countMode); err != nil {
 			return err
 		}
 		if spent >= cfg.tokenBudget {
@@ -134,7 +134,7 @@ func run(c *cli.Context) (err error) {
 		batch:   newBatchInput(cfg, tmpl),
 	})
 
-	s.already, s.key = spent, key
+	s.already, s.alreadyRecords, s.key = spent, alreadyRecords, key
 	s.view = newServerView(cfg, note)
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()

@@ -63,9 +63,10 @@ type scheduler struct {
 	// The run's standing beyond its counts (standing.go): what earlier
 	// runs wrote, the servers' own view (nil: not read), the API key (nil:
 	// unknown).
-	already int64
-	view    *serverView
-	key     *keyState
+	already        int64 // tokens
+	alreadyRecords int64
+	view           *serverView
+	key            *keyState
 }
 
 func newScheduler(o schedulerOptions) *scheduler {

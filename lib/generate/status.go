@@ -94,7 +94,7 @@ func (w *statusWriter) build(exit *statusfile.Exit) *statusfile.Status {
 		State: statusfile.StateRunning, Started: s.start.UTC(), Updated: now.UTC(),
 		ElapsedSeconds: now.Sub(s.start).Seconds(), IntervalSeconds: w.every.Seconds(),
 		Records: statusfile.Records{
-			Read: s.reader.read.Load(), Total: w.total, Done: t.finished(), OK: t.ok, Errors: t.errors,
+			Already: s.alreadyRecords, Read: s.reader.read.Load(), Total: w.total, Done: t.finished(), OK: t.ok, Errors: t.errors,
 			Cut: t.cut, Cancelled: t.cancelled, InFlight: int64(v.inFlight),
 			Truncated: t.truncated, Empty: t.empty, Aborted: t.aborted,
 			Retries: st.retries, RateLimited: s.workers.rateLimited.Load(),
@@ -144,16 +144,17 @@ func (w *statusWriter) build(exit *statusfile.Exit) *statusfile.Status {
 
 // writeEarlyStatus writes the status of a run that ended before its first
 // request: refused, or with nothing to do.
-func writeEarlyStatus(cfg *config, spent int64, reason string, runErr error, warn func(string, ...any)) {
+func writeEarlyStatus(cfg *config, spent, records int64, reason string, runErr error, warn func(string, ...any)) {
 	now := time.Now().UTC()
 	host, _ := os.Hostname()
 	code := cliutil.ExitCode(runErr)
 	st := &statusfile.Status{
 		Version: statusfile.Version, Tool: "generate", PID: os.Getpid(), Host: host,
 		State: statusfile.StateFinished, Started: now, Updated: now,
-		Tokens: statusfile.Tokens{Spent: spent, Already: spent, Budget: cfg.tokenBudget, Count: cfg.countMode.String()},
-		Cost:   statusfile.Cost{BudgetUSD: cfg.costBudget},
-		Exit:   &statusfile.Exit{Code: code, Reason: reason},
+		Records: statusfile.Records{Already: records},
+		Tokens:  statusfile.Tokens{Spent: spent, Already: spent, Budget: cfg.tokenBudget, Count: cfg.countMode.String()},
+		Cost:    statusfile.Cost{BudgetUSD: cfg.costBudget},
+		Exit:    &statusfile.Exit{Code: code, Reason: reason},
 	}
 	if code != 0 {
 		st.State = statusfile.StateFailed

@@ -51,6 +51,9 @@ type Status struct {
 
 // Records counts what became of the records.
 type Records struct {
+	// Already counts the records of the --already files: what earlier
+	// runs wrote.
+	Already     int64 `json:"already"`
 	Read        int64 `json:"read"`
 	Total       int64 `json:"total"` // expected; 0: unknown
 	Done        int64 `json:"done"`

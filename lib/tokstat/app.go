@@ -68,7 +68,8 @@ only an out.jsonl) and prints the whole job on one screen: per dataset its
 state (running, finished, failed; died when the status says running but its
 process is gone, stale when a run on another host has not rewritten it for
 three intervals and a minute; no status), records ok of the total, errors,
-soft failures, retries, tokens against the budget and the ETA; then a total
+soft failures, retries (these three of the latest run), tokens against the
+budget (earlier runs' included) and the ETA; then a total
 row, the count of each state, what the running datasets' servers say and how
 the ended ones ended. --json prints the same as one object ("datasets",
 "total"). synthpipe-status(7) describes the status file.`,

@@ -182,7 +182,11 @@ func datasetName(roots []string, dir string) string {
 // fill takes a dataset's row from its status file.
 func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
 	v.State = st.State
-	v.Records, v.Total, v.Errors = st.Records.OK, st.Records.Total, st.Records.Errors
+	// The dataset's records: earlier runs' and this one's.
+	v.Records, v.Errors = st.Records.Already+st.Records.OK, st.Records.Errors
+	if st.Records.Total > 0 {
+		v.Total = st.Records.Already + st.Records.Total
+	}
 	v.Soft = st.Records.Truncated + st.Records.Empty + st.Records.Aborted
 	v.Retries = st.Records.Retries
 	v.Tokens, v.Budget, v.SpentUSD = st.Tokens.Spent, st.Tokens.Budget, st.Cost.SpentUSD
