@@ -25,6 +25,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
@@ -304,10 +305,26 @@ func TestRecipeRunDatasetResumes(t *testing.T) {
 		t.Fatalf("first run wrote %d records, want one per prompt, %d", len(first), want)
 	}
 	firstBytes, _ := os.ReadFile(out)
+	// Beside the output, the status file says the run finished and what it
+	// wrote.
+	st, err := statusfile.Read(filepath.Join(data, "math", "status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != statusfile.StateFinished || st.Exit == nil || st.Exit.Code != 0 || st.Records.OK != int64(len(first)) {
+		t.Errorf("status.json after the first run: state %q exit %+v ok %d, want finished, 0, %d", st.State, st.Exit, st.Records.OK, len(first))
+	}
 
 	mustRunRecipe(t, env, "run-dataset.sh", "math")
 	if again, _ := os.ReadFile(out); string(again) != string(firstBytes) {
 		t.Fatalf("a second run changed out.jsonl (%d bytes, then %d)", len(firstBytes), len(again))
+	}
+	// The rerun's status counts the records the first run wrote; tokstat
+	// shows the dataset finished with all of them.
+	code, view, _ := runTool(t, time.Minute, nil, nil, "tokstat", data)
+	row := regexp.MustCompile(fmt.Sprintf(`(?m)^math +finished +%d `, len(first)))
+	if code != 0 || !row.Match(view) {
+		t.Errorf("tokstat %s: exit %d, want a row matching %s:\n%s", data, code, row, view)
 	}
 
 	ids := sortedKeys(first)
@@ -517,6 +534,12 @@ func TestRecipeFanoutShards(t *testing.T) {
 	for id, r := range whole {
 		if !reflect.DeepEqual(union[id].OutputIDs, r.OutputIDs) {
 			t.Errorf("%s: the shard's output_ids differ from the unsharded run's", id)
+		}
+	}
+	code, view, _ := runTool(t, time.Minute, nil, nil, "tokstat", data)
+	for k := range shards {
+		if code != 0 || !regexp.MustCompile(fmt.Sprintf(`(?m)^chat %d/%d +finished `, k, shards)).Match(view) {
+			t.Errorf("tokstat %s: exit %d, no finished row for shard %d/%d:\n%s", data, code, k, shards, view)
 		}
 	}
 	log := checkLog(t, filepath.Join(dir, "run.log"))
