@@ -18,6 +18,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 	"github.com/synthpipe/synthpipe/lib/toolset"
 )
 
@@ -60,7 +61,7 @@ func TestHelpPipelinesKeepTheirBudget(t *testing.T) {
 	if len(pipelines) < 4 {
 		t.Fatalf("found %d documented pipelines with budget-cut, expected those of tokenize-prompts, dedupe-resume, generate and budget-cut: %v", len(pipelines), pipelines)
 	}
-	srv := startSim(t, quickSimConfig())
+	srv := simtest.Start(t, quickSimConfig())
 	for name, doc := range pipelines {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // mostly waiting on the server and pipes
@@ -79,7 +80,7 @@ func TestHelpPipelinesKeepTheirBudget(t *testing.T) {
 				prompts += int64(len(r.InputIDs))
 			}
 			budget := (prompts + int64(len(rs.byID))*48) / 3
-			cmd := runnable(doc, srv.url, budget)
+			cmd := runnable(doc, srv.URL, budget)
 			// --already on a file that does not exist yet is refused by
 			// some versions: start from an empty output, as after a
 			// first run that wrote nothing.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The crash-and-resume test runs the documented pipeline
@@ -88,7 +89,7 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	// retryable), so that every run leaves some in the errors file, and
 	// the kills meet it being written too.
 	cfg.Faults.Moderation = crashRefusedShare
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	ans := answerChecker{srv: srv.Server, backend: "sglang", maxTokens: crashMaxTokens}
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
 
@@ -110,7 +111,7 @@ func crashAndResume(t *testing.T, seed uint64, kills int, budgetShare float64) {
 	stages := []stageSpec{
 		stage("tokenize-prompts", append(tokenizeArgs(), promptsPath)...),
 		stage("dedupe-resume", "--done", outPath),
-		stage("generate", "--backend", "sglang", "--url", srv.url, "--max-tokens", strconv.Itoa(crashMaxTokens),
+		stage("generate", "--backend", "sglang", "--url", srv.URL, "--max-tokens", strconv.Itoa(crashMaxTokens),
 			"--errors", errPath, "--timeout", "30s"),
 		stage("budget-cut", cutArgs...),
 	}

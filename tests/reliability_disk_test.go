@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The full-disk tests fill the disk under a run: budget-cut -o onto a tiny
@@ -79,9 +81,9 @@ func fullDiskErrorsFile(t *testing.T) {
 	rs := syntheticRequests(t, dir, 200, 16)
 	cfg := quickSimConfig()
 	cfg.Faults.HTTP500 = 1 // every record fails, and its request (input_ids and all) goes to the errors file
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	errPath := filepath.Join(disk, "errors.jsonl")
-	args := generateArgs("sglang", []string{srv.url}, 32, errPath, "--retries", "0", rs.path)
+	args := generateArgs("sglang", []string{srv.URL}, 32, errPath, "--retries", "0", rs.path)
 	run := runWatched(testDeadline(t, time.Minute), nil, filepath.Join(dir, "out.jsonl"), "generate", args...)
 	if run.code != 74 {
 		t.Errorf("generate exited %d when its errors file filled the disk, want 74\n%s", run.code, tail(string(run.stderr), 2000))
@@ -139,9 +141,9 @@ func fullDiskPipeline(t *testing.T) {
 	disk := mountSmallDisk(t, smallDiskSize)
 	dir := t.TempDir()
 	rs := syntheticRequests(t, dir, scale(300, 2000), 74)
-	srv := startSim(t, quickSimConfig())
+	srv := simtest.Start(t, quickSimConfig())
 	outPath, errPath := filepath.Join(disk, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	specs := resumePipeline(rs, outPath, generateArgs("sglang", []string{srv.url}, 96, errPath))
+	specs := resumePipeline(rs, outPath, generateArgs("sglang", []string{srv.URL}, 96, errPath))
 
 	p := startPipeline(t, dir, "full", pipelineIO{}, specs...)
 	if err := p.wait(60 * time.Second); err != nil {
@@ -178,14 +180,14 @@ func stdoutDevFull(t *testing.T) {
 	dir := t.TempDir()
 	rs := syntheticRequests(t, dir, 50, 7)
 	promptsPath, _ := bundledPrompts(t, dir)
-	srv := startSim(t, quickSimConfig())
+	srv := simtest.Start(t, quickSimConfig())
 	for _, tc := range []struct {
 		tool string
 		args []string
 	}{
 		{"tokenize-prompts", append(tokenizeArgs(), promptsPath)},
 		{"dedupe-resume", []string{rs.path}},
-		{"generate", append(generateArgs("sglang", []string{srv.url}, 32, filepath.Join(dir, "errors.jsonl")), rs.path)},
+		{"generate", append(generateArgs("sglang", []string{srv.URL}, 32, filepath.Join(dir, "errors.jsonl")), rs.path)},
 		{"budget-cut", []string{"--tokens", "1G", rs.path}},
 		{"tokstat", []string{rs.path}},
 		{"llm-sim", []string{"--addr", "127.0.0.1:0"}},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The fault storm test runs generate against simulators that inject one
@@ -48,7 +49,7 @@ type stormCase struct {
 
 	dir     string
 	rs      requestSet
-	srv     *simServer
+	srv     *simtest.Server
 	run     watchedRun
 	outPath string
 	errPath string
@@ -93,7 +94,7 @@ func TestReliabilityFaultStorm(t *testing.T) {
 		cfg.Seed = uint64(i) + 1
 		cfg.Faults.SlowFirstTokenDelay = stormSlowFirst
 		setFaultRate(&cfg.Faults, c.fault, c.rate)
-		c.srv = startSim(t, cfg)
+		c.srv = simtest.Start(t, cfg)
 		c.outPath, c.errPath = filepath.Join(c.dir, "out.jsonl"), filepath.Join(c.dir, "errors.jsonl")
 	}
 	sem := make(chan struct{}, stormParallelRuns)
@@ -103,7 +104,7 @@ func TestReliabilityFaultStorm(t *testing.T) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			args := generateArgs(c.backend, []string{c.srv.url}, stormMaxTokens, c.errPath,
+			args := generateArgs(c.backend, []string{c.srv.URL}, stormMaxTokens, c.errPath,
 				"--timeout", stormTimeout.String(), "--progress-interval", "0")
 			if c.stream {
 				args = append(args, "--stream")

@@ -58,40 +58,6 @@ func requireTools(t *testing.T, names ...string) {
 
 // --- simulated servers ---
 
-// simServer is a lib/sim server listening on a loopback port for one test.
-type simServer struct {
-	*sim.Server
-	url  string
-	addr string // host:port, to start a replacement on the same port
-}
-
-// startSim starts a simulated server on a free loopback port; the test's
-// cleanup closes it.
-func startSim(t *testing.T, cfg sim.Config) *simServer {
-	t.Helper()
-	s, err := startSimAt(cfg, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// startSimAt starts a simulated server on addr. A server that was closed
-// cannot start again, so a restart is a new server on the old address.
-func startSimAt(cfg sim.Config, addr string) (*simServer, error) {
-	srv, err := sim.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	url, err := srv.Start(addr)
-	if err != nil {
-		srv.Close()
-		return nil, err
-	}
-	return &simServer{Server: srv, url: url, addr: strings.TrimPrefix(url, "http://")}, nil
-}
-
 // quickSimConfig is a zero-latency server whose answers vary in length, so
 // that results complete out of order, and whose injected 429s ask for the
 // shortest wait the simulator can express (one second).

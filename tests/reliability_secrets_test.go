@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The secrets tests give generate a distinctive API key and look for it
@@ -155,22 +156,22 @@ func TestReliabilitySecrets(t *testing.T) {
 
 	// pacedWithKey is a server that demands a key and answers slowly
 	// enough for several progress lines.
-	pacedWithKey := func(demand string) *simServer {
+	pacedWithKey := func(demand string) *simtest.Server {
 		cfg := quickSimConfig()
 		cfg.APIKey = demand
 		cfg.StepTime = 10 * time.Millisecond
 		cfg.Lengths.Max = 48
-		return startSim(t, cfg)
+		return simtest.Start(t, cfg)
 	}
 
 	for _, backend := range []string{"sglang", "openai"} {
 		t.Run("accepted_"+backend, func(t *testing.T) {
 			srv := pacedWithKey(key)
-			leakyRun(t, key, keyEnv, backend, srv.url, 0, nil)
+			leakyRun(t, key, keyEnv, backend, srv.URL, 0, nil)
 		})
 		t.Run("refused_401_"+backend, func(t *testing.T) {
 			srv := pacedWithKey(newSecretKey(t))
-			leakyRun(t, key, keyEnv, backend, srv.url, 77, nil)
+			leakyRun(t, key, keyEnv, backend, srv.URL, 77, nil)
 		})
 		for _, tc := range []struct {
 			status int
@@ -197,7 +198,7 @@ func TestReliabilitySecrets(t *testing.T) {
 		if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		leakyRun(t, key, nil, "openai", srv.url, 0, []string{"--api-key-file", keyFile})
+		leakyRun(t, key, nil, "openai", srv.URL, 0, []string{"--api-key-file", keyFile})
 	})
 	// A user and password in --url are sent as Basic authentication: the
 	// password, and the header a server may echo, must show nowhere.
@@ -209,7 +210,7 @@ func TestReliabilitySecrets(t *testing.T) {
 			// From the environment: on the command line ps would show it
 			// (generate warns about that).
 			srv := pacedWithKey("")
-			leakyRun(t, pass, []string{"SYNTHPIPE_URL=" + withCreds(srv.url)}, backend, "", 0, nil, basic, "alice")
+			leakyRun(t, pass, []string{"SYNTHPIPE_URL=" + withCreds(srv.URL)}, backend, "", 0, nil, basic, "alice")
 			url, sawKey := echoServer(t, http.StatusInternalServerError, true, basic)
 			leakyRun(t, pass, []string{"SYNTHPIPE_URL=" + withCreds(url)}, backend, "", anyEndCode, []string{"--retries", "1", "--concurrency", "4"}, basic, "alice")
 			if !sawKey() {
@@ -271,10 +272,10 @@ func goroutineDump(t *testing.T, key string, env []string) {
 	cfg := quickSimConfig()
 	cfg.APIKey = key
 	cfg.Faults.Hang = 1 // every request stays in flight until the dump
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	for _, backend := range []string{"sglang", "openai"} {
 		errPath := filepath.Join(dir, backend+".errors.jsonl")
-		gen := generateArgs(backend, []string{srv.url}, 48, errPath, "--concurrency", "8", rs.path)
+		gen := generateArgs(backend, []string{srv.URL}, 48, errPath, "--concurrency", "8", rs.path)
 		p := startPipeline(t, dir, "dump-"+backend, pipelineIO{env: append(env, "GOTRACEBACK=all")}, stage("generate", gen...))
 		leaks := newLeakCheck(key)
 		stopArgv := leaks.watchArgv(p)

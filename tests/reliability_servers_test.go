@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The server tests take inference servers away under a running generate:
@@ -63,9 +64,9 @@ func serverAlwaysFails(t *testing.T) {
 	rs := syntheticRequests(t, dir, 40, 500)
 	cfg := quickSimConfig()
 	cfg.Faults.HTTP500 = 1
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	args := generateArgs("sglang", []string{srv.url}, serverMaxTokens, errPath, "--retries", "2", rs.path)
+	args := generateArgs("sglang", []string{srv.URL}, serverMaxTokens, errPath, "--retries", "2", rs.path)
 	run := runWatched(testDeadline(t, time.Minute), nil, outPath, "generate", args...)
 	if run.code != 75 {
 		t.Errorf("generate exited %d when every request failed with HTTP 500 after its retries, want 75 (try again later)\nstderr:\n%s",
@@ -88,12 +89,12 @@ func serverAlwaysFails(t *testing.T) {
 func serverOutage(t *testing.T, backend string, stream bool, n int, restart bool) {
 	dir := t.TempDir()
 	rs := syntheticRequests(t, dir, scale(300, 3000), uint64(n))
-	var servers []*simServer
+	var servers []*simtest.Server
 	var urls []string
 	for range n {
-		s := startSim(t, serverSimConfig())
+		s := simtest.Start(t, serverSimConfig())
 		servers = append(servers, s)
-		urls = append(urls, s.url)
+		urls = append(urls, s.URL)
 	}
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
 	args := generateArgs(backend, urls, serverMaxTokens, errPath, "--timeout", "10s", "--progress-interval", "0")
@@ -120,15 +121,15 @@ func serverOutage(t *testing.T, backend string, stream bool, n int, restart bool
 	victim.Close()
 	if restart {
 		time.Sleep(serverDowntime)
-		s, err := startSimAt(serverSimConfig(), victim.addr)
+		s, err := simtest.StartAt(serverSimConfig(), victim.Addr)
 		if err != nil {
-			t.Fatalf("restart on %s: %v", victim.addr, err)
+			t.Fatalf("restart on %s: %v", victim.Addr, err)
 		}
 		t.Cleanup(func() { s.Close() })
 		servers[0] = s
 	}
 	run := <-done
-	t.Logf("closed %s with %d requests in flight (restart: %v); generate took %v, exit %d", victim.url, inFlight, restart,
+	t.Logf("closed %s with %d requests in flight (restart: %v); generate took %v, exit %d", victim.URL, inFlight, restart,
 		run.elapsed.Round(10*time.Millisecond), run.code)
 
 	if run.timedOut || run.code != 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The signal tests stop runs the way people and schedulers do: Ctrl-C or
@@ -34,11 +35,11 @@ const (
 )
 
 // signalSim is a server whose answers take up to about a second.
-func signalSim(t *testing.T) *simServer {
+func signalSim(t *testing.T) *simtest.Server {
 	cfg := quickSimConfig()
 	cfg.Lengths.Max = signalMaxTokens
 	cfg.StepTime = signalStep
-	return startSim(t, cfg)
+	return simtest.Start(t, cfg)
 }
 
 func TestReliabilitySignals(t *testing.T) {
@@ -88,7 +89,7 @@ func signalPipeline(t *testing.T, sig syscall.Signal) {
 	promptsPath, rs := bundledPrompts(t, dir)
 	srv := signalSim(t)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath,
 		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", signalDrain)
 	specs := []stageSpec{
 		stage("tokenize-prompts", append(tokenizeArgs(), promptsPath)...),
@@ -163,7 +164,7 @@ func signalConsumer(t *testing.T, consumer string, sig syscall.Signal) {
 	rs := syntheticRequests(t, dir, signalRecords, 7+uint64(len(consumer)))
 	srv := signalSim(t)
 	errPath, resultPath := filepath.Join(dir, "errors.jsonl"), filepath.Join(dir, consumer+".out")
-	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath,
 		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", signalDrain)
 	last := stage("to-train", "--format", "tokens", "--keep-truncated")
 	if consumer == "tokstat" {
@@ -213,9 +214,9 @@ func secondSignal(t *testing.T) {
 	cfg := quickSimConfig()
 	cfg.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: signalMaxTokens}
 	cfg.StepTime = 5 * time.Second // an answer takes minutes: only a second signal ends the drain
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h")
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h")
 	specs := resumePipeline(rs, outPath, gen)
 	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
 	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Running < 8 && time.Now().Before(deadline); {
@@ -258,7 +259,7 @@ func signalGenerate(t *testing.T, sig syscall.Signal, drain time.Duration) {
 	rs := syntheticRequests(t, dir, signalRecords, uint64(sig)+uint64(drain))
 	srv := signalSim(t)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath,
 		"--concurrency", strconv.Itoa(signalConcurrency), "--drain-timeout", drain.String())
 
 	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", append(gen, rs.path)...))
@@ -312,7 +313,7 @@ func signalGenerate(t *testing.T, sig syscall.Signal, drain time.Duration) {
 	}
 	t.Logf("%s with --drain-timeout %v: stopped after %v; %+v", sigName(sig), drain, took.Round(10*time.Millisecond), sum)
 
-	finishRun(t, dir, "resumed", resumePipeline(rs, outPath, generateArgs("sglang", []string{srv.url}, signalMaxTokens,
+	finishRun(t, dir, "resumed", resumePipeline(rs, outPath, generateArgs("sglang", []string{srv.URL}, signalMaxTokens,
 		filepath.Join(dir, "errors2.jsonl"))), 60*time.Second)
 	o = checkOutcome(t, rs, ans, outPath, "", false)
 	o.checkPartition(t, rs)
@@ -325,7 +326,7 @@ func closedPipe(t *testing.T) {
 	rs := syntheticRequests(t, dir, signalRecords, 99)
 	srv := signalSim(t)
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs("sglang", []string{srv.url}, signalMaxTokens, errPath,
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath,
 		"--concurrency", strconv.Itoa(signalConcurrency), rs.path)
 	p := startPipeline(t, dir, "cut", pipelineIO{}, stage("generate", gen...),
 		stage("budget-cut", "--tokens", "3000", "-o", outPath))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/simtest"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -26,10 +27,10 @@ func TestStatusFileSurvivesKill9(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := pacedSimConfig(2*time.Second, 300, 16, 208, 96)
-	srv := startSim(t, cfg)
+	srv := simtest.Start(t, cfg)
 	rs := syntheticRequests(t, dir, 300, 11)
 	status := filepath.Join(dir, "status.json")
-	args := []string{"--url", srv.url, "--max-tokens", "96", "--progress-interval", "1ms", "--status-file", status}
+	args := []string{"--url", srv.URL, "--max-tokens", "96", "--progress-interval", "1ms", "--status-file", status}
 
 	var reads, torn atomic.Int64
 	var tornExample atomic.Value

@@ -8,23 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synthpipe/synthpipe/lib/sim"
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // startSim runs the project's simulated server on loopback.
 func startSim(t testing.TB, cfg sim.Config) (*sim.Server, string) {
 	t.Helper()
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, url
+	s := simtest.Start(t, cfg)
+	return s.Server, s.URL
 }
 
 // faultClient sends every request with the simulator's fault header.

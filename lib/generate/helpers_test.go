@@ -14,6 +14,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // testOptions retry after 5 ms, not 500: the tests need not wait.
@@ -27,20 +28,11 @@ func startSim(t testing.TB, mutate func(*sim.Config)) (*sim.Server, string) {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := s.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Idle keep-alive connections would hold Close for its grace period.
-		backend.SharedClient().CloseIdleConnections()
-		s.Close()
-	})
-	return s, url
+	s := simtest.Start(t, cfg)
+	// Cleanups run last first: idle keep-alive connections are closed
+	// before the server, whose Close would wait for them.
+	t.Cleanup(backend.SharedClient().CloseIdleConnections)
+	return s.Server, s.URL
 }
 
 // result is what one in-process run of generate did.
