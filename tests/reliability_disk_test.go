@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,7 @@ func TestReliabilityFullDisk(t *testing.T) {
 	t.Run("budget-cut_output", fullDiskBudgetCut)
 	t.Run("pipeline_then_resume", fullDiskPipeline)
 	t.Run("generate_errors_file", fullDiskErrorsFile)
+	t.Run("generate_stdout", fullDiskGenerateStdout)
 	t.Run("stdout_dev_full", stdoutDevFull)
 }
 
@@ -89,8 +91,51 @@ func fullDiskErrorsFile(t *testing.T) {
 		t.Errorf("generate exited %d when its errors file filled the disk, want 74\n%s", run.code, tail(string(run.stderr), 2000))
 	}
 	checkDiskFullMessage(t, "generate", string(run.stderr))
-	if _, err := readErrors(errPath, false); err != nil {
+	errs, err := readErrors(errPath, false)
+	if err != nil {
 		t.Errorf("the errors file after the disk filled: %v", err)
+	}
+	// The summary counts what the errors file holds, and says the rest
+	// was lost, and where.
+	sum, err := parseSummary(string(run.stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("(%d in %s, %d lost: writing %s failed: ", len(errs), errPath, sum.errors-int64(len(errs)), errPath)
+	if int64(len(errs)) >= sum.errors || !strings.Contains(string(run.stderr), want) {
+		t.Errorf("the errors file holds %d records; the summary must count them and the %d lost, saying %q:\n%s",
+			len(errs), sum.errors-int64(len(errs)), want, tail(string(run.stderr), 2000))
+	}
+}
+
+// fullDiskGenerateStdout: generate's stdout fills the disk. The summary's
+// ok counts the answers the file holds, whole, and says how many were
+// answered but lost, and where; the run stops with 74.
+func fullDiskGenerateStdout(t *testing.T) {
+	disk := mountSmallDisk(t, "64k")
+	dir := t.TempDir()
+	rs := syntheticRequests(t, dir, 300, 23)
+	srv := startSim(t, quickSimConfig())
+	outPath := filepath.Join(disk, "out.jsonl")
+	args := generateArgs("sglang", []string{srv.url}, 32, filepath.Join(dir, "errors.jsonl"), rs.path)
+	run := runWatched(testDeadline(t, time.Minute), nil, outPath, "generate", args...)
+	if run.code != 74 {
+		t.Errorf("generate exited %d when its stdout filled the disk, want 74\n%s", run.code, tail(string(run.stderr), 2000))
+	}
+	checkDiskFullMessage(t, "generate", string(run.stderr))
+	f, err := readJSONL(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := parseSummary(string(run.stderr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ok != int64(len(f.lines)) {
+		t.Errorf("the summary counts %d ok, the output holds %d whole records:\n%s", sum.ok, len(f.lines), tail(string(run.stderr), 2000))
+	}
+	if sum.lost == 0 || !strings.Contains(string(run.stderr), "lost (answered, but writing stdout failed: ") {
+		t.Errorf("answers that never reached stdout are not said to be lost, and where:\n%s", tail(string(run.stderr), 2000))
 	}
 }
 

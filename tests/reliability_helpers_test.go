@@ -818,7 +818,11 @@ func generateArgs(backend string, urls []string, maxTokens int, errPath string, 
 // went. The counts must add up to the records read.
 type generateSummary struct {
 	read, ok, errors, cut, cancelled, notStarted int64
+	lost                                         int64 // answered, but never written (a full disk, a closed stdout)
 }
+
+// lostPattern finds the answers the summary says were never written.
+var lostPattern = regexp.MustCompile(`records? read: [^;]*?, ([\d,]+) lost \(answered`)
 
 var summaryPattern = regexp.MustCompile(`([\d,]+) records? read: ([\d,]+) ok.*?, ([\d,]+) errors?.*?, ([\d,]+) cut by budget, ([\d,]+) cancelled in flight, ([\d,]+) not started`)
 
@@ -832,10 +836,13 @@ func parseSummary(stderr string) (generateSummary, error) {
 	for i, s := range m[1:] {
 		n[i], _ = strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
 	}
-	s := generateSummary{n[0], n[1], n[2], n[3], n[4], n[5]}
-	if sum := s.ok + s.errors + s.cut + s.cancelled + s.notStarted; sum != s.read {
-		return s, fmt.Errorf("generate's summary does not add up: %d ok + %d errors + %d cut + %d cancelled + %d not started = %d, but %d records were read",
-			s.ok, s.errors, s.cut, s.cancelled, s.notStarted, sum, s.read)
+	s := generateSummary{read: n[0], ok: n[1], errors: n[2], cut: n[3], cancelled: n[4], notStarted: n[5]}
+	if m := lostPattern.FindStringSubmatch(stderr); m != nil {
+		s.lost, _ = strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+	}
+	if sum := s.ok + s.lost + s.errors + s.cut + s.cancelled + s.notStarted; sum != s.read {
+		return s, fmt.Errorf("generate's summary does not add up: %d ok + %d lost + %d errors + %d cut + %d cancelled + %d not started = %d, but %d records were read",
+			s.ok, s.lost, s.errors, s.cut, s.cancelled, s.notStarted, sum, s.read)
 	}
 	return s, nil
 }

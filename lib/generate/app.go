@@ -139,8 +139,11 @@ so does one whose only failures are records refused for themselves (HTTP
 400). Requests
 cancelled in flight (a signal, a closed stdout) are not
 errors: they are counted, and dedupe-resume finds them not done. Nothing is
-dropped silently: the summary line counts ok, errors, cut (by a budget),
-cancelled in flight and not started, which add up to the records read.
+dropped silently: the summary line counts ok (written), lost (answered but
+never written: a full disk, a closed stdout, named with the reason),
+errors (and how many of them never reached a full --errors file), cut (by
+a budget), cancelled in flight and not started, which add up to the
+records read.
 
 Budgets. --token-budget N never writes past N tokens (counted like
 budget-cut, --count, plus the tokens of --already FILE...). Every request

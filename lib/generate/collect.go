@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -22,8 +21,8 @@ type collector struct {
 	budget      *budget
 	lengths     *lengthModel
 	reorder     *reorder // nil without --ordered
-	out         *jsonl.Writer
-	errs        *jsonl.Writer // nil without --errors
+	out         *sink
+	errs        *sink // nil without --errors
 	stops       *stops
 	backendName string
 	paramsJSON  []byte // the sampling parameters, for each result's gen.params
@@ -62,8 +61,8 @@ func (c *collector) run(done chan<- struct{}) {
 	if c.reorder != nil {
 		// What is still held waits for records that will never come
 		// (cancelled, not started): write it in order anyway.
-		for _, line := range c.reorder.rest() {
-			c.write(line)
+		for _, l := range c.reorder.rest() {
+			c.write(l)
 		}
 		c.flush()
 	}
@@ -74,7 +73,7 @@ func (c *collector) handle(o *outcome) {
 	switch {
 	case o.cut:
 		c.count(func(t *tally) { t.cut++ })
-		c.emit(j.seq, nil)
+		c.emit(j.seq, outLine{})
 	case o.res != nil:
 		res := o.res
 		prompt := promptTokensOf(j, res)
@@ -97,11 +96,11 @@ func (c *collector) handle(o *outcome) {
 				t.empty++
 			}
 		})
-		c.emit(j.seq, c.resultLine(j, res, o.attempts))
+		c.emit(j.seq, outLine{c.resultLine(j, res, o.attempts), true})
 	case o.cancelled:
 		c.budget.cancel(j.reserve)
 		c.count(func(t *tally) { t.cancelled++ })
-		c.emit(j.seq, nil)
+		c.emit(j.seq, outLine{})
 	default:
 		c.budget.cancel(j.reserve)
 		c.count(func(t *tally) {
@@ -111,7 +110,7 @@ func (c *collector) handle(o *outcome) {
 			}
 		})
 		c.writeError(j, o.err, o.attempts)
-		c.emit(j.seq, c.failureLine(j, o.err))
+		c.emit(j.seq, outLine{c.failureLine(j, o.err), false})
 	}
 }
 
@@ -121,32 +120,32 @@ func (c *collector) count(f func(*tally)) {
 	c.mu.Unlock()
 }
 
-// emit writes a record's result, in input order with --ordered; line is nil
-// for a record that has none.
-func (c *collector) emit(seq int64, line []byte) {
+// emit writes a record's output, in input order with --ordered; a nil
+// line for a record that has none.
+func (c *collector) emit(seq int64, l outLine) {
 	if c.reorder == nil {
-		if line != nil {
-			c.write(line)
+		if l.line != nil {
+			c.write(l)
 		}
 		return
 	}
-	for _, l := range c.reorder.put(seq, line) {
-		c.write(l)
+	for _, ready := range c.reorder.put(seq, l) {
+		c.write(ready)
 	}
 }
 
-func (c *collector) write(line []byte) {
-	if err := c.out.Write(line); err != nil {
+func (c *collector) write(l outLine) {
+	if err := c.out.write(l.line, l.answer); err != nil {
 		c.outputFailed(err)
 	}
 }
 
 func (c *collector) flush() {
-	if err := c.out.Flush(); err != nil {
+	if err := c.out.flush(); err != nil {
 		c.outputFailed(err)
 	}
 	if c.errs != nil {
-		if err := c.errs.Flush(); err != nil {
+		if err := c.errs.flush(); err != nil {
 			c.outputFailed(err)
 		}
 	}
@@ -156,6 +155,12 @@ func (c *collector) flush() {
 // which cliutil makes of EPIPE) or a write fails.
 func (c *collector) outputFailed(err error) {
 	c.stops.stop("output closed", err, true)
+	c.count(func(t *tally) {
+		t.lostAnswers, t.lostWhere = c.out.lost, c.out.lostWhere()
+		if c.errs != nil {
+			t.lostErrors, t.lostErrorsWhere = c.errs.lost, c.errs.lostWhere()
+		}
+	})
 }
 
 // writeError records a failure so that a later run can retry exactly it.
@@ -164,7 +169,7 @@ func (c *collector) writeError(j *job, e *backend.Error, attempts int) {
 		return
 	}
 	line := addMembers(j.line, []member{{record.FieldError, errorMember(e, attempts)}}, false)
-	if err := c.errs.Write(line); err != nil {
+	if err := c.errs.write(line, true); err != nil {
 		c.outputFailed(err)
 	}
 }

@@ -78,24 +78,25 @@ func TestKVSizer(t *testing.T) {
 
 func TestReorder(t *testing.T) {
 	r := newReorder(3)
-	if got := r.put(1, []byte("b")); len(got) != 0 {
-		t.Fatalf("wrote %q before record 0", got)
+	line := func(s string) outLine { return outLine{line: []byte(s), answer: true} }
+	if got := r.put(1, line("b")); len(got) != 0 {
+		t.Fatalf("wrote %v before record 0", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if r.waitRoom(ctx, 3) {
 		t.Fatal("record 3 may start while record 0 is not written (window 3)")
 	}
-	got := r.put(0, []byte("a"))
-	if len(got) != 2 || string(got[0]) != "a" || string(got[1]) != "b" {
-		t.Fatalf("got %q", got)
+	got := r.put(0, line("a"))
+	if len(got) != 2 || string(got[0].line) != "a" || string(got[1].line) != "b" {
+		t.Fatalf("got %v", got)
 	}
-	r.put(2, nil) // a record without output
-	if got := r.put(4, []byte("e")); len(got) != 0 {
-		t.Fatalf("wrote %q before record 3", got)
+	r.put(2, outLine{}) // a record without output
+	if got := r.put(4, line("e")); len(got) != 0 {
+		t.Fatalf("wrote %v before record 3", got)
 	}
-	if got := r.rest(); len(got) != 1 || string(got[0]) != "e" {
-		t.Fatalf("rest %q", got)
+	if got := r.rest(); len(got) != 1 || string(got[0].line) != "e" || !got[0].answer {
+		t.Fatalf("rest %v", got)
 	}
 }
 

@@ -14,20 +14,21 @@ type reorder struct {
 	mu     sync.Mutex
 	next   int64 // the oldest sequence number not yet written
 	window int64
-	held   map[int64][]byte // nil value: that record has no output
-	moved  notice           // next moved on
+	held   map[int64]outLine // nil line: that record has no output
+	moved  notice            // next moved on
 }
 
 func newReorder(window int) *reorder {
-	return &reorder{window: int64(window), held: map[int64][]byte{}}
+	return &reorder{window: int64(window), held: map[int64]outLine{}}
 }
 
-// put takes the result of seq (nil: none) and returns the lines now ready.
-func (r *reorder) put(seq int64, line []byte) [][]byte {
+// put takes the output of seq (a nil line: none) and returns the lines now
+// ready.
+func (r *reorder) put(seq int64, line outLine) []outLine {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.held[seq] = line
-	var ready [][]byte
+	var ready []outLine
 	for {
 		l, ok := r.held[r.next]
 		if !ok {
@@ -35,7 +36,7 @@ func (r *reorder) put(seq int64, line []byte) [][]byte {
 		}
 		delete(r.held, r.next)
 		r.next++
-		if l != nil {
+		if l.line != nil {
 			ready = append(ready, l)
 		}
 	}
@@ -55,20 +56,20 @@ func (r *reorder) waitRoom(ctx context.Context, seq int64) bool {
 }
 
 // rest returns what is still held, in order, when the run ends.
-func (r *reorder) rest() [][]byte {
+func (r *reorder) rest() []outLine {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var seqs []int64
 	for seq, l := range r.held {
-		if l != nil {
+		if l.line != nil {
 			seqs = append(seqs, seq)
 		}
 	}
 	slices.Sort(seqs)
-	out := make([][]byte, len(seqs))
+	out := make([]outLine, len(seqs))
 	for i, seq := range seqs {
 		out[i] = r.held[seq]
 	}
-	r.held = map[int64][]byte{}
+	r.held = map[int64]outLine{}
 	return out
 }

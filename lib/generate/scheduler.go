@@ -78,6 +78,10 @@ func newScheduler(o schedulerOptions) *scheduler {
 	if cfg.ordered {
 		ro = newReorder(cfg.window)
 	}
+	var errSink *sink
+	if o.errs != nil {
+		errSink = newSink(o.errs, cfg.errors)
+	}
 	p := newParser(cfg)
 	p.batch = o.batch
 	col := &collector{
@@ -87,8 +91,8 @@ func newScheduler(o schedulerOptions) *scheduler {
 		budget:      o.budget,
 		lengths:     lengths,
 		reorder:     ro,
-		out:         o.out,
-		errs:        o.errs,
+		out:         newSink(o.out, "stdout"),
+		errs:        errSink,
 		stops:       o.stops,
 		backendName: o.backend.Name(),
 		paramsJSON:  paramsJSON(cfg.params),

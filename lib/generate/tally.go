@@ -21,6 +21,11 @@ type tally struct {
 	truncated, empty, aborted int64
 	promptTokens              int64
 	completionTokens          int64
+	// lostAnswers counts the answers among ok that never reached stdout
+	// (a full disk), lostErrors the errors that never reached --errors;
+	// the where says why.
+	lostAnswers, lostErrors    int64
+	lostWhere, lostErrorsWhere string
 	// retriesExhausted counts the errors that were worth retrying (a
 	// server error, a bad answer, a timeout) after their last retry: a run
 	// where they are all there is must be tried again later.
@@ -34,12 +39,20 @@ func (t *tally) finished() int64 { return t.ok + t.errors + t.cut + t.cancelled 
 func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, reason string) string {
 	notStarted := t.read - t.finished()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s read: %s ok", cliutil.Count(t.read, "record"), cliutil.Thousands(t.ok))
+	// ok is what was written: an answer that never reached stdout is
+	// lost, and said where.
+	fmt.Fprintf(&b, "%s read: %s ok", cliutil.Count(t.read, "record"), cliutil.Thousands(t.ok-t.lostAnswers))
 	if t.truncated+t.empty+t.aborted > 0 {
 		fmt.Fprintf(&b, " (%s truncated, %s empty, %s aborted)", cliutil.Thousands(t.truncated), cliutil.Thousands(t.empty), cliutil.Thousands(t.aborted))
 	}
+	if t.lostAnswers > 0 {
+		fmt.Fprintf(&b, ", %s lost (answered, but %s, so not done: a rerun does them)", cliutil.Thousands(t.lostAnswers), t.lostWhere)
+	}
 	fmt.Fprintf(&b, ", %s", cliutil.Count(t.errors, "error"))
-	if t.errors > 0 && errorsFile != "" {
+	switch {
+	case t.lostErrors > 0:
+		fmt.Fprintf(&b, " (%s in %s, %s lost: %s)", cliutil.Thousands(t.errors-t.lostErrors), errorsFile, cliutil.Thousands(t.lostErrors), t.lostErrorsWhere)
+	case t.errors > 0 && errorsFile != "":
 		fmt.Fprintf(&b, " (in %s)", errorsFile)
 	}
 	fmt.Fprintf(&b, ", %s cut by budget, %s cancelled in flight, %s not started", cliutil.Thousands(t.cut), cliutil.Thousands(t.cancelled), cliutil.Thousands(notStarted))

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"io"
 	"os"
 )
@@ -18,6 +19,9 @@ type Writer struct {
 	size      int
 	flushEach bool
 	err       error
+	// lines counts the lines that reached w whole, so that a caller can say
+	// which records a failed write lost.
+	lines int64
 }
 
 // NewWriter returns a Writer with a DefaultWriteBuffer buffer. It flushes
@@ -61,7 +65,11 @@ func (w *Writer) Flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.w.Write(w.buf)
+	n, err := w.w.Write(w.buf)
+	if err == nil {
+		n = len(w.buf)
+	}
+	w.lines += int64(bytes.Count(w.buf[:n], newline))
 	if cap(w.buf) > 4*w.size {
 		w.buf = make([]byte, 0, w.size) // a huge line came through: give it back
 	} else {
@@ -75,12 +83,23 @@ func (w *Writer) Flush() error {
 
 // writeDirect writes one whole line, newline included, past the buffer.
 func (w *Writer) writeDirect(p []byte) error {
-	if _, err := w.w.Write(p); err != nil {
+	if n, err := w.w.Write(p); err != nil {
+		if n == len(p) {
+			w.lines++
+		}
 		w.err = err
 		return err
 	}
+	w.lines++
 	return nil
 }
+
+var newline = []byte{'\n'}
+
+// Lines is the number of lines written whole to the underlying writer:
+// after a failed write, the lines handed to Write beyond it were lost (a
+// line cut short by it is not counted).
+func (w *Writer) Lines() int64 { return w.lines }
 
 // Buffered is the number of bytes not yet written.
 func (w *Writer) Buffered() int { return len(w.buf) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -459,5 +460,40 @@ func TestFilesStdinReadOnce(t *testing.T) {
 	ok.Inputs(nil, []string{"in.jsonl", "-", "-"})
 	if err := ok.Check(); err != nil {
 		t.Errorf("stdin named twice as an input: %v", err)
+	}
+}
+
+// TestWriterLines: Lines counts the lines that reached the writer whole,
+// through a failed write too, so that a caller can say which were lost.
+func TestWriterLines(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		room      int
+		flushEach bool
+		want      int64
+	}{
+		{"all written", 1000, false, 9},
+		{"buffered, cut mid-line", 20, false, 2},    // 8+8 bytes whole, the third cut
+		{"flushed each, cut mid-line", 20, true, 2}, // the same, a write per line
+		{"undone by a safe file", 20, false, 0},     // the partial buffer is removed whole
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &shortFile{room: tc.room}
+			var sink io.Writer = f
+			if strings.HasPrefix(tc.name, "undone") {
+				sink = &safeFile{f: f, path: "out.jsonl"}
+			}
+			w := NewWriter(sink)
+			w.SetFlushEach(tc.flushEach)
+			for i := 1; i < 10; i++ {
+				if w.Write([]byte(fmt.Sprintf(`{"a":%d}`, i))) != nil {
+					break
+				}
+			}
+			w.Flush()
+			if got := w.Lines(); got != tc.want {
+				t.Fatalf("Lines() = %d, want %d (file %q)", got, tc.want, f.data)
+			}
+		})
 	}
 }
