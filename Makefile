@@ -10,11 +10,12 @@ BASHCOMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 TOOLS   := $(notdir $(wildcard cmd/*))
 
-.PHONY: help build test vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
+.PHONY: help build test test-loaded vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
 
 help:
 	@echo "make build     build every tool into bin/"
 	@echo "make test      vet, gofmt, go.mod tidy and staticcheck checks, unit and end-to-end tests"
+	@echo "make test-loaded  the unit and end-to-end tests RUNS times (default 10) with every core busy"
 	@echo "make demo      run the whole pipeline on the bundled prompts against the simulator"
 	@echo "make bench     benchmarks side by side with their reference tools"
 	@echo "make stress    the long reliability tests (crash/resume, fault storms, dying servers)"
@@ -29,6 +30,14 @@ test:
 	bash scripts/ensure-test-deps.sh
 	$(MAKE) --no-print-directory vet fmt-check tidy-check staticcheck
 	$(GO) test -timeout 20m ./...
+
+# The suite must pass on a loaded machine every time: RUNS runs of it with
+# stress-ng (or busy loops) on every core. Long: the lead runs it before a
+# release, not on every change.
+RUNS ?= 10
+test-loaded:
+	bash scripts/ensure-test-deps.sh
+	bash scripts/test-loaded.sh $(RUNS)
 
 vet:
 	$(GO) vet ./...
