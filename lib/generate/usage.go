@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -88,7 +89,7 @@ func (u *usageCheck) check(j *job, res *backend.Result, serverIDs bool, server s
 	u.replaced.Add(1)
 	u.once.Do(func() {
 		u.warn("%s: implausible usage in the answer to %s: %s (further answers like it are counted the same way; the summary says how many)",
-			server, record.ShowID(j.req.ID), joinProblems(problems))
+			server, record.ShowID(j.req.ID), strings.Join(problems, "; "))
 	})
 }
 
@@ -166,12 +167,4 @@ func answerTokens(res *backend.Result, asked int) (int, string) {
 // tool calls.
 func visibleBytes(res *backend.Result) int {
 	return len(res.Text) + len(res.Reasoning) + len(res.ToolCalls)
-}
-
-func joinProblems(ps []string) string {
-	s := ps[0]
-	for _, p := range ps[1:] {
-		s += "; " + p
-	}
-	return s
 }
