@@ -115,9 +115,9 @@ func fullDiskGenerateStdout(t *testing.T) {
 	disk := mountSmallDisk(t, "64k")
 	dir := t.TempDir()
 	rs := syntheticRequests(t, dir, 300, 23)
-	srv := startSim(t, quickSimConfig())
+	srv := simtest.Start(t, quickSimConfig())
 	outPath := filepath.Join(disk, "out.jsonl")
-	args := generateArgs("sglang", []string{srv.url}, 32, filepath.Join(dir, "errors.jsonl"), rs.path)
+	args := generateArgs("sglang", []string{srv.URL}, 32, filepath.Join(dir, "errors.jsonl"), rs.path)
 	run := runWatched(testDeadline(t, time.Minute), nil, outPath, "generate", args...)
 	if run.code != 74 {
 		t.Errorf("generate exited %d when its stdout filled the disk, want 74\n%s", run.code, tail(string(run.stderr), 2000))
