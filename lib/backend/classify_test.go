@@ -181,15 +181,16 @@ func TestTimeouts(t *testing.T) {
 	t.Run("activity keeps a stream alive", func(t *testing.T) {
 		s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			for range 6 {
+			for range 10 {
 				io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
 				w.(http.Flusher).Flush()
-				time.Sleep(50 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond)
 			}
 			io.WriteString(w, sseOf(`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}`, "[DONE]"))
 		})
-		// Six silences of 50 ms outlast 200 ms in total, not one at a time.
-		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 200 * time.Millisecond}).Do(context.Background(), s.URL, chatReq())
+		// Ten silences of 100 ms outlast 800 ms in total, not one at a
+		// time: each leaves 700 ms for a loaded machine to be late.
+		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 800 * time.Millisecond}).Do(context.Background(), s.URL, chatReq())
 		if err != nil {
 			t.Fatal(err)
 		}

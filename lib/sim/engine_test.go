@@ -112,8 +112,21 @@ func TestEngineStepTimeModel(t *testing.T) {
 	}
 }
 
+// pausedEngine swaps the server's engine for one that runs no step until
+// the returned start is called, so that a test can have every request
+// queued first, however slowly its HTTP requests arrive.
+func pausedEngine(s *Server) (start func()) {
+	old := s.engine.engines[0]
+	e := stoppedEngine(&s.cfg)
+	s.engine.engines[0] = e
+	old.close()
+	return e.start
+}
+
 // TestBatchingOverHTTP drives the KV budget through the API and checks
-// every answer belongs to its own prompt.
+// every answer belongs to its own prompt. All 48 requests are queued before
+// the first step: the queue and the retractions under a full KV cache then
+// do not depend on how fast this machine sends them.
 func TestBatchingOverHTTP(t *testing.T) {
 	cfg := Default()
 	cfg.MaxTotalTokens = 1000
@@ -121,6 +134,7 @@ func TestBatchingOverHTTP(t *testing.T) {
 	cfg.StepTime = 200 * time.Microsecond
 	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 120}
 	s, url := startSim(t, cfg)
+	start := pausedEngine(s)
 	const n = 48
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -148,6 +162,8 @@ func TestBatchingOverHTTP(t *testing.T) {
 			mu.Unlock()
 		}()
 	}
+	eventually(t, "every request queued", func() bool { return s.Stats().Queued == n })
+	start()
 	wg.Wait()
 	st := s.Stats()
 	if st.MaxRunning > 8 || st.MaxKVUsed > 1000 || st.MaxQueued == 0 || st.Retractions == 0 {
