@@ -62,6 +62,7 @@ const (
 	flagCount              = "count"
 	flagOverKeyLimit       = "over-key-limit"
 	flagStatusFile         = "status-file"
+	flagMetricsListen      = "metrics-listen"
 	flagDrain              = "drain"
 	flagCostBudget         = "cost-budget"
 	flagMaxPrice           = "max-price"
@@ -204,7 +205,11 @@ Status file. --status-file FILE is rewritten atomically every
 --progress-interval and at exit with the run's state as one JSON object
 (counts, tokens, spend, budgets, rates, ETA, the servers' view, how it
 ended), never torn, even by SIGKILL; synthpipe-status(7) documents its
-versioned fields, and tokstat DIR shows many at once.
+versioned fields, and tokstat DIR shows many at once. --metrics-listen
+HOST:PORT serves the same figures in the Prometheus text format
+(synthpipe_generate_records_total, _tokens_total, _budget_tokens_spent,
+_spent_usd_total, _eta_seconds, _server_queued_requests, ...) while the run
+lasts, for those who scrape long jobs.
 
 OpenAI Batch files. --input-format openai-batch reads the lines of a file
 prepared for the OpenAI Batch API or vllm run-batch ({custom_id, method,

@@ -55,6 +55,7 @@ type config struct {
 	// overKeyLimit: go on with a cost budget above the key's credit.
 	overKeyLimit bool
 	statusFile   string  // --status-file, "" for none
+	metricsAddr  string  // --metrics-listen, "" for none
 	maxPrice     float64 // USD per million tokens, 0: unknown
 
 	progressEvery time.Duration
@@ -127,6 +128,7 @@ func parse(c *cli.Context) (*config, error) {
 		costBudget:    c.Float64(flagCostBudget),
 		overKeyLimit:  c.Bool(flagOverKeyLimit),
 		statusFile:    c.String(flagStatusFile),
+		metricsAddr:   c.String(flagMetricsListen),
 		maxPrice:      c.Float64(flagMaxPrice),
 		progressEvery: c.Duration(flagProgressInterval),
 		total:         c.Int64(flagTotal),

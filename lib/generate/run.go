@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
 // serverInfoTimeout bounds the capacity and price queries at start-up; a
@@ -135,6 +137,16 @@ func run(c *cli.Context) (err error) {
 	})
 
 	s.already, s.alreadyRecords, s.key = spent, alreadyRecords, key
+	if cfg.metricsAddr != "" {
+		host, _ := os.Hostname()
+		addr, stop, err := serveMetrics(cfg.metricsAddr, func() *statusfile.Status { return s.status(total, cfg.progressEvery, host, nil) })
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cliutil.Notef(stderr, c.App.Name, "metrics on http://%s/metrics", addr) // even with -q: port 0 is known only here
+	}
+
 	s.view = newServerView(cfg, note)
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()

@@ -84,17 +84,22 @@ func (w *statusWriter) write(exit *statusfile.Exit) {
 
 // build takes the run's state now.
 func (w *statusWriter) build(exit *statusfile.Exit) *statusfile.Status {
-	s := w.s
-	v := s.progressView(w.total)
+	return w.s.status(w.total, w.every, w.host, exit)
+}
+
+// status is the run's state now, as the status file and --metrics-listen
+// give it; exit is nil while it runs.
+func (s *scheduler) status(total int64, every time.Duration, host string, exit *statusfile.Exit) *statusfile.Status {
+	v := s.progressView(total)
 	t := s.collector.counts()
 	st := v.standing
 	now := time.Now()
 	out := &statusfile.Status{
-		Version: statusfile.Version, Tool: "generate", PID: os.Getpid(), Host: w.host,
+		Version: statusfile.Version, Tool: "generate", PID: os.Getpid(), Host: host,
 		State: statusfile.StateRunning, Started: s.start.UTC(), Updated: now.UTC(),
-		ElapsedSeconds: now.Sub(s.start).Seconds(), IntervalSeconds: w.every.Seconds(),
+		ElapsedSeconds: now.Sub(s.start).Seconds(), IntervalSeconds: every.Seconds(),
 		Records: statusfile.Records{
-			Already: s.alreadyRecords, Read: s.reader.read.Load(), Total: w.total, Done: t.finished(), OK: t.ok, Errors: t.errors,
+			Already: s.alreadyRecords, Read: s.reader.read.Load(), Total: total, Done: t.finished(), OK: t.ok, Errors: t.errors,
 			Cut: t.cut, Cancelled: t.cancelled, InFlight: int64(v.inFlight),
 			Truncated: t.truncated, Empty: t.empty, Aborted: t.aborted,
 			Retries: st.retries, RateLimited: s.workers.rateLimited.Load(),
