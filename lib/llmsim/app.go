@@ -79,7 +79,7 @@ request; a request header X-Sim-Fault: KIND forces one.
 
 It listens only on loopback addresses. When it is ready it prints its base URL
 on stdout (or writes it to --url-file, atomically, so a script can wait for
-the file). SIGINT or SIGTERM stop it gracefully (requests in flight are
+the file). SIGINT, SIGTERM or SIGHUP stop it gracefully (requests in flight are
 aborted) and it exits 0.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
@@ -116,9 +116,10 @@ aborted) and it exits 0.`,
 			{Name: envAPIKey, Meaning: "the API key clients must send, when --api-key-file is not given"},
 		},
 		ExitCodes: []cliutil.ExitStatus{
-			{Code: exitcode.OK, Meaning: "stopped by SIGINT or SIGTERM, the normal way to stop it (requests in flight are aborted)"},
+			{Code: exitcode.OK, Meaning: "stopped by SIGINT, SIGTERM or SIGHUP, the normal way to stop it (requests in flight are aborted)"},
 			{Code: exitcode.Usage, Meaning: "usage error: unknown flag, bad flag value, an address that is not a loopback one"},
 			{Code: exitcode.TempFail, Meaning: "the address cannot be listened on (the port is taken): try another port, or later"},
+			{Code: exitcode.HungUp, Meaning: "a second SIGHUP came before the graceful stop ended"},
 			{Code: exitcode.Interrupted, Meaning: "a second SIGINT came before the graceful stop ended"},
 			{Code: exitcode.Terminated, Meaning: "a second SIGTERM came before the graceful stop ended"},
 		},

@@ -123,7 +123,7 @@ func TestDefaultsAreTheSimulators(t *testing.T) {
 		}
 	}
 	// A signal is how llm-sim is stopped: it says so, and exits 0.
-	if !regexp.MustCompile(`(?m)^   0 +stopped by SIGINT or SIGTERM`).MatchString(help.String()) ||
+	if !regexp.MustCompile(`(?m)^   0 +stopped by SIGINT, SIGTERM or SIGHUP`).MatchString(help.String()) ||
 		strings.Contains(help.String(), "after flushing") {
 		t.Errorf("EXIT STATUS does not say that a signal stops llm-sim with 0:\n%s", help.String())
 	}
