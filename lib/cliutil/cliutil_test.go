@@ -262,3 +262,52 @@ func FuzzParseCount(f *testing.F) {
 		}
 	})
 }
+
+// TestFinishPipedInput: a consumer reading a pipe waits for its input's
+// end on the first signal; reading a regular file, or not a consumer, it
+// stops at once.
+func TestFinishPipedInput(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer r.Close()
+	file, err := os.CreateTemp(t.TempDir(), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for _, tc := range []struct {
+		name     string
+		consumer bool
+		stdin    *os.File
+		args     []string
+		want     bool
+	}{
+		{"consumer on a pipe", true, r, nil, true},
+		{"consumer on a pipe named -", true, r, []string{"-"}, true},
+		{"consumer on a file", true, file, nil, false},
+		{"consumer on a file argument", true, r, []string{file.Name()}, false},
+		{"not a consumer", false, r, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got bool
+			app := NewApp(Spec{Name: "tool", FinishPipedInput: tc.consumer, Flags: []cli.Flag{MaxLineFlag(), SkipInvalidFlag()},
+				Action: func(c *cli.Context) error {
+					if _, err := InputOptions(c); err != nil {
+						return err
+					}
+					got = signalsOf(c.Context).finish.Load()
+					return nil
+				}})
+			var stdout, stderr bytes.Buffer
+			if code := Main(app, append([]string{"tool"}, tc.args...), tc.stdin, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if got != tc.want {
+				t.Fatalf("reads on after a signal: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
