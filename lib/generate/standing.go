@@ -72,11 +72,11 @@ func (st standing) budgetText(mode string) string {
 func (st standing) softText() string {
 	var parts []string
 	for _, f := range []struct {
-		n    int64
-		what string
-	}{{st.truncated, "truncated"}, {st.empty, "empty"}, {st.aborted, "aborted (no end of sequence)"}} {
+		n          int64
+		what, note string
+	}{{st.truncated, "truncated", ""}, {st.empty, "empty", ""}, {st.aborted, "aborted", ", no end of sequence"}} {
 		if f.n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s (%.1f%%)", cliutil.Thousands(f.n), f.what, share(f.n, st.ok)))
+			parts = append(parts, fmt.Sprintf("%s %s (%.1f%%%s)", cliutil.Thousands(f.n), f.what, share(f.n, st.ok), f.note))
 		}
 	}
 	if len(parts) == 0 {
@@ -90,7 +90,11 @@ func (st standing) softText() string {
 func (st standing) troubleText() string {
 	var parts []string
 	if st.retries > 0 {
-		parts = append(parts, cliutil.Count(st.retries, "retry"))
+		word := "retries"
+		if st.retries == 1 {
+			word = "retry"
+		}
+		parts = append(parts, cliutil.Thousands(st.retries)+" "+word)
 	}
 	if st.serversDown > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %s down", st.serversDown, cliutil.Count(int64(st.servers), "server")))
