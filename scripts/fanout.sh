@@ -30,6 +30,10 @@
 #   parallel --sshlogin host1,host2,host3,host4 --workdir /srv/distill \
 #     /opt/synthpipe/scripts/run-dataset.sh chat {}/4 ::: 0 1 2 3
 #
+# Watching: every run writes DATASET/status.json (run-dataset.sh); `tokstat
+# $SYNTHPIPE_DATA` (default ./data) shows the whole job on one screen, and each
+# run's log lines carry its server's own view where the server has /metrics.
+#
 # Output of concurrent runs never interleaves: every run writes its own files,
 # and parallel --line-buffer --tag keeps their messages whole and named.
 set -uo pipefail

@@ -20,6 +20,7 @@ type standing struct {
 	// Soft failures among the ok answers.
 	ok, truncated, empty, aborted int64
 	retries                       int64 // attempts after a record's first
+	rateLimited                   int64 // attempts answered 429
 	serversDown, servers          int   // sidelined now, of all
 	sidelines                     int64 // times a server was sidelined
 	server                        servermetrics.Snapshot
@@ -32,7 +33,7 @@ func (s *scheduler) standing() standing {
 	t := s.collector.counts()
 	st := standing{
 		already: s.already, ok: t.ok, truncated: t.truncated, empty: t.empty, aborted: t.aborted,
-		retries: s.workers.retries.Load(), key: s.key,
+		retries: s.workers.retries.Load(), rateLimited: s.workers.rateLimited.Load(), key: s.key,
 	}
 	st.tokensSpent, st.tokenBudget, st.usdSpent, st.usdBudget = s.budget.standing()
 	st.serversDown, st.servers, st.sidelines = s.workers.pool.downNow()
@@ -85,7 +86,8 @@ func (st standing) softText() string {
 	return "soft failures: " + strings.Join(parts, ", ")
 }
 
-// troubleText is "17 retries, 1 of 2 servers down (3 times)"; "" when
+// troubleText is "17 retries, 5 rate-limited (HTTP 429), 1 of 2 servers
+// down"; "" when
 // nothing went wrong.
 func (st standing) troubleText() string {
 	var parts []string
@@ -95,6 +97,9 @@ func (st standing) troubleText() string {
 			word = "retry"
 		}
 		parts = append(parts, cliutil.Thousands(st.retries)+" "+word)
+	}
+	if st.rateLimited > 0 {
+		parts = append(parts, cliutil.Thousands(st.rateLimited)+" rate-limited (HTTP 429)")
 	}
 	if st.serversDown > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %s down", st.serversDown, cliutil.Count(int64(st.servers), "server")))

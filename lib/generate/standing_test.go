@@ -23,11 +23,11 @@ func TestStandingText(t *testing.T) {
 		{
 			"everything",
 			standing{tokensSpent: 3_912_044, already: 1_200_310, tokenBudget: 10_000_000, usdSpent: 1.5, usdBudget: 20,
-				ok: 4207, truncated: 41, empty: 2, retries: 17, serversDown: 1, servers: 2, sidelines: 3, server: server, hasServer: true},
+				ok: 4207, truncated: 41, empty: 2, retries: 17, rateLimited: 5, serversDown: 1, servers: 2, sidelines: 3, server: server, hasServer: true},
 			"; budget 3,912,044/10,000,000 total tokens (39.1%, 1,200,310 by earlier runs), $1.5000 of $20.00" +
-				"; soft failures: 41 truncated (1.0%), 2 empty (0.0%); 17 retries, 1 of 2 servers down" +
+				"; soft failures: 41 truncated (1.0%), 2 empty (0.0%); 17 retries, 5 rate-limited (HTTP 429), 1 of 2 servers down" +
 				"; server: 48 running, 0 queued, KV 91%, 1,250 tok/s",
-			" | budget 39% | server 48 run 0 queued KV 91% | 17 retries, 1 of 2 servers down",
+			" | budget 39% | server 48 run 0 queued KV 91% | 17 retries, 5 rate-limited (HTTP 429), 1 of 2 servers down",
 		},
 		{
 			"servers back up, one aborted answer",
