@@ -350,6 +350,8 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 	e.stats.Steps++
 	e.stats.MaxRunning = max(e.stats.MaxRunning, len(e.running))
 	e.stats.MaxQueued = max(e.stats.MaxQueued, len(e.waiting))
+	e.stats.QueuedSteps += int64(len(e.waiting))
+	e.stats.RunningSteps += int64(len(e.running))
 	batch = len(e.running)
 	e.tput.step(batch)
 

@@ -83,6 +83,11 @@ func TestEngineRetractsUnderKVPressure(t *testing.T) {
 	if st.MaxQueued == 0 || st.Completed != 40 {
 		t.Fatalf("stats %+v", st)
 	}
+	// Every running request decodes a token per step: the batch summed over
+	// the steps is the tokens made; a queue formed, never longer than its peak.
+	if st.RunningSteps != st.TokensGenerated || st.QueuedSteps == 0 || st.QueuedSteps > st.Steps*int64(st.MaxQueued) {
+		t.Fatalf("queue and batch over the steps: %+v", st)
+	}
 	var retracted int64
 	for _, r := range reqs {
 		retracted += r.result.retractions

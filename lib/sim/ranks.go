@@ -73,6 +73,8 @@ func (rk *ranks) snapshotStats() Stats {
 		t.PromptTokens += s.PromptTokens
 		t.TokensGenerated += s.TokensGenerated
 		t.Steps += s.Steps
+		t.QueuedSteps += s.QueuedSteps
+		t.RunningSteps += s.RunningSteps
 		t.MaxRunning += s.MaxRunning
 		t.MaxQueued += s.MaxQueued
 		t.MaxKVUsed += s.MaxKVUsed

@@ -54,6 +54,12 @@ type Stats struct {
 	TokensGenerated int64 `json:"tokens_generated"`
 	// Steps counts decode steps.
 	Steps int64 `json:"steps"`
+	// QueuedSteps and RunningSteps add up, over the decode steps, the
+	// waiting queue's length and the running batch's size: divided by
+	// Steps, the mean queue and the mean batch, which say how much of the
+	// load a server was sent only waited.
+	QueuedSteps  int64 `json:"queued_steps"`
+	RunningSteps int64 `json:"running_steps"`
 	// MaxRunning, MaxQueued and MaxKVUsed are the peaks of the running
 	// batch size, the waiting queue length and the KV tokens in use.
 	MaxRunning int `json:"max_running"`
