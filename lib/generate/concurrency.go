@@ -8,6 +8,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
 
 // limiter decides how many requests one server may have in flight.
@@ -78,8 +79,9 @@ type kvSizer struct {
 	kvTokens   int // token capacity of the KV cache
 	maxRunning int
 	mu         sync.Mutex
-	cur        int
+	cur        int // what this run alone would keep in flight
 	why        string
+	share      serverShare
 }
 
 // newKVSizer sizes for a server's capacity; resize sets the first target
@@ -91,6 +93,9 @@ func newKVSizer(info *backend.ServerInfo) *kvSizer {
 func (k *kvSizer) limit() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.share.on {
+		return max(1, min(k.cur, int(k.share.limit)))
+	}
 	return k.cur
 }
 
@@ -119,6 +124,9 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
 	defer k.mu.Unlock()
 	old := k.cur
 	k.cur, k.why = n, why
+	if k.share.on && k.share.limit == 0 {
+		k.share.begin(float64(n))
+	}
 	return old == 0 || math.Abs(float64(n-old)) > 0.1*float64(old)
 }
 
@@ -126,5 +134,206 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
 func (k *kvSizer) String() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.share.on && k.share.limit > 0 && int(k.share.limit) < k.cur {
+		return fmt.Sprintf("concurrency %d: %s; %d for now, sharing the server (%s)", k.cur, k.why, max(1, int(k.share.limit)), k.share.why)
+	}
 	return fmt.Sprintf("concurrency %d: %s", k.cur, k.why)
+}
+
+// Sharing a server with other runs. A run sized as above keeps the whole KV
+// cache busy; several runs against one server, each sized so, would queue
+// N times what it holds and have it retract (preempt and recompute)
+// requests over and over. They cannot count each other (no file is shared,
+// they may run on different machines), but every one can read the same
+// server's /metrics (the server view, serverview.go): how many requests it
+// runs and how many wait. The rule is a congestion controller's, additive
+// increase and multiplicative decrease as TCP's, on what the server holds:
+//
+//   - the server should hold what one run alone would keep in flight, the
+//     size above (the ceiling); at each reading of its load (every
+//     shareInterval) a run compares what it holds, running + queued (the
+//     total), with the ceiling;
+//   - over the ceiling, each run cuts its limit to limit x ceiling / total:
+//     together they come down to the ceiling, each in proportion to what
+//     it holds. A run whose requests in flight are still above its limit
+//     (the last cut has not taken effect) cuts from those, so a reading
+//     taken before the answers came back does not cut again;
+//   - at or under it, each run whose limit is used grows by its share
+//     (in flight / total) of what is free, at most doubling, plus
+//     shareStep: alone, it fills the server at once; beside others, the
+//     room is split in proportion, and the equal step is what makes the
+//     shares converge, as TCP's additive increase does: the cuts are
+//     proportional, the steps are not;
+//   - a run starts at an eighth of the ceiling and reads the load every
+//     shareStartInterval until it first reaches the ceiling or cuts: runs
+//     started together do not queue N full loads at once, and one alone
+//     reaches its ceiling in three readings, a third of a second;
+//   - never above the ceiling: alone, a run keeps what it kept before.
+//
+// A server without /metrics (or without its running and queued gauges) is
+// sized as if no other run used it: it cannot see them.
+const (
+	shareInterval      = 500 * time.Millisecond
+	shareStartInterval = 100 * time.Millisecond
+	shareStart         = 1.0 / 8 // of the ceiling
+	shareStep          = 0.5     // requests added per reading
+)
+
+// serverLoad is what a server says of its requests.
+type serverLoad struct {
+	running, queued float64
+}
+
+// serverShare is the limit that shares a server; guarded by kvSizer.mu.
+type serverShare struct {
+	on       bool    // until the server turns out to have no /metrics
+	limit    float64 // 0 until the ceiling is known
+	starting bool    // since begin, until the ceiling or a cut
+	why      string
+}
+
+func (s *serverShare) begin(ceiling float64) {
+	s.limit = max(1, math.Ceil(ceiling*shareStart))
+	s.starting = true
+	s.why = fmt.Sprintf("started at %.0f", s.limit)
+}
+
+// startSharing sizes k to share its server until stopSharing.
+func (k *kvSizer) startSharing() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.share = serverShare{on: true}
+}
+
+// stopSharing sizes k as if the server were its own.
+func (k *kvSizer) stopSharing() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.share = serverShare{}
+}
+
+// observe applies the rule to one reading of the server's load, mine being
+// this run's requests in flight to it now.
+func (k *kvSizer) observe(load serverLoad, mine int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := &k.share
+	if !s.on || s.limit == 0 {
+		return
+	}
+	ceiling := float64(k.cur)
+	total := load.running + load.queued
+	held := float64(mine)
+	switch {
+	case total > ceiling:
+		s.starting = false
+		from := s.limit
+		if held > s.limit {
+			from = held
+		}
+		if target := from * ceiling / total; target < s.limit {
+			s.limit = max(1, target)
+			s.why = fmt.Sprintf("the server held %.0f requests (%.0f running, %.0f queued), over %.0f", total, load.running, load.queued, ceiling)
+		}
+	case held < math.Floor(s.limit)-1:
+		// The limit is not what holds this run back: no evidence that more
+		// would fit.
+	default:
+		free := ceiling - total
+		if total > 0 {
+			free *= held / total
+		}
+		s.limit += min(s.limit, free) + shareStep
+	}
+	if s.limit >= ceiling {
+		s.limit, s.starting = ceiling, false
+	}
+}
+
+// startingUp reports whether k has yet to reach its first ceiling or cut.
+func (k *kvSizer) startingUp() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.share.on && (k.share.starting || k.share.limit == 0)
+}
+
+func (k *kvSizer) sharing() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.share.on
+}
+
+// shareControl hands the server view's readings to the servers sized from
+// their KV cache. Its methods are safe on nil (no server shares).
+type shareControl struct {
+	pool    *pool
+	servers []*server // by --url, as the view's; nil where not KV-sized
+	note    func(string, ...any)
+	said    []bool // the first reading was reported
+}
+
+// newShareControl makes every KV-sized server share; the view's first
+// reading of each says whether it can.
+func newShareControl(p *pool, servers []*server, note func(string, ...any)) *shareControl {
+	c := &shareControl{pool: p, servers: make([]*server, len(servers)), note: note, said: make([]bool, len(servers))}
+	any := false
+	for i, srv := range servers {
+		if k, ok := srv.limiter.(*kvSizer); ok {
+			k.startSharing()
+			c.servers[i], any = srv, true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return c
+}
+
+// every is how often the view should read the servers: 0 for "as it
+// likes".
+func (c *shareControl) every() time.Duration {
+	if c == nil {
+		return 0
+	}
+	every := time.Duration(0)
+	for _, srv := range c.servers {
+		if srv == nil {
+			continue
+		}
+		k := srv.limiter.(*kvSizer)
+		switch {
+		case k.startingUp():
+			return shareStartInterval
+		case k.sharing():
+			every = shareInterval
+		}
+	}
+	return every
+}
+
+// reading takes the view's reading of server i; nil says it has no
+// metrics, and will not be asked again.
+func (c *shareControl) reading(i int, snap *servermetrics.Snapshot) {
+	if c == nil || c.servers[i] == nil {
+		return
+	}
+	srv := c.servers[i]
+	k := srv.limiter.(*kvSizer)
+	if !k.sharing() {
+		return
+	}
+	first := !c.said[i]
+	c.said[i] = true
+	if snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+		k.stopSharing()
+		c.note("%s: sized as if no other run used it: its /metrics has no %s and %s (SGLang serves them with --enable-metrics)",
+			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs)
+		c.pool.wake()
+		return
+	}
+	if first {
+		c.note("%s: shares the server with other runs: sized from its /metrics (running + queued) every %v", srv.url, shareInterval)
+	}
+	k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, c.pool.held(srv))
+	c.pool.wake()
 }

@@ -97,6 +97,13 @@ func (p *pool) updateDownLocked() {
 	}
 }
 
+// held is how many requests s has in flight.
+func (p *pool) held(s *server) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return s.inFlight
+}
+
 // wake lets waiting requests look again: the limits changed.
 func (p *pool) wake() {
 	p.changed.notify()

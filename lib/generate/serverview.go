@@ -55,6 +55,9 @@ type serverView struct {
 	apiKey string
 	note   func(string, ...any)
 	every  time.Duration
+	// share takes every reading, and may ask for them more often than
+	// metricsEvery (concurrency.go); nil: no server is sized by them.
+	share *shareControl
 
 	mu      sync.Mutex
 	servers []*watchedServer
@@ -72,17 +75,23 @@ func newServerView(cfg *config, note func(string, ...any)) *serverView {
 	return v
 }
 
-// run reads every server now and every metricsEvery until ctx ends.
+// run reads every server now and every v.every (or as often as the
+// concurrency control asks) until ctx ends.
 func (v *serverView) run(ctx context.Context) {
-	t := time.NewTicker(v.every)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		v.poll(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		v.poll(ctx)
+		every := v.every
+		if d := v.share.every(); d > 0 && d < every {
+			every = d
+		}
+		t.Reset(every)
 	}
 }
 
@@ -91,7 +100,7 @@ func (v *serverView) poll(ctx context.Context) {
 	v.mu.Lock()
 	servers := append([]*watchedServer(nil), v.servers...)
 	v.mu.Unlock()
-	for _, s := range servers {
+	for i, s := range servers {
 		v.mu.Lock()
 		base := s.metric
 		v.mu.Unlock()
@@ -117,6 +126,12 @@ func (v *serverView) poll(ctx context.Context) {
 			s.metric = "" // no metrics: never ask again
 		}
 		v.mu.Unlock()
+		switch {
+		case err == nil:
+			v.share.reading(i, &snap)
+		case s.metric == "":
+			v.share.reading(i, nil)
+		}
 	}
 }
 

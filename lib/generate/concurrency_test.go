@@ -1,0 +1,94 @@
+package generate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+)
+
+// sharingRuns are n runs against one server of 159,277 KV tokens, ~3,320
+// tokens a request: alone, each would keep 53 in flight.
+func sharingRuns(n int) []*kvSizer {
+	runs := make([]*kvSizer, n)
+	for i := range runs {
+		runs[i] = newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})
+		runs[i].startSharing()
+		runs[i].resize(1020, 2300)
+	}
+	return runs
+}
+
+// readings lets every run read the server in turn, each using its whole
+// limit, the server holding what the runs send plus other; it returns the
+// server's total at the last reading.
+func readings(runs []*kvSizer, rounds int, other float64) float64 {
+	var total float64
+	for range rounds {
+		total = other
+		for _, k := range runs {
+			total += float64(k.limit())
+		}
+		for _, k := range runs {
+			k.observe(serverLoad{running: min(total, 48), queued: max(0, total-48)}, k.limit())
+		}
+	}
+	return total
+}
+
+func TestShareAloneKeepsTheCeiling(t *testing.T) {
+	runs := sharingRuns(1)
+	k := runs[0]
+	if got := k.limit(); got != 7 {
+		t.Fatalf("a run starts at an eighth of 53: got %d", got)
+	}
+	readings(runs, 3, 0)
+	if got := k.limit(); got != 53 {
+		t.Fatalf("alone, after three readings: %d, want the 53 it would keep without sharing (%s)", got, k)
+	}
+	readings(runs, 50, 0)
+	if got := k.limit(); got != 53 {
+		t.Fatalf("alone, later: %d, want 53", got)
+	}
+}
+
+func TestShareCutIsNotRepeatedOnAStaleReading(t *testing.T) {
+	k := sharingRuns(1)[0]
+	readings([]*kvSizer{k}, 3, 0)
+	// Others came: the server holds 106 of which this run 53.
+	k.observe(serverLoad{running: 48, queued: 58}, 53)
+	if got := k.limit(); got != 26 {
+		t.Fatalf("53 x 53/106: got %d", got)
+	}
+	// Nothing finished yet: the same reading must not cut again.
+	k.observe(serverLoad{running: 48, queued: 58}, 53)
+	if got := k.limit(); got != 26 {
+		t.Fatalf("cut twice for one excess: %d", got)
+	}
+}
+
+func TestShareConvergesToEqualShares(t *testing.T) {
+	for _, n := range []int{2, 4, 10} {
+		runs := sharingRuns(n)
+		// Unequal starts: the first run had the server to itself.
+		readings(runs[:1], 5, 0)
+		total := readings(runs, 400, 0)
+		fair := 53 / float64(n)
+		for i, k := range runs {
+			if got := float64(k.limit()); math.Abs(got-fair) > max(2, 0.25*fair) {
+				t.Errorf("%d runs: run %d has %v, fair share %.1f", n, i, got, fair)
+			}
+		}
+		if total > 53+float64(n) {
+			t.Errorf("%d runs: the server holds %v, one run alone %d", n, total, 53)
+		}
+	}
+}
+
+func TestShareLeavesRoomForOthers(t *testing.T) {
+	runs := sharingRuns(2)
+	readings(runs, 100, 30) // another client, not sharing, holds 30
+	if sum := runs[0].limit() + runs[1].limit(); sum > 53-30+2 {
+		t.Fatalf("two runs hold %d beside 30 others, the ceiling being 53", sum)
+	}
+}
