@@ -21,6 +21,14 @@
 # fanout.sh, `fanout.sh stop DATASET...` signals each run through the process
 # group its lock file names (run-dataset.sh writes it there).
 #
+# Many runs against one server are safe: each generate reads the server's own
+# load (SGLang's /metrics: requests running and queued) and together they keep
+# in flight what one run alone would, each backing off in proportion when the
+# server holds more and growing when it holds less (generate --help, "Several
+# runs, one server"); no run needs to know of the others, here or on other
+# machines. Start SGLang with --enable-metrics: without it every run sizes
+# itself as if the server were its own, and N runs queue N loads on it.
+#
 # At most $SYNTHPIPE_JOBS runs at a time (default 4; shards: all N). Settings are
 # run-dataset.sh's (SYNTHPIPE_DATA, SYNTHPIPE_TOKENIZER, SYNTHPIPE_URL, ...). The
 # exit status is the worst of the runs' (75 when one should be retried later).

@@ -107,13 +107,35 @@ given the mean prompt length and the tokens a running answer holds on
 average (E[L^2]/2E[L] for answer lengths L, learned as answers arrive,
 counting the ones still running, and starting from --max-tokens/2), plus
 10% so that the server never idles between requests; it logs each choice
-on stderr. Against
-OpenAI-style servers it starts at 16 and adapts: one more after a window of
-successes, half on HTTP 429, and no new requests to that server until its
-Retry-After has passed. With several --url, each request goes to the server
-with the fewest tokens outstanding; a server that fails to connect is
-sidelined and retried later with backoff, and a request whose connection
-was refused moves to another server at once without using a retry (when
+on stderr.
+
+Several runs, one server. Runs started at once against one SGLang server
+(scripts/fanout.sh datasets, or runs on other machines) share it without
+knowing of each other: where the server serves /metrics (SGLang's
+--enable-metrics), each run reads the requests it holds (running + queued)
+every 0.5s and keeps the sum near what one run alone would keep in flight
+(the size above), as TCP shares a link: a run starts at an eighth of that
+size and doubles while the server has room; when the server holds more,
+every run cuts its limit in proportion (limit x size / held), so together
+they come down to it at once; when it holds less, every run grows by its
+share of the room plus half a request per reading, and these equal steps
+bring the runs to equal shares over time. Alone, a run reaches its full
+size within a third of a second and keeps it. Limits: runs whose prompts
+or answers differ in length size the server differently: the sum settles
+at the largest size and the runs that sized it smaller give way; a client
+that does not take part (a run with a fixed --concurrency, another
+program) is not pushed back, the runs that take part only leave it room;
+equal shares are reached slowly (minutes with few runs), while the sum is
+right within seconds; gauges that lag (a real server's update about once
+a second) make the runs overshoot briefly. Without /metrics a run is sized
+as if the server were its own, and says so.
+
+Against OpenAI-style servers it starts at 16 and adapts: one more after a
+window of successes, half on HTTP 429, and no new requests to that server
+until its Retry-After has passed. With several --url, each request goes to
+the server with the fewest tokens outstanding; a server that fails to
+connect is sidelined and retried later with backoff, and a request whose
+connection was refused moves to another server at once without using a retry (when
 no server is up, the run stops with 75 and leaves it to a later run).
 
 Failures. What the server marks retryable (connection errors, timeouts, 5xx,

@@ -1,8 +1,11 @@
 package generate
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 )
@@ -90,5 +93,23 @@ func TestShareLeavesRoomForOthers(t *testing.T) {
 	readings(runs, 100, 30) // another client, not sharing, holds 30
 	if sum := runs[0].limit() + runs[1].limit(); sum > 53-30+2 {
 		t.Fatalf("two runs hold %d beside 30 others, the ceiling being 53", sum)
+	}
+}
+
+func TestShareWithoutMetricsKeepsTheCeiling(t *testing.T) {
+	srv := &server{url: "http://gpu1:30000", limiter: newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})}
+	var notes []string
+	c := newShareControl(newPool([]*server{srv}, time.Second), []*server{srv}, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+	k := srv.limiter.(*kvSizer)
+	k.resize(1020, 2300)
+	if got, every := k.limit(), c.every(); got != 7 || every != shareStartInterval {
+		t.Fatalf("before the first reading: limit %d, readings every %v; want 7, every %v", got, every, shareStartInterval)
+	}
+	c.reading(0, nil)
+	if got := k.limit(); got != 53 {
+		t.Fatalf("a server without /metrics: limit %d, want the 53 a run alone keeps", got)
+	}
+	if c.every() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") {
+		t.Fatalf("readings every %v, notes %q", c.every(), notes)
 	}
 }

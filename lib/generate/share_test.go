@@ -1,0 +1,88 @@
+package generate
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
+)
+
+// shareRuns runs n generates at once against a fresh KV-limited simulator,
+// the records dealt out among them as the datasets of scripts/fanout.sh
+// would be, and returns what the server counted.
+func shareRuns(t *testing.T, n int, records []string) sim.Stats {
+	t.Helper()
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.MaxTotalTokens = 6000
+		c.Lengths = sim.LengthDist{Kind: sim.LengthLognormal, Median: 200, Sigma: 0.6, Max: 800}
+		c.StepTime = 500 * time.Microsecond
+		c.Seed = 7
+	})
+	parts := make([]strings.Builder, n)
+	for i, r := range records {
+		parts[i%n].WriteString(r)
+	}
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := strings.Count(parts[i].String(), "\n")
+			r := runGenerate(t, parts[i].String(), "--url", url, "--max-tokens", "800", "--progress-interval", "0")
+			if r.code != 0 || len(r.lines(t)) != want {
+				t.Errorf("run %d of %d: exit %d, %d of %d records written\n%s", i+1, n, r.code, len(r.lines(t)), want, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "shares the server with other runs") {
+				t.Errorf("run %d of %d does not say it shares the server:\n%s", i+1, n, r.stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	return srv.Stats()
+}
+
+func queuePerRunning(st sim.Stats) float64 {
+	return float64(st.QueuedSteps) / float64(max(st.RunningSteps, 1))
+}
+
+func describe(st sim.Stats) string {
+	return fmt.Sprintf("%d retractions, queue %.1f / running %.1f on average (%.3f), at most %d queued",
+		st.Retractions, float64(st.QueuedSteps)/float64(max(st.Steps, 1)), float64(st.RunningSteps)/float64(max(st.Steps, 1)), queuePerRunning(st), st.MaxQueued)
+}
+
+// TestRunsShareAServer: 4 and 10 runs at once against one KV-limited server,
+// over the prompts one run would send, keep its queue about as short as the
+// one run does and have it retract about as few requests: what the server
+// counted, with generous bounds (how full the batch stays depends on this
+// machine; the benchmark scripts/bench/shared.sh measures the throughput).
+// Runs that each sized themselves as if alone queued their N loads: 4 runs
+// queued more than one request per request running.
+func TestRunsShareAServer(t *testing.T) {
+	var records []string
+	for _, l := range strings.SplitAfter(sglangRequests(400, 60), "\n") {
+		if l != "" {
+			records = append(records, l)
+		}
+	}
+	one := shareRuns(t, 1, records)
+	t.Logf("1 run: %s", describe(one))
+	for _, n := range []int{4, 10} {
+		st := shareRuns(t, n, records)
+		t.Logf("%d runs: %s", n, describe(st))
+		if st.Completed != int64(len(records)) {
+			t.Errorf("%d runs: %d of %d requests completed", n, st.Completed, len(records))
+		}
+		if limit := 2*one.Retractions + int64(len(records))/10; st.Retractions > limit {
+			t.Errorf("%d runs: %d retractions, one run %d (bound %d)", n, st.Retractions, one.Retractions, limit)
+		}
+		if q, limit := queuePerRunning(st), max(2*queuePerRunning(one), 0.25); q > limit {
+			t.Errorf("%d runs: %.3f requests queued per request running, one run %.3f (bound %.3f)", n, q, queuePerRunning(one), limit)
+		}
+		if limit := 2*one.MaxQueued + 20; st.MaxQueued > limit {
+			t.Errorf("%d runs: %d requests queued at the peak, one run %d (bound %d)", n, st.MaxQueued, one.MaxQueued, limit)
+		}
+	}
+}
