@@ -1,10 +1,12 @@
 package generate
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,5 +145,27 @@ func TestKeyLimit(t *testing.T) {
 	r = runGenerate(t, chatRequests(5), append(base, "--cost-budget", "1")...)
 	if r.code != 0 || len(r.lines(t)) != 5 {
 		t.Fatalf("a budget the key covers: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// A server that cannot be reached is sidelined, and the progress lines say
+// so while the run goes on with the other.
+func TestProgressShowsServersDown(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 20}
+		c.StepTime = time.Millisecond
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there any more: connections are refused
+	r := runGenerate(t, sglangRequests(30, 5), "--url", url, "--url", dead, "--max-tokens", "32", "--concurrency", "4", "--progress-interval", "1ms")
+	if r.code != 0 || len(r.lines(t)) != 30 {
+		t.Fatalf("exit %d, %d lines:\n%s", r.code, len(r.lines(t)), r.stderr)
+	}
+	if !regexp.MustCompile(`(?m)^generate: [0-9].* done.*servers down`).MatchString(r.stderr) {
+		t.Errorf("no progress line says a server is down:\n%s", r.stderr)
 	}
 }
