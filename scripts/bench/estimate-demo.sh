@@ -16,33 +16,19 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-note() { printf '%s\n' "$*" >&2; }
+source scripts/bench/sim.sh
 
 note "building the tools from the working tree..."
 go build -o bin/ ./cmd/...
 export PATH="$ROOT/bin:$PATH"
 
-start_sim() { # start_sim NAME ARGS...: sets URL_<NAME>
-  local name="$1"; shift
-  llm-sim --url-file "$WORK/$name.url" --lengths lognormal:300,0.7,1500 "$@" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 200); do [[ -s "$WORK/$name.url" ]] && break; sleep 0.05; done
-  printf -v "URL_$name" '%s' "$(cat "$WORK/$name.url")"
-}
-start_sim local --max-total-tokens 40000 --step-time 2ms --per-token-time 5us --seed 7
-start_sim router --model moonshotai/kimi-k2.5 --prompt-price 0.6 --completion-price 2.5 \
+LENGTHS=(--lengths lognormal:300,0.7,1500)
+start_sim local "${LENGTHS[@]}" --max-total-tokens 40000 --step-time 2ms --per-token-time 5us --seed 7
+start_sim router "${LENGTHS[@]}" --model moonshotai/kimi-k2.5 --prompt-price 0.6 --completion-price 2.5 \
   --max-total-tokens 4000000 --max-running-requests 4096 --step-time 500us --seed 8
 export OPENROUTER_API_KEY=sim # llm-sim asks for none; generate wants one for --backend openai
 
 tokenize() { tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$1.jsonl.zst"; }
-now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # pipeline DATASET OUT BACKEND-ARGS...: the demo's pipeline for the records of DATASET in todo.jsonl
 pipeline() {
@@ -79,7 +65,6 @@ API_SECS="$(since "$t0")"
 LOCAL_TOKENS="$(cat "$WORK"/{code,math,tools}.jsonl | jq -s 'map(.prompt_tokens + .completion_tokens) | add')"
 BILLED="$(cat "$WORK"/api-{code,math,tools}.jsonl | jq -s 'map(.usage.cost) | add * 10000 | round / 10000')"
 
-off() { awk -v p="$1" -v a="$2" 'BEGIN { printf "%+.1f%%", 100 * (p - a) / a }'; }
 row() { printf '%-30s %12s %12s %8s\n' "$1" "$2" "$3" "$(off "$2" "$3")"; }
 printf '\n%-30s %12s %12s %8s\n' "" "predicted" "actual" "off"
 row "locally, seconds" "$(jq '.total.backends[0].seconds * 10 | round / 10' "$WORK/est.json")" "$LOCAL_SECS"

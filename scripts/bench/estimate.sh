@@ -20,14 +20,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 N="${BENCH_EST_RECORDS:-4000}"
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-note() { printf '%s\n' "$*" >&2; }
+source scripts/bench/sim.sh
 
 note "building the tools from the working tree..."
 go build -o bin/ ./cmd/generate ./cmd/llm-sim ./cmd/estimate
@@ -48,19 +41,10 @@ records() {
   }'
 }
 
-# start_sim NAME ARGS...: starts llm-sim, sets URL_<NAME>.
-start_sim() {
-  local name="$1"; shift
-  llm-sim --url-file "$WORK/$name.url" --seed 5 --lengths lognormal:300,0.5,1500 \
-    --prompt-price 0.6 --completion-price 2.5 "$@" 2>/dev/null &
-  PIDS+=($!)
-  for _ in $(seq 200); do [[ -s "$WORK/$name.url" ]] && break; sleep 0.05; done
-  printf -v "URL_$name" '%s' "$(cat "$WORK/$name.url")"
-}
-start_sim sglang --max-total-tokens 159277 --step-time 2ms --per-token-time 10us
-start_sim router
+SIM=(--seed 5 --lengths lognormal:300,0.5,1500 --prompt-price 0.6 --completion-price 2.5)
+start_sim sglang "${SIM[@]}" --max-total-tokens 159277 --step-time 2ms --per-token-time 10us
+start_sim router "${SIM[@]}"
 
-now() { date +%s.%N; }
 # timed_run OUT IN BACKEND-ARGS...: runs generate, prints the wall seconds.
 timed_run() {
   local out="$1" in="$2"; shift 2
@@ -69,7 +53,6 @@ timed_run() {
   awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'
 }
 sum() { jq -s "map($1) | add" "$2"; }
-off() { awk -v p="$1" -v a="$2" 'BEGIN { printf "%+.1f%%", 100 * (p - a) / a }'; }
 
 # watch_metrics FILE: samples gen_throughput while the server is busy.
 watch_metrics() {
