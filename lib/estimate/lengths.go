@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
 // lengths is a distribution of answer lengths in completion tokens, the
@@ -376,7 +376,8 @@ func joinInts(n []int) string {
 }
 
 // loadLengthFile reads answer lengths, one whole number a line; blank lines
-// and lines starting with # are skipped (llm-sim reads the same files).
+// and lines starting with # are skipped (sim.ReadLengths: llm-sim reads the
+// same files).
 func loadLengthFile(path string, limit int) (lengths, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -387,26 +388,17 @@ func loadLengthFile(path string, limit int) (lengths, error) {
 		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
 	defer f.Close()
-	e := &empirical{limit: limit, source: "--lengths file:" + path}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		n, err := strconv.Atoi(text)
-		if err != nil || n < 0 {
-			return nil, dataErrorf("%s:%d: %q is not a whole number of tokens", path, line, text)
-		}
-		e.values = append(e.values, n)
-	}
-	if err := sc.Err(); err != nil {
+	values, err := sim.ReadLengths(f)
+	var bad *sim.BadLengthError
+	switch {
+	case errors.As(err, &bad):
+		return nil, dataErrorf("%s:%d: %q is not a whole number of tokens", path, bad.Line, bad.Text)
+	case errors.Is(err, sim.ErrNoLengths):
+		return nil, dataErrorf("%s holds no lengths", path)
+	case err != nil:
 		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
-	if len(e.values) == 0 {
-		return nil, dataErrorf("%s holds no lengths", path)
-	}
-	return e, nil
+	return &empirical{values: values, limit: limit, source: "--lengths file:" + path}, nil
 }
 
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

@@ -134,6 +134,10 @@ func TestLengthFile(t *testing.T) {
 	if _, err := parseLengths("file:"+path, 0); err == nil || !strings.Contains(err.Error(), "lengths.txt:2") {
 		t.Errorf("error %v, want FILE:LINE", err)
 	}
+	os.WriteFile(path, []byte("# none measured yet\n\n"), 0o644)
+	if _, err := parseLengths("file:"+path, 0); err == nil || !strings.HasSuffix(err.Error(), "lengths.txt holds no lengths") {
+		t.Errorf("error %v, want FILE holds no lengths", err)
+	}
 }
 
 // Whatever a user writes, --lengths either refuses it or gives a
