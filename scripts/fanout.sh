@@ -34,9 +34,14 @@
 # exit status is the worst of the runs' (75 when one should be retried later).
 #
 # Across machines, one shard per host with GNU parallel's --sshlogin (synthpipe
-# and the prompts installed on each; collect the shard files with rsync after):
-#   parallel --sshlogin host1,host2,host3,host4 --workdir /srv/distill \
+# and the prompts installed on each; ssh sets nothing of the local environment,
+# so --env passes the settings along; collect the shard files with rsync after).
+# The runs on the hosts share the server as the local ones do:
+#   parallel --sshlogin 1/host1,1/host2,1/host3,1/host4 --workdir /srv/distill \
+#     --env SYNTHPIPE_TOKENIZER --env SYNTHPIPE_URL --env SYNTHPIPE_BUDGET \
 #     /opt/synthpipe/scripts/run-dataset.sh chat {}/4 ::: 0 1 2 3
+# (tests/recipe_ssh_test.go runs this against an sshd of its own, two logins
+# standing for two hosts.)
 #
 # Watching: every run writes DATASET/status.json (run-dataset.sh); `tokstat
 # $SYNTHPIPE_DATA` (default ./data) shows the whole job on one screen, and each
