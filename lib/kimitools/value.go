@@ -6,8 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // kind is the type of a JSON value as Python's json.loads sees it.
@@ -281,88 +282,16 @@ func (p *parser) number() (*value, error) {
 // str decodes a string literal. A lone surrogate escape becomes U+FFFD
 // (Python would keep it, but no UTF-8 text, and so no prompt, can hold one).
 func (p *parser) str() (string, error) {
-	p.pos++ // the opening quote
-	start := p.pos
-	for p.pos < len(p.data) && p.data[p.pos] != '"' && p.data[p.pos] != '\\' && p.data[p.pos] >= 0x20 {
-		p.pos++
+	b, n, err := jsonl.AppendUnquoted(nil, p.data[p.pos:], appendReplacement)
+	if se := (*jsonl.SyntaxError)(nil); errors.As(err, &se) {
+		p.pos += se.Offset - 1
+		return "", p.errorf("%s", se.Msg)
 	}
-	if p.pos < len(p.data) && p.data[p.pos] == '"' {
-		p.pos++
-		return string(p.data[start : p.pos-1]), nil
-	}
-	b := []byte(string(p.data[start:p.pos]))
-	for {
-		if p.pos >= len(p.data) {
-			return "", p.errorf("unterminated string")
-		}
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			p.pos++
-			return string(b), nil
-		case c < 0x20:
-			return "", p.errorf("control character in string")
-		case c != '\\':
-			b = append(b, c)
-			p.pos++
-			continue
-		}
-		p.pos++
-		if p.pos >= len(p.data) {
-			return "", p.errorf("unterminated string")
-		}
-		e := p.data[p.pos]
-		p.pos++
-		switch e {
-		case '"', '\\', '/':
-			b = append(b, e)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", p.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				save := p.pos
-				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
-					p.pos += 2
-					if r2, ok := p.hex4(); ok && utf16.DecodeRune(r, r2) != utf8.RuneError {
-						r = utf16.DecodeRune(r, r2)
-					} else {
-						p.pos = save
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			b = utf8.AppendRune(b, r)
-		default:
-			return "", p.errorf("invalid escape")
-		}
-	}
+	p.pos += n
+	return string(b), nil
 }
 
-func (p *parser) hex4() (rune, bool) {
-	if p.pos+4 > len(p.data) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	p.pos += 4
-	return rune(n), true
-}
+func appendReplacement(b []byte, _ rune) []byte { return utf8.AppendRune(b, utf8.RuneError) }
 
 // appendSorted writes v as compact JSON: keys sorted, numbers as written,
 // strings escaped minimally. It is deep_sort_dict's result, for the

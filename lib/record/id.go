@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -137,63 +136,14 @@ func DecodeID(raw []byte) string {
 	if bytes.IndexByte(body, '\\') < 0 {
 		return string(body)
 	}
-	b := make([]byte, 0, len(body))
-	for i := 0; i < len(body); {
-		c := body[i]
-		if c != '\\' {
-			b = append(b, c)
-			i++
-			continue
-		}
-		e := body[i+1]
-		i += 2
-		switch e {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r := hex4(body[i:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				if r < 0xdc00 && i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
-					if lo := hex4(body[i+2:]); lo >= 0xdc00 && lo <= 0xdfff {
-						b = utf8.AppendRune(b, utf16.DecodeRune(r, lo))
-						i += 6
-						continue
-					}
-				}
-				b = append(b, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f) // WTF-8
-				continue
-			}
-			b = utf8.AppendRune(b, r)
-		default: // '"', '\\', '/'
-			b = append(b, e)
-		}
-	}
+	b, _, _ := jsonl.AppendUnquoted(make([]byte, 0, len(body)), raw, appendWTF8) // raw was validated with its record
 	return string(b)
 }
 
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+// appendWTF8 appends a lone surrogate as the three bytes UTF-8 would give it
+// if it allowed one.
+func appendWTF8(b []byte, r rune) []byte {
+	return append(b, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f)
 }
 
 // IDText is an id as valid UTF-8 text, for what must be text (a server's
