@@ -25,6 +25,7 @@ const (
 	flagPriceIn       = "price-in"
 	flagPriceOut      = "price-out"
 	flagRate          = "rate"
+	flagStatus        = "status"
 	flagHourlyCost    = "hourly-cost"
 	flagConcurrency   = "concurrency"
 	flagDraws         = "draws"
@@ -84,7 +85,10 @@ Backends, any combination; each is a column of the table:
     seconds by the server's speed. That comes from --rate (its tokens per
     second with a full batch), else from sglang:gen_throughput and
     sglang:num_running_reqs on /metrics (SGLang started with
-    --enable-metrics, busy now), else from the done file's latencies: its
+    --enable-metrics, busy now), else from the status file of a job running
+    against it (--status FILE, generate --status-file: the server's metrics
+    as the job last read them, else the job's own output rate), else from
+    the done file's latencies: its
     run is replayed through the same model, and each answer's latency
     fitted to the steps it lived through and the tokens generated meanwhile,
     which gives a step's fixed part and its part per running request (a
@@ -139,6 +143,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 				Usage: "the API base `URL` whose /models lists the --model prices"},
 			&cli.Float64Flag{Name: flagPriceIn, Usage: "prompt price of --model, `USD` per million tokens (instead of the /models list)"},
 			&cli.Float64Flag{Name: flagPriceOut, Usage: "completion price of --model, `USD` per million tokens"},
+			&cli.StringSliceFlag{Name: flagStatus, Usage: "the status `FILE` of a job running against a --url server (generate --status-file; repeatable): the server's speed as the job sees it"},
 			&cli.StringSliceFlag{Name: flagRate, Usage: "generated tokens per second, `[NAME=]N`, of every backend or of the one whose URL or model is NAME (repeatable)"},
 			&cli.Float64Flag{Name: flagHourlyCost, Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
 			&cli.IntFlag{Name: flagConcurrency, Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from 16 up)"},

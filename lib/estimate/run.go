@@ -27,6 +27,7 @@ type config struct {
 	files       []string
 	by          string
 	done        []string
+	statuses    []string // generate --status-file files of running jobs
 	lengthsSpec string
 	maxTokens   int
 	budget      int64 // -1: none
@@ -52,6 +53,7 @@ func parse(c *cli.Context) (*config, error) {
 		files:       c.Args().Slice(),
 		by:          c.String(flagBy),
 		done:        c.StringSlice(flagDone),
+		statuses:    c.StringSlice(flagStatus),
 		lengthsSpec: c.String(flagLengths),
 		budget:      -1,
 		urls:        c.StringSlice(flagURL),
@@ -125,6 +127,7 @@ func parse(c *cli.Context) (*config, error) {
 	var files jsonl.Files
 	files.Inputs(c.App.Reader, cfg.files)
 	files.State("--"+flagDone, cfg.done)
+	files.State("--"+flagStatus, cfg.statuses)
 	files.Stdout(c.App.Writer)
 	if err := files.Check(); err != nil {
 		return nil, err
@@ -220,6 +223,10 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 		r, ok := cfg.rates[""]
 		return r, ok
 	}
+	statuses, err := readStatuses(cfg.statuses)
+	if err != nil {
+		return nil, err
+	}
 	var out []*backendModel
 	label := func() string { return string(rune('A' + len(out)%26)) }
 	for _, u := range cfg.urls {
@@ -234,6 +241,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
 		}
 		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget)
+		job, jobOK := jobOn(statuses, u)
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
@@ -242,6 +250,15 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			// time of one decode step.
 			b.step.fixed = load.running / load.genThroughput
 			b.rateSource = fmt.Sprintf("/metrics: %s tok/s with %.0f running", fmtRate(load.genThroughput), load.running)
+		case jobOK && job.running > 0 && job.genThroughput > 0:
+			// The server's own reading, as a running job last saw it.
+			b.step.fixed = job.running / job.genThroughput
+			b.rateSource = job.source(fmt.Sprintf("the server's %s tok/s with %.0f running", fmtRate(job.genThroughput), job.running))
+		case jobOK && job.clientRate > 0:
+			// Without the server's metrics, what the job gets from it: a
+			// full batch's speed when the job keeps the server busy.
+			b.rate = job.clientRate
+			b.rateSource = job.source(fmt.Sprintf("the job's %s tok/s out", fmtRate(job.clientRate)))
 		case doneOK:
 			b.step = doneStep
 			b.rateSource = fmt.Sprintf("the done file's latencies (%d answers): a step takes %s + %s per running request",
