@@ -3,7 +3,8 @@
 # installed: GNU parallel (the fan-out recipe, scripts/fanout.sh), flock (the
 # cron recipe, scripts/run-dataset.sh) and OpenSSH's server and client (the
 # fan-out across machines, parallel --sshlogin, is tested against an sshd the
-# test starts on a loopback port). make test runs it first, so that
+# test starts on a loopback port), and jq (some test scripts read JSON
+# output with it). make test runs it first, so that
 # `make test` works on a fresh Debian or Ubuntu machine. As root it installs
 # what is missing with apt-get; otherwise it says what to install and fails.
 set -euo pipefail
@@ -12,7 +13,7 @@ set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin
 
 # program -> the Debian package that provides it
-declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client)
+declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [jq]=jq)
 
 # missing_packages prints the packages whose programs are not on PATH.
 missing_packages() {
