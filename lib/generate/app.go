@@ -193,11 +193,15 @@ answer itself (its ids, the --tokenizer's, else its bytes up to
 max_tokens), named once on stderr and totalled at the end.
 
 Progress and stopping. Progress goes to stderr: on a terminal a bar redrawn
-in place every second (done/total, ok, errors, truncated, rates, requests in
-flight, ETA; fit to the terminal's width), else (not a terminal, or
-TERM=dumb) a plain line every --progress-interval, with the ETA computed
-from tokens, counting the answers still in flight so that the short answers
-finishing first do not make it optimistic. When stdout closes (budget-cut or
+in place every second on the last line, log lines printed above it (done/total
+rounded down, ok, errors, truncated, rates, requests in flight, ETA; the bar
+a fifth of the terminal's width), else (not a terminal, or TERM=dumb) a plain
+line every --progress-interval. "in flight (limit: budget)" names what held
+the requests in flight down: the server, the budget, the reorder window, the
+output backlog, the input, or draining at the end. The ETA is computed from
+tokens, to the end of the input or of the budget, whichever comes first,
+counting the answers still in flight so that the short answers finishing
+first do not make it optimistic; it shows "ETA ..." until 16 answers are in. When stdout closes (budget-cut or
 head downstream) requests in flight are cancelled and generate exits 0. On
 SIGINT, SIGTERM or SIGHUP it stops reading, lets requests in flight finish
 for up to --drain-timeout, writes them, and exits 130, 143 or 129; requests
@@ -302,7 +306,9 @@ func mainWith(opt options, args []string, stdin io.Reader, stdout, stderr io.Wri
 	warnURLPassword(args, stderr)
 	app := NewApp()
 	app.Metadata[optionsKey] = opt
-	return cliutil.Main(app, args, stdin, stdout, stderr)
+	// Every line generate prints, the signal messages included, goes
+	// through the console, which keeps the live bar off them.
+	return cliutil.Main(app, args, stdin, stdout, &console{w: stderr})
 }
 
 // warnURLPassword warns when a URL on the command line carries a password

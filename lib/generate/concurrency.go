@@ -82,6 +82,7 @@ type kvSizer struct {
 	cur        int // what this run alone would keep in flight
 	why        string
 	share      serverShare
+	reported   int // the target last said in the log, 0: none yet
 }
 
 // newKVSizer sizes for a server's capacity; resize sets the first target
@@ -103,9 +104,8 @@ func (*kvSizer) onSuccess()   {}
 func (*kvSizer) onRateLimit() {}
 
 // resize recomputes the target from the mean prompt length and the mean
-// number of generated tokens a running request holds. It reports whether
-// the target changed by more than a tenth, which is worth a log line.
-func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
+// number of generated tokens a running request holds.
+func (k *kvSizer) resize(meanPrompt, kvShare float64) {
 	perRequest := max(meanPrompt+kvShare, 1)
 	fit := float64(k.kvTokens) / perRequest
 	n := int(math.Ceil(fit * (1 + queueMargin)))
@@ -119,21 +119,36 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) bool {
 			why = fmt.Sprintf("%s; capped at max_running_requests %d, +%.0f%% queue margin", why, k.maxRunning, queueMargin*100)
 		}
 	}
-	n = max(n, 1)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	old := k.cur
-	k.cur, k.why = n, why
+	k.cur, k.why = max(n, 1), why
 	if k.share.on && k.share.limit == 0 {
-		k.share.begin(float64(n))
+		k.share.begin(float64(k.cur))
 	}
-	return old == 0 || math.Abs(float64(n-old)) > 0.1*float64(old)
 }
 
-// String explains the current target, for the log.
+// report is the target explained for the log when it moved by more than a
+// tenth since the last one reported, else "". The last one reported, not
+// the last one computed: an estimate that wavers around a value, as it
+// does while few answers are in, is said once, not at every wave.
+func (k *kvSizer) report() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= 0.1*float64(k.reported) {
+		return ""
+	}
+	k.reported = k.cur
+	return k.explainLocked()
+}
+
+// String explains the current target.
 func (k *kvSizer) String() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.explainLocked()
+}
+
+func (k *kvSizer) explainLocked() string {
 	if k.share.on && k.share.limit > 0 && int(k.share.limit) < k.cur {
 		return fmt.Sprintf("concurrency %d: %s; %d for now, sharing the server (%s)", k.cur, k.why, max(1, int(k.share.limit)), k.share.why)
 	}

@@ -3,6 +3,7 @@ package generate
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,20 +22,28 @@ type dispatcher struct {
 	workers   *workers
 	collector *collector // its backlog holds dispatching back; it counts the records a budget cuts
 	note      func(format string, args ...any)
-	sized     bool // the KV-bound servers were sized from the first prompt
+	limits    *limits     // what the dispatcher waits on, for the progress line
+	sized     bool        // the KV-bound servers were sized from the first prompt
+	logged    atomic.Bool // the first sizing was said
 }
 
 // run starts requests until the records end or dispatching stops.
 func (d *dispatcher) run(records <-chan *job) {
 	ctx := d.stops.dispatch
+	defer d.limits.enter(heldByEnd)
 	var next int64
 	for {
-		if d.reorder != nil && !d.reorder.waitRoom(ctx, next) {
-			return
+		if d.reorder != nil {
+			d.limits.enter(heldByReorder)
+			if !d.reorder.waitRoom(ctx, next) {
+				return
+			}
 		}
+		d.limits.enter(heldByBacklog)
 		if !d.collector.backlog.waitRoom(ctx) {
 			return
 		}
+		d.limits.enter(heldByInput)
 		var j *job
 		select {
 		case r, ok := <-records:
@@ -47,6 +56,7 @@ func (d *dispatcher) run(records <-chan *job) {
 		}
 		next = j.seq + 1
 		d.sizeFirst(j)
+		d.limits.enter(heldByBudget)
 		r, err := d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
 		if errors.Is(err, errBudgetReached) {
 			// What is in flight finishes: it is paid for.
@@ -59,6 +69,7 @@ func (d *dispatcher) run(records <-chan *job) {
 		}
 		j.reserve = r
 		j.kvTokens = j.promptTokens + int(d.lengths.cachedMean())
+		d.limits.enter(heldByServer)
 		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
 		if err != nil {
 			d.budget.cancel(r)
@@ -68,6 +79,7 @@ func (d *dispatcher) run(records <-chan *job) {
 			return
 		}
 		j.server = srv
+		d.limits.enter(heldByNothing)
 		d.flight.begin(j)
 		d.workers.start(j)
 	}
@@ -80,19 +92,28 @@ func (d *dispatcher) sizeFirst(j *job) {
 		return
 	}
 	d.sized = true
-	d.resize(float64(j.promptTokens), d.lengths.estimate(nil).kvShare)
+	d.resize(float64(j.promptTokens), d.lengths.estimate(nil).kvShare, false)
 }
 
-// resize re-sizes every KV-bound server and logs significant changes. The
-// tuner calls it too: it reads only what is fixed when the run is built.
-func (d *dispatcher) resize(meanPrompt, kvShare float64) {
+// resize re-sizes every KV-bound server. It logs a significant change when
+// serverBound, that is when the servers are what held the dispatcher back:
+// under a budget or a reorder window that keeps fewer in flight a server's
+// target changes nothing, and the progress line names the limit instead.
+// The first sizing is always said. The tuner calls it too: it reads only
+// what is fixed when the run is built.
+func (d *dispatcher) resize(meanPrompt, kvShare float64, serverBound bool) {
 	if len(d.kvServers) == 0 {
 		return
 	}
+	first := !d.logged.Swap(true)
 	for _, srv := range d.kvServers {
 		k := srv.limiter.(*kvSizer)
-		if k.resize(meanPrompt, kvShare) {
-			d.note("%s: %s", srv.url, k)
+		k.resize(meanPrompt, kvShare)
+		if !first && !serverBound {
+			continue
+		}
+		if why := k.report(); why != "" {
+			d.note("%s: %s", srv.url, why)
 		}
 	}
 	d.pool.wake()

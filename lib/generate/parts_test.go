@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -64,15 +65,37 @@ func TestKVSizer(t *testing.T) {
 	k := newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})
 	k.resize(1020, 2300)
 	if got := k.limit(); got != 53 {
-		t.Fatalf("159,277 / 3,320 x 1.1: got %d, want 53 (%s)", got, k)
+		t.Fatalf("159,277 / 3,320 x 1.1: got %d, want 53", got)
+	}
+	if got := k.report(); !strings.HasPrefix(got, "concurrency 53: ") {
+		t.Fatalf("the first target is reported: %q", got)
 	}
 	k.resize(10, 10)
 	if got := k.limit(); got != 282 {
 		t.Fatalf("capped by max_running_requests 256 x 1.1: got %d", got)
 	}
 	// The log line explains the figure it gives (the margin is on the cap too).
-	if got, want := k.String(), "concurrency 282: "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "capped at max_running_requests 256, +10% queue margin") {
+	if got, want := k.report(), "concurrency 282: "; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "capped at max_running_requests 256, +10% queue margin") {
 		t.Errorf("the explanation %q does not lead from the cap to 282", got)
+	}
+}
+
+// An estimate that wavers around a target is reported once: each change is
+// measured from the target last reported, not from the last one computed.
+func TestKVSizerReportsOnlyLargeChanges(t *testing.T) {
+	k := newKVSizer(&backend.ServerInfo{MaxTotalTokens: 130000})
+	var said []int
+	// Targets about 130, 121, 130, 120, 131, 130, then about 100 twice.
+	for _, perRequest := range []float64{1100, 1180, 1100, 1190, 1090, 1100, 1430, 1420} {
+		k.resize(perRequest, 0)
+		if why := k.report(); why != "" {
+			var n int
+			fmt.Sscanf(why, "concurrency %d:", &n)
+			said = append(said, n)
+		}
+	}
+	if fmt.Sprint(said) != "[131 100]" {
+		t.Fatalf("reported %v, want [131 100]: the first target, then the one that moved by more than a tenth", said)
 	}
 }
 

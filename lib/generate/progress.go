@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -16,16 +17,67 @@ import (
 
 // progress prints how the run goes on stderr: on a terminal a bar redrawn
 // in place every second, elsewhere (a log file, TERM=dumb) a plain line
-// every --progress-interval.
+// every --progress-interval. Its console is the run's stderr: every other
+// line goes through it, so that none is glued onto the bar.
 type progress struct {
-	w      io.Writer
-	live   bool
-	colour bool // live and NO_COLOR unset
-	width  int  // columns the live line may take
-	every  time.Duration
-	total  int64 // records expected, 0: unknown
-	drawn  bool  // a live line is on screen
+	console *console
+	live    bool
+	colour  bool // live and NO_COLOR unset
+	width   int  // columns the live line may take
+	every   time.Duration
+	total   int64 // records expected, 0: unknown
 }
+
+// console owns stderr while a run goes on. On a terminal the live bar stays
+// on the last line: a log line clears it first, is printed, and the bar is
+// drawn again below it.
+type console struct {
+	mu  sync.Mutex
+	w   io.Writer
+	bar string // the live line on screen, "" while none
+}
+
+// Write prints whole lines (a log line is one Write) above the live bar.
+func (c *console) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bar == "" {
+		return c.w.Write(p)
+	}
+	if _, err := io.WriteString(c.w, eraseLine); err != nil {
+		return 0, err
+	}
+	n, err := c.w.Write(p)
+	if err == nil && len(p) > 0 && p[len(p)-1] == '\n' {
+		_, err = io.WriteString(c.w, c.bar+clearToEnd)
+	}
+	return n, err
+}
+
+// draw puts line on the screen's last line in place of the bar before.
+func (c *console) draw(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bar = line
+	io.WriteString(c.w, "\r"+line+clearToEnd)
+}
+
+// clear takes the bar off the screen, before the summary.
+func (c *console) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bar != "" {
+		io.WriteString(c.w, eraseLine)
+		c.bar = ""
+	}
+}
+
+// The escapes of a live line: back to its start, and erase from the cursor
+// to the end of the line (ECMA-48 EL).
+const (
+	clearToEnd = "\x1b[K"
+	eraseLine  = "\r" + clearToEnd
+)
 
 // liveRedraw is how often a terminal line is redrawn.
 const liveRedraw = time.Second
@@ -34,9 +86,15 @@ const liveRedraw = time.Second
 // says.
 const defaultColumns = 100
 
+// newProgress reports on w: the console that owns stderr, or a writer it
+// wraps in one.
 func newProgress(w io.Writer, every time.Duration, total int64) *progress {
-	p := &progress{w: w, every: every, total: total}
-	fd, isFile := fileDescriptor(w)
+	con, ok := w.(*console)
+	if !ok {
+		con = &console{w: w}
+	}
+	p := &progress{console: con, every: every, total: total}
+	fd, isFile := fileDescriptor(con.w)
 	p.live, p.colour = progressMode(isFile && term.IsTerminal(fd), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
 	if p.live {
 		p.every = liveRedraw
@@ -88,7 +146,7 @@ func (p *progress) loop(s *scheduler, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
-			p.clear()
+			p.console.clear()
 			return
 		case <-t.C:
 			p.print(s.progressView(p.total))
@@ -98,18 +156,10 @@ func (p *progress) loop(s *scheduler, stop <-chan struct{}) {
 
 func (p *progress) print(v progressView) {
 	if p.live {
-		fmt.Fprintf(p.w, "\r%s\x1b[K", renderBar(v, p.width, p.colour))
-		p.drawn = true
+		p.console.draw(renderBar(v, p.width, p.colour))
 		return
 	}
-	fmt.Fprintf(p.w, "generate: %s\n", plainLine(v))
-}
-
-// clear removes the live line before the summary is printed.
-func (p *progress) clear() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
+	fmt.Fprintf(p.console, "generate: %s\n", plainLine(v))
 }
 
 // progressView is one progress report: counts, rates and the ETA.
@@ -119,9 +169,11 @@ type progressView struct {
 	reqPerSec, tokPerSec  float64
 	meanCompletion        float64
 	inFlight              int
+	limit                 string // what holds the requests in flight down, "" nothing
 	elapsed               time.Duration
 	eta                   time.Duration
 	hasETA                bool
+	etaLater              bool // an ETA is coming, once enough answers are in
 	// standing is the budgets, soft failures, retries, servers down and
 	// the servers' own view; countMode names what the token budget counts.
 	standing  standing
@@ -141,24 +193,48 @@ func (s *scheduler) progressView(total int64) progressView {
 		tokPerSec:      float64(t.completionTokens) / secs,
 		meanCompletion: est.mean,
 		inFlight:       inFlight,
+		limit:          holdNames[s.dispatcher.limits.limiting(&s.shownLimit)],
 		elapsed:        elapsed,
 	}
-	v.eta, v.hasETA = s.eta(t, total, inFlight, est, meanPrompt, elapsed)
+	v.etaLater = total > 0 || s.budget.tokensLeft() >= 0
+	if est.samples >= minETASamples {
+		v.eta, v.hasETA = s.eta(t, total, inFlight, est, meanPrompt, elapsed)
+	}
 	v.standing, v.countMode = s.standing(), s.cfg.countMode.String()
 	return v
+}
+
+// minETASamples is how many answers the ETA waits for: before them the
+// lengths and the decode rate are guesses, and an ETA made of guesses was
+// off by a factor of ten.
+const minETASamples = 16
+
+// percentDone is done of total in whole percent, rounded down: 100% only
+// when every record is done.
+func percentDone(done, total int64) int64 {
+	return min(100*done/total, 100)
+}
+
+// inFlightText is the requests in flight and what keeps them from being
+// more.
+func inFlightText(v progressView) string {
+	if v.limit == "" {
+		return fmt.Sprintf("%d in flight", v.inFlight)
+	}
+	return fmt.Sprintf("%d in flight (limit: %s)", v.inFlight, v.limit)
 }
 
 // plainLine is the report as one line of a log.
 func plainLine(v progressView) string {
 	var b strings.Builder
 	if v.total > 0 {
-		fmt.Fprintf(&b, "%s/%s done (%.1f%%)", cliutil.Thousands(v.done), cliutil.Thousands(v.total), 100*float64(v.done)/float64(v.total))
+		fmt.Fprintf(&b, "%s/%s done (%d%%)", cliutil.Thousands(v.done), cliutil.Thousands(v.total), percentDone(v.done, v.total))
 	} else {
 		fmt.Fprintf(&b, "%s done", cliutil.Thousands(v.done))
 	}
-	fmt.Fprintf(&b, ", %s ok, %s err, %s trunc, %.1f req/s, %s tok/s out, mean completion %s, %d in flight, %s elapsed",
+	fmt.Fprintf(&b, ", %s ok, %s err, %s trunc, %.1f req/s, %s tok/s out, mean completion %s, %s, %s elapsed",
 		cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated), v.reqPerSec,
-		cliutil.Thousands(int64(v.tokPerSec)), cliutil.Thousands(int64(v.meanCompletion)), v.inFlight, v.elapsed.Round(time.Second))
+		cliutil.Thousands(int64(v.tokPerSec)), cliutil.Thousands(int64(v.meanCompletion)), inFlightText(v), v.elapsed.Round(time.Second))
 	if v.hasETA {
 		fmt.Fprintf(&b, ", ETA %s", v.eta.Round(time.Second))
 	}
@@ -173,40 +249,63 @@ const (
 	ansiReset = "\x1b[0m"
 )
 
-// minBar is the narrowest bar worth drawing; below it the bar is left out
-// and the numbers keep the line.
-const minBar = 5
+// The bar takes a fifth of the line, within these bounds; below minBar
+// columns it is left out and the numbers keep the line.
+const (
+	minBar = 10
+	maxBar = 40
+)
 
 // renderBar is the live line, at most width columns wide:
 //
-//	[#########.........]  45%  812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m
+//	[##########..............]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight (limit: budget) | ETA 12m
 //
-// The bar takes the columns the numbers leave. Without a known total there
-// is no bar and no percentage. A narrow terminal loses the bar first, then
-// the ETA, the requests in flight and the rates, so that the counts stay.
-// colour paints the bar and a non-zero error count (escapes take no
-// columns).
+// The bar takes a fifth of the width (10 to 40 columns), the numbers the
+// rest. Without a known total there is no bar and no percentage. A narrow
+// terminal loses the standing's parts (budget, the server's view, trouble)
+// first, then the rates, the requests in flight, the ETA and the bar, so
+// that the counts stay. colour paints the bar and a non-zero
+// error count (escapes take no columns).
 func renderBar(v progressView, width int, colour bool) string {
-	counts := fmt.Sprintf("%s done ok %s err %s trunc %s", cliutil.Thousands(v.done), cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated))
-	var percent float64
+	head := cliutil.Thousands(v.done) + " done"
 	if v.total > 0 {
-		percent = min(float64(v.done)/float64(v.total), 1)
-		counts = fmt.Sprintf("%.0f%%  %s/%s ok %s err %s trunc %s", 100*percent, cliutil.Thousands(v.done), cliutil.Thousands(v.total),
-			cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated))
+		head = fmt.Sprintf("%d%% %s/%s", percentDone(v.done, v.total), cliutil.Thousands(v.done), cliutil.Thousands(v.total))
 	}
-	tail := []string{
-		fmt.Sprintf(" | %.1f req/s %s tok/s", v.reqPerSec, cliutil.Thousands(int64(v.tokPerSec))),
-		fmt.Sprintf(" | %d in flight", v.inFlight),
+	counts := fmt.Sprintf("%s ok %s err %s trunc %s", head, cliutil.Thousands(v.ok), cliutil.Thousands(v.errors), cliutil.Thousands(v.truncated))
+	rates := fmt.Sprintf(" | %.1f req/s %s tok/s", v.reqPerSec, cliutil.Thousands(int64(v.tokPerSec)))
+	flight := " | " + inFlightText(v)
+	eta := ""
+	switch {
+	case v.hasETA:
+		eta = " | ETA " + shortDuration(v.eta)
+	case v.etaLater:
+		eta = " | ETA ..."
 	}
-	if v.hasETA {
-		tail = append(tail, " | ETA "+shortDuration(v.eta))
+	// The longest of these lines that fits room: the standing's parts go
+	// first, the last first, then the rates, the requests in flight and
+	// the ETA.
+	extras := v.standing.barParts()
+	var lines []string
+	for n := len(extras); n >= 0; n-- {
+		lines = append(lines, counts+rates+flight+eta+strings.Join(extras[:n], ""))
 	}
-	tail = append(tail, v.standing.barParts()...)
-	text := func() string { return counts + strings.Join(tail, "") }
-	for len(text()) > width && len(tail) > 0 {
-		tail = tail[:len(tail)-1]
+	lines = append(lines, counts+flight+eta, counts+eta)
+	fit := func(room int) string {
+		for _, line := range lines {
+			if len(line) <= room {
+				return line
+			}
+		}
+		return counts
 	}
-	line := text()
+	barWidth := min(max(width/5, minBar), maxBar)
+	// "[" + bar + "]" + two spaces before the numbers.
+	room := width - barWidth - 4
+	line := fit(room)
+	if v.total == 0 || len(line) > room || width/5 < minBar {
+		barWidth = 0
+		line = fit(width)
+	}
 	if len(line) > width {
 		line = line[:max(width, 0)]
 	}
@@ -216,12 +315,12 @@ func renderBar(v progressView, width int, colour bool) string {
 			line = line[:i+5] + ansiRed + cliutil.Thousands(v.errors) + ansiReset + line[i+len(errs)-1:]
 		}
 	}
-	// "[" + bar + "]" + two spaces before the numbers.
-	barWidth := width - len(text()) - 4
-	if v.total == 0 || len(text()) > width || barWidth < minBar {
+	if barWidth == 0 {
 		return line
 	}
-	filled := int(percent * float64(barWidth))
+	// Whole characters only, rounded down like the percentage: a full bar
+	// means every record is done.
+	filled := int(min(v.done*int64(barWidth)/v.total, int64(barWidth)))
 	bar := strings.Repeat("#", filled)
 	if colour {
 		bar = ansiGreen + bar + ansiReset
@@ -268,12 +367,7 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 		notStarted = float64(max(total-t.finished()-int64(inFlight), 0))
 	}
 	if left := s.budget.tokensLeft(); left >= 0 {
-		perRecord := tokenCount(s.cfg.countMode, meanPrompt, est.mean)
-		if perRecord > 0 {
-			// The requests in flight are part of what the budget still takes.
-			fit := max(left/perRecord-float64(inFlight), 0)
-			notStarted = min(notStarted, fit)
-		}
+		notStarted = min(notStarted, s.budgetStarts(left, inFlight, est, meanPrompt))
 	}
 	if math.IsInf(notStarted, 1) {
 		return 0, false
@@ -288,4 +382,24 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 		secs += drainWeight * max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
 	}
 	return time.Duration(secs * float64(time.Second)), true
+}
+
+// budgetStarts is how many more requests the token budget lets start, of
+// left tokens: the requests in flight take their expected cost first, each
+// new one its expected cost, and the last starts while its worst case
+// (prompt and max_tokens) still fits: a run under a budget ends when that
+// worst case no longer does, well before the budget is spent.
+func (s *scheduler) budgetStarts(left float64, inFlight int, est lengthEstimate, meanPrompt float64) float64 {
+	mode := s.cfg.countMode
+	perRecord := tokenCount(mode, meanPrompt, est.mean)
+	if perRecord <= 0 {
+		return math.Inf(1)
+	}
+	inFlightCost := tokenCount(mode, float64(inFlight)*meanPrompt, est.inFlightDone+est.inFlightLeft)
+	worst := tokenCount(mode, meanPrompt, float64(s.cfg.params.MaxTokens))
+	room := left - inFlightCost - worst
+	if room < 0 {
+		return 0
+	}
+	return room/perRecord + 1
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
 func TestRenderBar(t *testing.T) {
@@ -12,9 +14,13 @@ func TestRenderBar(t *testing.T) {
 		inFlight: 48, eta: 12*time.Minute + 20*time.Second, hasETA: true}
 	unknownTotal := running
 	unknownTotal.total = 0
-	noETA := running
-	noETA.hasETA = false
-	numbers := "45%  812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"
+	early := running
+	early.hasETA, early.etaLater = false, true
+	limited := running
+	limited.limit = "budget"
+	almost := running
+	almost.done, almost.total = 2986, 3000
+	numbers := "45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"
 	for _, tc := range []struct {
 		name   string
 		view   progressView
@@ -22,21 +28,25 @@ func TestRenderBar(t *testing.T) {
 		colour bool
 		want   string
 	}{
-		{"the whole line at 120 columns", running, 120, false,
-			"[" + strings.Repeat("#", 13) + strings.Repeat(".", 17) + "]  " + numbers},
-		{"the default width", running, defaultColumns - 1, false,
-			"[" + strings.Repeat("#", 4) + strings.Repeat(".", 5) + "]  " + numbers},
-		{"too narrow for a bar: the numbers stay", running, 90, false, numbers},
-		{"narrower: the ETA goes", running, 80, false,
-			"45%  812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight"},
-		{"narrower still: rates go", running, 40, false, "45%  812/1,800 ok 800 err 12 trunc 3"},
-		{"tiny: cut at the edge", running, 10, false, "45%  812/1"},
+		{"a fifth of 120 columns for the bar", running, 119, false,
+			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  " + numbers},
+		{"the default width: the rates go first", running, defaultColumns - 1, false,
+			"[" + strings.Repeat("#", 8) + strings.Repeat(".", 11) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 48 in flight | ETA 12m"},
+		{"a wide terminal: the bar stops at 40", running, 250, false,
+			"[" + strings.Repeat("#", 18) + strings.Repeat(".", 22) + "]  " + numbers},
+		{"what holds the requests in flight", limited, 159, false,
+			"[" + strings.Repeat("#", 13) + strings.Repeat(".", 18) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight (limit: budget) | ETA 12m"},
+		{"too narrow for a bar: the numbers stay", running, 49, false, "45% 812/1,800 ok 800 err 12 trunc 3 | ETA 12m"},
+		{"narrower still: the ETA goes", running, 40, false, "45% 812/1,800 ok 800 err 12 trunc 3"},
+		{"tiny: cut at the edge", running, 10, false, "45% 812/1,"},
 		{"no total: no bar, no percentage", unknownTotal, 120, false,
 			"812 done ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
-		{"no ETA", noETA, 120, false,
-			"[" + strings.Repeat("#", 18) + strings.Repeat(".", 22) + "]  45%  812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight"},
-		{"colour", running, 120, true,
-			"[\x1b[32m" + strings.Repeat("#", 13) + "\x1b[0m" + strings.Repeat(".", 17) + "]  45%  812/1,800 ok 800 err \x1b[31m12\x1b[0m trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
+		{"no ETA yet", early, 119, false,
+			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA ..."},
+		{"99% and a bar short of full until the end", almost, 119, false,
+			"[" + strings.Repeat("#", 22) + ".]  99% 2,986/3,000 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
+		{"colour", running, 119, true,
+			"[\x1b[32m" + strings.Repeat("#", 10) + "\x1b[0m" + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err \x1b[31m12\x1b[0m trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := renderBar(tc.view, tc.width, tc.colour)
@@ -52,6 +62,43 @@ func TestRenderBar(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPercentDone(t *testing.T) {
+	for _, tc := range []struct{ done, total, want int64 }{
+		{0, 3000, 0}, {29, 3000, 0}, {30, 3000, 1}, {2986, 3000, 99}, {2999, 3000, 99}, {3000, 3000, 100}, {3001, 3000, 100},
+	} {
+		if got := percentDone(tc.done, tc.total); got != tc.want {
+			t.Errorf("%d of %d: %d%%, want %d%%", tc.done, tc.total, got, tc.want)
+		}
+	}
+}
+
+func TestLimitsNameTheLongestWait(t *testing.T) {
+	now := time.Unix(0, 0)
+	clock := func() time.Time { return now }
+	l := newLimits(clock)
+	var mark limitMark
+	step := func(h holdBack, d time.Duration) { l.enter(h); now = now.Add(d) }
+	step(heldByInput, 100*time.Millisecond)
+	step(heldByBudget, 800*time.Millisecond)
+	step(heldByNothing, 100*time.Millisecond)
+	if got := l.limiting(&mark); got != heldByBudget {
+		t.Fatalf("800 ms of 1 s waiting on the budget: %v", got)
+	}
+	step(heldByServer, 300*time.Millisecond)
+	step(heldByNothing, 700*time.Millisecond)
+	if got := l.limiting(&mark); got != heldByNothing {
+		t.Fatalf("starting requests 70%% of the time: %v, want no limit", got)
+	}
+	step(heldByServer, 2*time.Second)
+	if got := l.limiting(&mark); got != heldByServer {
+		t.Fatalf("waiting on the servers: %v", got)
+	}
+	var other limitMark // another reader measures from its own last look
+	if got := l.limiting(&other); got != heldByServer {
+		t.Fatalf("from the start: %v, want the server (2.3 s of 4)", got)
 	}
 }
 
@@ -73,5 +120,41 @@ func TestProgressMode(t *testing.T) {
 				t.Fatalf("live %v colour %v, want %v %v", live, colour, tc.live, tc.colour)
 			}
 		})
+	}
+}
+
+// A budget that keeps few requests in flight says so on the progress line,
+// and the server's concurrency target, which changes nothing then, is
+// logged once, when it is first sized.
+func TestProgressNamesTheBudgetAsTheLimit(t *testing.T) {
+	_, url := startSim(t, func(c *sim.Config) {
+		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 64}
+		c.StepTime = 10 * time.Millisecond
+		c.MaxTotalTokens = 2000
+	})
+	// 30 prompts of 10 tokens, max_tokens 300: a worst case of 310 tokens,
+	// answers of 75 (64 and the EOS, with the prompt). 1,000 tokens start
+	// about 10 of them, two or three at a time. The server's target moves
+	// from 20 (sized for answers of 150) to about 50 as answers come in,
+	// a change worth a line were the server the limit.
+	r := runGenerate(t, sglangRequests(30, 10), "--url", url, "--max-tokens", "300", "--token-budget", "1000",
+		"--progress-interval", "50ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var limited, sized int
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.Contains(l, " in flight (limit: budget)") {
+			limited++
+		}
+		if strings.Contains(l, ": concurrency ") {
+			sized++
+		}
+	}
+	if limited == 0 {
+		t.Errorf("no progress line names the budget as the limit:\n%s", r.stderr)
+	}
+	if sized != 1 {
+		t.Errorf("%d concurrency lines, want 1 (the first sizing): the budget, not the server, held the run\n%s", sized, r.stderr)
 	}
 }

@@ -26,6 +26,12 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	// stderr is the progress's console (mainWith made it), which keeps
+	// the live bar off the lines printed while it is on screen.
+	prog := newProgress(c.App.ErrWriter, cfg.progressEvery, 0)
+	if cfg.quiet {
+		prog.every = 0
+	}
 	stderr := c.App.ErrWriter
 	// A run that ends before it starts (budget already reached, a key
 	// that cannot pay, a bad input) still says so in its status file.
@@ -158,10 +164,7 @@ func run(c *cli.Context) (err error) {
 		status = newStatusWriter(cfg.statusFile, s, total, cfg.progressEvery, warn)
 	}
 
-	prog := newProgress(stderr, cfg.progressEvery, total)
-	if cfg.quiet {
-		prog.every = 0
-	}
+	prog.total = total
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {

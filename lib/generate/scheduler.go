@@ -67,6 +67,7 @@ type scheduler struct {
 	alreadyRecords int64
 	view           *serverView
 	key            *keyState
+	shownLimit     limitMark // the progress line's look at the dispatcher's waits
 }
 
 func newScheduler(o schedulerOptions) *scheduler {
@@ -118,6 +119,7 @@ func newScheduler(o schedulerOptions) *scheduler {
 		workers:   w,
 		collector: col,
 		note:      o.note,
+		limits:    newLimits(time.Now),
 	}
 	for _, srv := range o.servers {
 		if _, ok := srv.limiter.(*kvSizer); ok {
@@ -248,6 +250,7 @@ func signalWord(err error) string {
 func (s *scheduler) tune() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var mark limitMark
 	for {
 		select {
 		case <-s.stops.run.Done():
@@ -255,8 +258,9 @@ func (s *scheduler) tune() {
 		case <-t.C:
 		}
 		est, meanPrompt, _ := s.estimate()
+		serverBound := s.dispatcher.limits.limiting(&mark) == heldByServer
 		if meanPrompt > 0 {
-			s.dispatcher.resize(meanPrompt, est.kvShare)
+			s.dispatcher.resize(meanPrompt, est.kvShare, serverBound)
 		}
 	}
 }
