@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,42 +8,8 @@ import (
 	"testing"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
 )
-
-// kimiRecord is one line of ../kimitools/testdata/{public,cases}.jsonl: a
-// conversation with tools and the prompt Kimi-K2.5's own tokenizer renders
-// for it (see the README there).
-type kimiRecord struct {
-	ID           string          `json:"id"`
-	Messages     json.RawMessage `json:"messages"`
-	Tools        json.RawMessage `json:"tools"`
-	ExpectedText string          `json:"expected_text"`
-}
-
-func readKimiRecords(t *testing.T) []kimiRecord {
-	t.Helper()
-	var recs []kimiRecord
-	for _, path := range []string{"../kimitools/testdata/public.jsonl", "../kimitools/testdata/cases.jsonl"} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			var r kimiRecord
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
-			recs = append(recs, r)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return recs
-}
 
 // TestKimiK25ToolPrompts renders every reference conversation with the
 // bundled Kimi-K2.5 tokenizer and template: the prompt must be the
@@ -57,7 +22,7 @@ func TestKimiK25ToolPrompts(t *testing.T) {
 	if !m.Template.TypeScript {
 		t.Fatal("auto did not pick the TypeScript declaration for Kimi-K2.5's template")
 	}
-	recs := readKimiRecords(t)
+	recs := kimitest.Read(t, "../kimitools/testdata/public.jsonl", "../kimitools/testdata/cases.jsonl")
 	if len(recs) < 13+50 {
 		t.Fatalf("%d records, want the 13 public ones and at least 50 more", len(recs))
 	}

@@ -1,11 +1,15 @@
 package kimitools
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
+)
 
 // BenchmarkPrepare: a typical function tool (the first public record's),
 // sorted and declared.
 func BenchmarkPrepare(b *testing.B) {
-	tools := []byte(readRecords(b, "testdata/public.jsonl")[0].Tools)
+	tools := []byte(kimitest.Read(b, "testdata/public.jsonl")[0].Tools)
 	b.SetBytes(int64(len(tools)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -8,39 +8,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
 )
-
-// record is one line of testdata/public.jsonl or testdata/cases.jsonl: the
-// prompt exactly as Kimi-K2.5's tokenizer renders it (see testdata/README.md).
-type record struct {
-	ID           string          `json:"id"`
-	Tools        json.RawMessage `json:"tools"`
-	Declaration  string          `json:"declaration"`
-	ExpectedText string          `json:"expected_text"`
-}
-
-func readRecords(t testing.TB, path string) []record {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var recs []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
 
 const declareOpen, declareClose = "<|im_system|>tool_declare<|im_middle|>", "<|im_end|>"
 
@@ -50,7 +20,7 @@ const declareOpen, declareClose = "<|im_system|>tool_declare<|im_middle|>", "<|i
 // checked in lib/chat.
 func TestDeclaration(t *testing.T) {
 	for _, file := range []string{"testdata/public.jsonl", "testdata/cases.jsonl"} {
-		recs := readRecords(t, file)
+		recs := kimitest.Read(t, file)
 		for _, r := range recs {
 			t.Run(r.ID, func(t *testing.T) {
 				tools, err := Prepare(r.Tools)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
 )
 
 // FuzzPrepare: any input, no panic; the same input gives the same result;
@@ -12,7 +14,7 @@ import (
 // every tools value of testdata, run by go test.
 func FuzzPrepare(f *testing.F) {
 	for _, file := range []string{"testdata/public.jsonl", "testdata/cases.jsonl"} {
-		for _, r := range readRecords(f, file) {
+		for _, r := range kimitest.Read(f, file) {
 			f.Add([]byte(r.Tools))
 		}
 	}

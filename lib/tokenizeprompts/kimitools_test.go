@@ -1,15 +1,14 @@
 package tokenizeprompts
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
 )
 
 // TestKimiK25ToolPrompts runs the Kimi-K2.5 tool references (the 13 public
@@ -20,34 +19,21 @@ import (
 func TestKimiK25ToolPrompts(t *testing.T) {
 	var in strings.Builder
 	want := map[string]string{}
-	for _, path := range []string{"../kimitools/testdata/public.jsonl", "../kimitools/testdata/cases.jsonl"} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range kimitest.Read(t, "../kimitools/testdata/public.jsonl", "../kimitools/testdata/cases.jsonl") {
+		// tokenize-prompts wraps tool objects without a "type" as
+		// function tools (bare schemas, as xLAM stores them); the
+		// reference passes them as they are. lib/chat checks those.
+		bare := false
+		gjson.ParseBytes(r.Tools).ForEach(func(_, tool gjson.Result) bool {
+			bare = bare || !tool.Get("type").Exists()
+			return true
+		})
+		if bare {
+			continue
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			// tokenize-prompts wraps tool objects without a "type" as
-			// function tools (bare schemas, as xLAM stores them); the
-			// reference passes them as they are. lib/chat checks those.
-			bare := false
-			gjson.GetBytes(line, "tools").ForEach(func(_, tool gjson.Result) bool {
-				bare = bare || !tool.Get("type").Exists()
-				return true
-			})
-			if bare {
-				continue
-			}
-			want[gjson.GetBytes(line, "id").String()] = gjson.GetBytes(line, "expected_text").String()
-			in.Write(line)
-			in.WriteByte('\n')
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
+		want[r.ID] = r.ExpectedText
+		in.Write(r.Line)
+		in.WriteByte('\n')
 	}
 	if len(want) < 13+50 {
 		t.Fatalf("only %d records", len(want))

@@ -1,15 +1,14 @@
 package totrain
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/kimitools/kimitest"
 )
 
 // TestTokensKimiToolDeclaration: to-train --format tokens renders a
@@ -17,25 +16,9 @@ import (
 // declared in TypeScript: the sample starts with the ids of each public
 // reference prompt, all of them masked out of the loss.
 func TestTokensKimiToolDeclaration(t *testing.T) {
-	f, err := os.Open("../kimitools/testdata/public.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var in bytes.Buffer
 	want := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct {
-			ID           string          `json:"id"`
-			Messages     json.RawMessage `json:"messages"`
-			Tools        json.RawMessage `json:"tools"`
-			ExpectedText string          `json:"expected_text"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range kimitest.Read(t, "../kimitools/testdata/public.jsonl") {
 		want[r.ID] = r.ExpectedText
 		line, _ := json.Marshal(map[string]any{"id": r.ID, "messages": r.Messages, "tools": r.Tools,
 			"text": "Done.", "finish_reason": "stop"})
