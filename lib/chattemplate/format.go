@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
 )
 
 // Python's two string formatting languages: "fmt" % args and str.format,
@@ -227,7 +229,7 @@ func (fs formatSpec) formatFloat(f float64) (string, error) {
 		body = formatGeneral(a, max(prec, 1), fs.alternate)
 	case 0:
 		if prec < 0 {
-			body = formatFloat(a)
+			body = pyfmt.FloatRepr(a)
 		} else {
 			body = formatGeneral(a, max(prec, 1), fs.alternate)
 			if !strings.ContainsAny(body, ".en") {

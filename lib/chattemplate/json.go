@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
 )
 
 // decodeJSON parses JSON into template values the way Python's json.loads
@@ -370,7 +372,7 @@ func jsonKey(k value) (string, error) {
 }
 
 func jsonFloat(f float64) string {
-	switch s := formatFloat(f); s {
+	switch s := pyfmt.FloatRepr(f); s {
 	case "inf":
 		return "Infinity"
 	case "-inf":

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
 )
 
 // Values are plain Go values so that the evaluator can dispatch with type
@@ -342,7 +344,7 @@ func pyStr(v value) string {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case float64:
-		return formatFloat(x)
+		return pyfmt.FloatRepr(x)
 	case bigInt:
 		return x.text
 	}
@@ -481,55 +483,6 @@ func writeStringRepr(b *strings.Builder, s string) {
 func hex2(n int) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[n>>4&0xf], digits[n&0xf]})
-}
-
-// formatFloat is Python's repr(float): shortest round-trip digits, fixed
-// notation for exponents in [-4, 16), always a fractional part or exponent.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±XX
-	neg := ""
-	if e[0] == '-' {
-		neg = "-"
-		e = e[1:]
-	}
-	mant, expPart, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expPart)
-	digits := strings.Replace(mant, ".", "", 1)
-	decpt := exp + 1
-	if decpt > -4 && decpt <= 16 {
-		var s string
-		switch {
-		case decpt <= 0:
-			s = "0." + strings.Repeat("0", -decpt) + digits
-		case decpt >= len(digits):
-			s = digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-		default:
-			s = digits[:decpt] + "." + digits[decpt:]
-		}
-		return neg + s
-	}
-	s := digits[:1]
-	if len(digits) > 1 {
-		s += "." + digits[1:]
-	}
-	sign := "+"
-	if exp < 0 {
-		sign = "-"
-		exp = -exp
-	}
-	es := strconv.Itoa(exp)
-	if len(es) < 2 {
-		es = "0" + es
-	}
-	return neg + s + "e" + sign + es
 }
 
 // rangeValue is Python's range object; it is materialised lazily.

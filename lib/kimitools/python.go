@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
 )
 
 // This file writes values as the Python expressions the reference uses
@@ -31,68 +33,6 @@ func pyInt(lit string) string {
 	return n.String()
 }
 
-// pyFloatRepr is repr(float): the shortest digits that read back the same,
-// in positional notation when the decimal exponent is in [-4, 16),
-// scientific otherwise, always with a '.0' or an exponent.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // -d.ddde±XX
-	sign := ""
-	if e[0] == '-' {
-		sign, e = "-", e[1:]
-	}
-	mant, exp, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	x, _ := strconv.Atoi(exp)
-	decpt := x + 1 // the value is 0.DIGITS × 10^decpt
-	var b strings.Builder
-	b.WriteString(sign)
-	switch {
-	case decpt > 16 || decpt < -3:
-		b.WriteByte(digits[0])
-		if len(digits) > 1 {
-			b.WriteByte('.')
-			b.WriteString(digits[1:])
-		}
-		b.WriteByte('e')
-		if x < 0 {
-			b.WriteByte('-')
-			x = -x
-		} else {
-			b.WriteByte('+')
-		}
-		if x < 10 {
-			b.WriteByte('0')
-		}
-		b.WriteString(strconv.Itoa(x))
-	case decpt <= 0:
-		b.WriteString("0.")
-		b.WriteString(strings.Repeat("0", -decpt))
-		b.WriteString(digits)
-	case decpt >= len(digits):
-		b.WriteString(digits)
-		b.WriteString(strings.Repeat("0", decpt-len(digits)))
-		b.WriteString(".0")
-	default:
-		b.WriteString(digits[:decpt])
-		b.WriteByte('.')
-		b.WriteString(digits[decpt:])
-	}
-	return b.String()
-}
-
 // pyStr is str(v).
 func pyStr(v *value) string {
 	if v.kind == kindString {
@@ -114,7 +54,7 @@ func appendRepr(b []byte, v *value) []byte {
 	case kindInt:
 		return append(b, pyInt(v.s)...)
 	case kindFloat:
-		return append(b, pyFloatRepr(pyFloat(v.s))...)
+		return append(b, pyfmt.FloatRepr(pyFloat(v.s))...)
 	case kindString:
 		return appendStrRepr(b, v.s)
 	case kindList:
@@ -207,7 +147,7 @@ func appendPyJSON(b []byte, v *value) []byte {
 		case math.IsInf(f, -1):
 			return append(b, "-Infinity"...)
 		}
-		return append(b, pyFloatRepr(f)...)
+		return append(b, pyfmt.FloatRepr(f)...)
 	case kindString:
 		return appendJSONString(b, v.s)
 	case kindList:
