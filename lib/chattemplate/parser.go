@@ -242,24 +242,9 @@ func (p *parser) parseAssignTarget(allowAttr bool, ends ...string) (assignTarget
 		}
 		return assignTarget{names: []string{name}, attr: attr}, nil
 	}
-	var items []assignTarget
-	isTuple := false
-	for {
-		if len(items) > 0 {
-			if !p.isOp(",") {
-				break
-			}
-			p.next()
-			isTuple = true
-		}
-		if p.tupleEnds(ends) {
-			break
-		}
-		item, err := p.parseTargetItem()
-		if err != nil {
-			return assignTarget{}, err
-		}
-		items = append(items, item)
+	items, isTuple, err := commaList(p, ends, p.parseTargetItem)
+	if err != nil {
+		return assignTarget{}, err
 	}
 	if len(items) == 0 {
 		return assignTarget{}, p.fail("expected an assignment target, got %s", describeToken(p.cur()))
@@ -571,30 +556,14 @@ func (p *parser) parseAutoescape(line pos) (stmt, error) {
 // iterable at "recursive", and otherwise lets "if" or "in" be names.
 func (p *parser) parseTuple(allowEmpty, simplified bool, ends ...string) (expr, error) {
 	line := pos{p.cur().line}
-	var items []expr
-	isTuple := false
-	for {
-		if len(items) > 0 {
-			if !p.isOp(",") {
-				break
-			}
-			p.next()
-			isTuple = true
-		}
-		if p.tupleEnds(ends) {
-			break
-		}
-		var x expr
-		var err error
+	items, isTuple, err := commaList(p, ends, func() (expr, error) {
 		if simplified {
-			x, err = p.parseOr()
-		} else {
-			x, err = p.parseExpression(true)
+			return p.parseOr()
 		}
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, x)
+		return p.parseExpression(true)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !isTuple {
 		if len(items) == 0 {
@@ -606,6 +575,30 @@ func (p *parser) parseTuple(allowEmpty, simplified bool, ends ...string) (expr, 
 		return items[0], nil
 	}
 	return &listExpr{line, items, true}, nil
+}
+
+// commaList parses what item parses, separated by commas, until the end of
+// a tuple (see tupleEnds): the loop of jinja2's parse_tuple, which reads
+// both the targets of an assignment and a tuple of values. isTuple reports
+// a comma, so that "a," is a tuple of one.
+func commaList[T any](p *parser, ends []string, item func() (T, error)) (items []T, isTuple bool, err error) {
+	for {
+		if len(items) > 0 {
+			if !p.isOp(",") {
+				return items, isTuple, nil
+			}
+			p.next()
+			isTuple = true
+		}
+		if p.tupleEnds(ends) {
+			return items, isTuple, nil
+		}
+		x, err := item()
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, x)
+	}
 }
 
 func (p *parser) tupleEnds(ends []string) bool {
