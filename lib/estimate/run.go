@@ -3,6 +3,7 @@ package estimate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -208,7 +209,7 @@ func run(c *cli.Context) error {
 func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats, note func(string, ...any)) ([]*backendModel, error) {
 	var pooled doneStats
 	var sglangRuns []timedRun
-	for _, name := range sortedKeys(done) {
+	for _, name := range slices.Sorted(maps.Keys(done)) {
 		d := done[name]
 		pooled.openai = appendTimings(pooled.openai, d.openai)
 		if len(d.sglang.lengths) > 0 {
@@ -315,15 +316,6 @@ func appendTimings(a, b timings) timings {
 	a.latencies = append(a.latencies, b.latencies...)
 	a.firstToken = append(a.firstToken, b.firstToken...)
 	return a
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // seconds writes a short time: 2.1ms, 12us.
