@@ -17,6 +17,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/generate"
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/simtest"
 )
 
 // The estimate against the run that follows it, on llm-sim: tokens within
@@ -56,8 +57,6 @@ const (
 // client to keep the batch full on a busy machine, short enough for a test.
 const accuracyStep = 500 * time.Microsecond
 
-const ()
-
 func accuracySim(t *testing.T, step time.Duration) (*sim.Server, string) {
 	t.Helper()
 	cfg := sim.Default()
@@ -71,16 +70,8 @@ func accuracySim(t *testing.T, step time.Duration) (*sim.Server, string) {
 	if cfg.Lengths, err = sim.ParseLengthDist(simLengths); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := srv.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv, url
+	srv := simtest.Start(t, cfg)
+	return srv.Server, srv.URL
 }
 
 // writeRecords writes n tokenized records whose chat text the simulator
