@@ -58,7 +58,7 @@ dataset its completion lengths and truncation share, and the tokens it
 already holds, which count against --budget as budget-cut --append counts
 them. Without a done file, or for a dataset with fewer than 20 answers in
 it, --lengths SPEC says what answers are expected to look like:
-  mean=800,p90=3000     a lognormal with that mean and 90th percentile
+  mean=800,p90=1800     a lognormal with that mean and 90th percentile
   median=300,sigma=0.7  any two of mean, median (p50), p90, p99, sigma
   mean=800              one figure: sigma 0.6 (p90 about 2.2 x the median)
   mean=800,max=4096     answers stop at 4,096 tokens (counted as truncated)
@@ -132,7 +132,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "one row per value of this gjson `PATH` of the records (e.g. dataset)"},
 			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable; missing = empty): answer lengths, timings, tokens spent"},
-			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=3000; see above)"},
+			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=1800; see above)"},
 			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
 				Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request"},
 			&cli.StringFlag{Name: flagBudget, EnvVars: []string{cliutil.EnvName(flagBudget)},
@@ -165,7 +165,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 			{Comment: "the rest of a dataset: finish on our SGLang server, or move to OpenRouter?",
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | estimate --done out.jsonl --budget 10M --url http://gpu1:30000 --model moonshotai/kimi-k2.5"},
 			{Comment: "ten datasets before the first answer, with expected lengths and a provider's speed",
-				Command: "cat data/*/todo.jsonl | estimate --by dataset --lengths mean=800,p90=3000,max=10240 --model moonshotai/kimi-k2.5 --rate 2500"},
+				Command: "cat data/*/todo.jsonl | estimate --by dataset --lengths mean=800,p90=1800,max=10240 --model moonshotai/kimi-k2.5 --rate 2500"},
 			{Comment: "from cron, every hour: the hours the rest of chat will take on gpu1, logged",
 				Command: "0 * * * * cd /srv/distill && estimate -q --json --done data/chat/out.jsonl --url http://gpu1:30000 data/chat/todo.jsonl.zst | jq -c '{at: now | todate, hours: .total.backends[0].hours}' >> estimate.log"},
 		},

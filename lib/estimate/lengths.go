@@ -178,13 +178,13 @@ const maxSigma = 3
 const defaultSigma = 0.6
 
 // lengthsSyntax is the --lengths help, for errors.
-const lengthsSyntax = "want KEY=N pairs such as mean=800,p90=3000 (keys mean, median, p90, p99, sigma, max), " +
+const lengthsSyntax = "want KEY=N pairs such as mean=800,p90=1800 (keys mean, median, p90, p99, sigma, max), " +
 	"lognormal:MEDIAN,SIGMA[,MAX], fixed:N, uniform:MIN,MAX or file:PATH"
 
 // parseLengths reads --lengths. limit is --max-tokens (0: none); a max=
 // in the spec caps too, and the smaller cap wins.
 //
-//	mean=800,p90=3000     a lognormal with that mean and 90th percentile
+//	mean=800,p90=1800     a lognormal with that mean and 90th percentile
 //	median=300,sigma=0.7  any two of mean, median (or p50), p90, p99, sigma
 //	mean=800              one figure: sigma 0.6
 //	...,max=4096          answers stop at 4,096 tokens (truncated)

@@ -119,7 +119,7 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, cliutil.Usagef("--%s must be between 1 and 100000", flagDraws)
 	}
 	if len(cfg.done) == 0 && cfg.lengthsSpec == "" {
-		return nil, cliutil.Usagef("say what answers will look like: --done FILE (the output so far) or --lengths SPEC (e.g. mean=800,p90=3000)")
+		return nil, cliutil.Usagef("say what answers will look like: --done FILE (the output so far) or --lengths SPEC (e.g. mean=800,p90=1800)")
 	}
 	var err error
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
