@@ -248,18 +248,36 @@ func (x *exchange) readAll(limit int64) ([]byte, error) {
 	if size < 0 || size > limit {
 		size = 0
 	}
-	if e := x.hold(size + bytes.MinRead); e != nil {
-		return nil, e
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	n, err := buf.ReadFrom(io.LimitReader(&heldReader{x: x}, limit+1))
+	// The buffer grows here rather than in bytes.Buffer, so that each
+	// larger one is charged to the memory bound before it is allocated,
+	// and never past limit+1 (doubling would take 512 MiB to find that an
+	// answer passes 256 MiB).
+	buf, err := x.grow(nil, size+bytes.MinRead, limit+1)
 	if err != nil {
-		return nil, x.fail(err)
+		return nil, err
 	}
-	if n > limit {
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, protocolError("answer larger than %d bytes", limit)
+			}
+			if buf, err = x.grow(buf, 2*int64(cap(buf)), limit+1); err != nil {
+				return nil, err
+			}
+		}
+		n, err := x.resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, x.fail(err)
+		}
+	}
+	if int64(len(buf)) > limit {
 		return nil, protocolError("answer larger than %d bytes", limit)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }
 
 // drain reads what is left of a finished stream (the end of the chunked

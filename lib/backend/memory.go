@@ -77,20 +77,18 @@ func (x *exchange) release() {
 	}
 }
 
-// heldReader charges a whole answer's buffer as it is filled: p is the
-// buffer's free room, already allocated.
-type heldReader struct {
-	x    *exchange
-	read int64
-}
-
-func (h *heldReader) Read(p []byte) (int, error) {
-	if e := h.x.hold(h.read + int64(len(p))); e != nil {
-		return 0, e
+// grow returns buf moved into a buffer of want bytes (at most most),
+// charged to the memory bound before it is allocated: both buffers while
+// the bytes are copied, then the new one alone.
+func (x *exchange) grow(buf []byte, want, most int64) ([]byte, error) {
+	want = min(want, most)
+	if e := x.hold(int64(cap(buf)) + want); e != nil {
+		return nil, e
 	}
-	n, err := h.x.resp.Body.Read(p)
-	h.read += int64(n)
-	return n, err
+	bigger := make([]byte, len(buf), want)
+	copy(bigger, buf)
+	x.hold(want) // smaller: cannot fail
+	return bigger, nil
 }
 
 // byteSize renders a byte count for messages: 1 GiB, 300 MiB, 12 KiB.

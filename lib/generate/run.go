@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -21,10 +22,23 @@ import (
 // variable so that tests need not wait for it.
 var serverInfoTimeout = 10 * time.Second
 
+// memoryHeadroom is what generate may hold besides the answers being
+// received, for the soft memory limit: thousands of requests in flight
+// and their records take far less.
+const memoryHeadroom = 512 << 20
+
 func run(c *cli.Context) (err error) {
 	cfg, err := parse(c)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" { // a limit the user set wins
+		// --max-answer-memory bounds what the answers in flight hold; the
+		// buffers of answers that failed or were written are garbage the
+		// collector would otherwise let pile up to twice the live heap
+		// before collecting. Near this limit it collects sooner.
+		previous := debug.SetMemoryLimit(cfg.answerMem + memoryHeadroom)
+		defer debug.SetMemoryLimit(previous)
 	}
 	// stderr is the progress's console (mainWith made it), which keeps
 	// the live bar off the lines printed while it is on screen.
