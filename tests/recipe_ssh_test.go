@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -162,11 +163,16 @@ LogLevel ERROR
   StrictHostKeyChecking yes
   BatchMode yes
   ControlMaster no
+  ConnectTimeout 30
+  ServerAliveInterval 5
+  ServerAliveCountMax 6
   LogLevel ERROR
 `, port, me.Username, path("user_key"), path("known_hosts"))
 	writeFile(t, path("ssh_config"), cfg.String(), 0o600)
 	for i, m := range sshMachines {
-		out, err := exec.Command("ssh", "-F", path("ssh_config"), m, "echo $SYNTHPIPE_DATA").CombinedOutput()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, "ssh", "-F", path("ssh_config"), m, "echo $SYNTHPIPE_DATA").CombinedOutput()
+		cancel()
 		if err != nil || strings.TrimSpace(string(out)) != dataDirs[i] {
 			t.Fatalf("ssh %s: %v: %s\nsshd:\n%s", m, err, out, sshdLog())
 		}
