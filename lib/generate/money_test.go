@@ -94,8 +94,11 @@ func TestTokenBudgetCountsAnswersPastMaxTokens(t *testing.T) {
 		written += l.Get("prompt_tokens").Int() + l.Get("completion_tokens").Int()
 	}
 	// Each answer takes 23 tokens: dispatching stops at 100 or before,
-	// and at most the 4 requests in flight then add to it.
-	if written > 100+4*23 {
+	// and at most the 4 requests in flight then add to it, and the one
+	// that had its reservation and waited for a slot: a worker frees its
+	// slot before the collector counts what its answer spent, so that one
+	// may start in between (on a loaded machine, 1 run in 15 here).
+	if written > 100+(4+1)*23 {
 		t.Fatalf("%d tokens written for a budget of 100\n%s", written, r.stderr)
 	}
 	if written > 100 && !strings.Contains(r.stderr, fmt.Sprintf("token budget 100 passed by %d (%d total tokens counted)", written-100, written)) {
