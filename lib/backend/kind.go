@@ -31,6 +31,9 @@ type Kind struct {
 	// Auth puts the API key and the other headers a server wants on each
 	// request.
 	Auth Auth
+	// KeyInfo says that the server may tell an API key's limit and spend
+	// (OpenRouter's GET /key), which generate reads at the start.
+	KeyInfo bool
 	// Classify says what an answer with a status other than 200 means: retry,
 	// record an error, or stop the run.
 	Classify func(status int, header http.Header, body []byte) *Error

@@ -22,6 +22,7 @@ var OpenAI = register(&Kind{
 	About:      "chat completions with messages",
 	Input:      Messages,
 	NeedsModel: true,
+	KeyInfo:    true,
 	BatchBody:  func(string, json.RawMessage) (BodyMember, error) { return BodyField, nil },
 	Auth:       BearerAttributed,
 	Classify:   statusError,

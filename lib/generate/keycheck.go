@@ -31,7 +31,7 @@ func (k *keyState) text(spent float64) string {
 // the key can still spend is refused (77) unless --over-key-limit: the run
 // would stop halfway on HTTP 402 with the budget meant for the rest.
 func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*keyState, error) {
-	if cfg.kind != backend.OpenAI || len(cfg.urls) == 0 {
+	if !cfg.kind.KeyInfo || len(cfg.urls) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, serverInfoTimeout)
