@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func signalSim(t *testing.T) *simtest.Server {
 
 func TestReliabilitySignals(t *testing.T) {
 	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut", "to-train", "tokstat")
+	passSignalsOn()
 	t.Parallel() // mostly waiting on servers and pipes: it runs beside the other reliability tests
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run("pipeline_"+sigName(sig), func(t *testing.T) { signalPipeline(t, sig) })
@@ -391,4 +393,18 @@ func signalEndsBackoff(t *testing.T) {
 		t.Errorf("records waiting to retry must be cancelled (a later run does them), not failed: %+v, %d lines in --errors", sum, countLines(errPath))
 	}
 	t.Logf("the server saw %d requests; %+v", seen.Load(), sum)
+}
+
+// passSignalsOn makes the tools this test starts begin with the default
+// SIGHUP and SIGINT. A suite run under nohup, or as a background job of a
+// script, starts with them ignored and would hand that on (exec keeps an
+// ignored signal ignored), and the tools rightly keep a signal ignored that
+// they were started with ignored; a handler here is reset to the default
+// in every child.
+func passSignalsOn() {
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
 }
