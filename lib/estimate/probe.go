@@ -42,11 +42,11 @@ func serverCapacity(ctx context.Context, url, key string) (capacity, error) {
 	defer cancel()
 	info, err := backend.NewSGLang(backend.Options{APIKey: key}).ServerInfo(ctx, url)
 	if err != nil {
-		return capacity{}, serverError(url+"/server_info", err)
+		return capacity{}, serverError(backend.WithoutUserinfo(url)+"/server_info", err)
 	}
 	c := capacity{kvTokens: max(info.MaxTotalTokens, info.TokenCapacity), maxRunning: info.MaxRunningRequests}
 	if c.kvTokens <= 0 {
-		return c, exitcode.TempFailf("%s/server_info says nothing of the KV cache (max_total_num_tokens): is it an SGLang server?", url)
+		return c, exitcode.TempFailf("%s/server_info says nothing of the KV cache (max_total_num_tokens): is it an SGLang server?", backend.WithoutUserinfo(url))
 	}
 	return c, nil
 }

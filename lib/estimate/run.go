@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -232,7 +233,9 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 	label := func() string { return string(rune('A' + len(out)%26)) }
 	for _, u := range cfg.urls {
 		u = strings.TrimSuffix(u, "/")
-		b := &backendModel{label: label(), kind: kindSGLang, url: u, hourlyCost: cfg.hourlyCost}
+		// The report shows the URL without the user and password it may
+		// carry; requests go to u.
+		b := &backendModel{label: label(), kind: kindSGLang, url: backend.WithoutUserinfo(u), hourlyCost: cfg.hourlyCost}
 		var err error
 		if b.cap, err = serverCapacity(ctx, u, ""); err != nil {
 			return nil, err
@@ -242,7 +245,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
 		}
 		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget)
-		job, jobOK := jobOn(statuses, u)
+		job, jobOK := jobOn(statuses, b.url) // status files hold URLs as shown
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))

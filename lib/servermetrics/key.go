@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/tidwall/gjson"
 )
@@ -35,19 +34,7 @@ var ErrNoKeyInfo = errors.New("no key information")
 // as https://openrouter.ai/api/v1. A refused key is a *KeyError with the
 // status; a server without the route wraps ErrNoKeyInfo.
 func FetchKey(ctx context.Context, base string, opt Options) (Key, error) {
-	url := strings.TrimSuffix(base, "/") + "/key"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return Key{}, err
-	}
-	if opt.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+opt.APIKey)
-	}
-	client := opt.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, url, err := get(ctx, base, "/key", "", opt)
 	if err != nil {
 		return Key{}, err
 	}

@@ -28,12 +28,14 @@ import (
 	"io"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -85,17 +87,24 @@ type Options struct {
 // included, is tens of kilobytes.
 const maxBody = 16 << 20
 
-// Fetch reads base+"/metrics" and parses it. A server without metrics
-// answers an error wrapping ErrNoMetrics.
-func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
-	url := strings.TrimSuffix(base, "/") + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// get sends GET base+path with opt's key, or else the user and password
+// of base as Basic authentication, and returns the answer and the URL as
+// messages may show it: without the user and password.
+func get(ctx context.Context, base, path, accept string, opt Options) (*http.Response, string, error) {
+	full := strings.TrimSuffix(base, "/") + path
+	shown := backend.WithoutUserinfo(full)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, full, nil)
 	if err != nil {
-		return Snapshot{}, err
+		return nil, shown, fmt.Errorf("%s: not a valid URL", shown)
 	}
-	// Prometheus text: some servers (llm-sim among them) answer JSON
-	// counters to clients that do not ask for it.
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	if user := req.URL.User; user != nil {
+		req.URL.User = nil
+		pass, _ := user.Password()
+		req.SetBasicAuth(user.Username(), pass)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	if opt.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+opt.APIKey)
 	}
@@ -104,6 +113,22 @@ func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
 		client = http.DefaultClient
 	}
 	resp, err := client.Do(req)
+	if err != nil {
+		var uerr *neturl.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // its URL is shown once, below
+		}
+		return nil, shown, fmt.Errorf("%s: %w", shown, err)
+	}
+	return resp, shown, nil
+}
+
+// Fetch reads base+"/metrics" and parses it. A server without metrics
+// answers an error wrapping ErrNoMetrics.
+func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
+	// Prometheus text: some servers (llm-sim among them) answer JSON
+	// counters to clients that do not ask for it.
+	resp, url, err := get(ctx, base, "/metrics", "text/plain;version=0.0.4", opt)
 	if err != nil {
 		return Snapshot{}, err
 	}

@@ -2,11 +2,13 @@ package servermetrics
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -163,4 +165,31 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = s.String()
 	})
+}
+
+// TestURLCredentialsNeverShown: a user and password in the base URL are
+// sent as Basic authentication and appear in no error, whether the server
+// answers 404 or cannot be reached.
+func TestURLCredentialsNeverShown(t *testing.T) {
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	for _, base := range []string{srv.URL, dead.URL} {
+		withCreds := strings.Replace(base, "http://", "http://alice:url-secret@", 1)
+		_, err := Fetch(context.Background(), withCreds, Options{})
+		_, kerr := FetchKey(context.Background(), withCreds, Options{})
+		for _, e := range []error{err, kerr} {
+			if e == nil || strings.Contains(e.Error(), "alice") || strings.Contains(e.Error(), "url-secret") || !strings.Contains(e.Error(), base) {
+				t.Errorf("error %v: want one that names %s without the credentials", e, base)
+			}
+		}
+	}
+	if got := auth.Load(); got != "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:url-secret")) {
+		t.Errorf("Authorization %q, want Basic with the URL's user and password", got)
+	}
 }
