@@ -190,7 +190,7 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 		}
 		output = true
 	}
-	if fr := choice.Get("finish_reason"); fr.Type == gjson.String {
+	if fr := choice.Get("finish_reason"); fr.Type == gjson.String && fr.Str != "" { // "" says no more than null
 		a.finish, a.sawFinish = fr.Str, true
 		a.native = nativeFinish(choice, fr)
 		if fr.Str == "error" {
