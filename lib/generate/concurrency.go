@@ -82,7 +82,8 @@ type kvSizer struct {
 	cur        int // what this run alone would keep in flight
 	why        string
 	share      serverShare
-	reported   int // the target last said in the log, 0: none yet
+	reported   int     // the target last said in the log, 0: none yet
+	fits       float64 // requests the cache holds at once; those beyond queue
 }
 
 // newKVSizer sizes for a server's capacity; resize sets the first target
@@ -121,10 +122,22 @@ func (k *kvSizer) resize(meanPrompt, kvShare float64) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.cur, k.why = max(n, 1), why
+	k.cur, k.why, k.fits = max(n, 1), why, fit
 	if k.share.on && k.share.limit == 0 {
 		k.share.begin(float64(k.cur))
 	}
+}
+
+// decoding is how many of held requests in flight the server decodes at
+// once: the cache holds fits of them, the rest (the queue margin) wait in
+// its queue and generate nothing yet.
+func (k *kvSizer) decoding(held int) float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fits <= 0 {
+		return float64(held)
+	}
+	return min(float64(held), k.fits)
 }
 
 // report is the target explained for the log when it moved by more than a

@@ -60,8 +60,10 @@ func (m *lengthModel) observe(completion int, latency time.Duration) {
 
 // decodeRate is the tokens per second one running request gets: the slope
 // of latency over answer length, so that the fixed part of every latency
-// (queueing, prefill, the round trip) does not count as slow decoding.
-func decodeRate(lengths []int, latencies []float64) float64 {
+// (queueing, prefill, the round trip) does not count as slow decoding. That
+// fixed part, the intercept, is returned too: a request in flight has spent
+// it before its first token.
+func decodeRate(lengths []int, latencies []float64) (rate, fixed float64) {
 	var n, sx, sy, sxx, sxy float64
 	for i, l := range lengths {
 		x, y := float64(l), latencies[i]
@@ -72,14 +74,14 @@ func decodeRate(lengths []int, latencies []float64) float64 {
 		sxy += x * y
 	}
 	if n == 0 || sy <= 0 {
-		return 0
+		return 0, 0
 	}
 	if den := n*sxx - sx*sx; n >= 8 && den > 0 {
 		if slope := (n*sxy - sx*sy) / den; slope > 0 {
-			return 1 / slope
+			return 1 / slope, max((sy-slope*sx)/n, 0)
 		}
 	}
-	return sx / sy // too few answers, or no trend: the plain average
+	return sx / sy, 0 // too few answers, or no trend: the plain average
 }
 
 // lengthEstimate is what the model expects of answers.
@@ -110,7 +112,7 @@ type lengthEstimate struct {
 func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	m.mu.Lock()
 	done := slices.Clone(m.recent)
-	rate := decodeRate(m.recent, m.latencies)
+	rate, fixed := decodeRate(m.recent, m.latencies)
 	completed := m.completed
 	m.mu.Unlock()
 	maxT := float64(m.maxTokens)
@@ -119,7 +121,7 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 		prior := maxT / 2
 		est.mean, est.kvShare = prior, prior*2/3 // uniform on [0, max]
 		for _, age := range ages {
-			low := min(rate*age.Seconds(), maxT)
+			low := generated(rate, fixed, age, maxT)
 			est.inFlightDone += low
 			est.inFlightLeft += max(prior, low) - low
 		}
@@ -128,7 +130,7 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	}
 	lows := make([]float64, len(ages))
 	for i, age := range ages {
-		lows[i] = min(rate*age.Seconds(), maxT)
+		lows[i] = generated(rate, fixed, age, maxT)
 	}
 	tail := fitTail(done, lows)
 	est.fit, est.lows = tail, lows
@@ -150,6 +152,15 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	est.kvShare = sumSq / n / (2 * est.mean)
 	m.setMean(est.mean)
 	return est
+}
+
+// generated is what a request in flight for age has generated: nothing
+// during the fixed part of a latency (a request queued on the server
+// beyond what its cache holds waits there), then rate tokens a second, up to
+// maxT. Counting the wait as decoding made the requests in flight look
+// long early in a run, and the ETA pessimistic.
+func generated(rate, fixed float64, age time.Duration, maxT float64) float64 {
+	return min(rate*max(age.Seconds()-fixed, 0), maxT)
 }
 
 func (m *lengthModel) setMean(mean float64) {

@@ -104,6 +104,23 @@ func (p *pool) held(s *server) int {
 	return s.inFlight
 }
 
+// decoding is how many requests in flight the servers decode at once: all
+// of them, but on a server sized from its KV cache only what the cache
+// holds (decoding).
+func (p *pool) decoding() float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n float64
+	for _, s := range p.servers {
+		if k, ok := s.limiter.(*kvSizer); ok {
+			n += k.decoding(s.inFlight)
+		} else {
+			n += float64(s.inFlight)
+		}
+	}
+	return n
+}
+
 // wake lets waiting requests look again: the limits changed.
 func (p *pool) wake() {
 	p.changed.notify()

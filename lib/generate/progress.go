@@ -355,7 +355,9 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 	// The rate tokens are generated at now: every request in flight at the
 	// per-request decode rate. The average since the start would count the
 	// first wave's ramp, when few answers had finished.
-	rate := float64(inFlight) * est.decodeRate
+	// Requests queued on a server beyond what its KV cache holds generate
+	// nothing yet: they are not counted.
+	rate := min(float64(inFlight), s.dispatcher.pool.decoding()) * est.decodeRate
 	if inFlight == 0 || est.decodeRate == 0 {
 		rate = (float64(t.completionTokens) + est.inFlightDone) / elapsed.Seconds()
 	}

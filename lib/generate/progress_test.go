@@ -1,11 +1,13 @@
 package generate
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
@@ -156,5 +158,43 @@ func TestProgressNamesTheBudgetAsTheLimit(t *testing.T) {
 	}
 	if sized != 1 {
 		t.Errorf("%d concurrency lines, want 1 (the first sizing): the budget, not the server, held the run\n%s", sized, r.stderr)
+	}
+}
+
+// Under a token budget the run ends when the next request's worst case no
+// longer fits, not when the budget is spent: the ETA counts the requests
+// that still start to that point.
+func TestBudgetStartsStopAtTheLastWorstCase(t *testing.T) {
+	s := &scheduler{cfg: &config{countMode: record.CountTotal}}
+	s.cfg.params.MaxTokens = 4096
+	est := lengthEstimate{mean: 1000, inFlightDone: 500, inFlightLeft: 1500}
+	// 30,000 left; the 2 in flight take 2 x 300 + 2,000; the last start
+	// needs 4,396 free; each start takes 1,300.
+	got := s.budgetStarts(30000, 2, est, 300)
+	if want := (30000.0-2600-4396)/1300 + 1; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("%.2f more starts, want %.2f", got, want)
+	}
+	if got := s.budgetStarts(6000, 2, est, 300); got != 0 {
+		t.Fatalf("a worst case that no longer fits: %.2f more starts, want 0", got)
+	}
+}
+
+// A request in flight has generated nothing while it waited (the fixed
+// part of a latency), then decodeRate tokens a second.
+func TestGeneratedSkipsTheWait(t *testing.T) {
+	lengths := []int{100, 200, 300, 400, 500, 600, 700, 800}
+	var latencies []float64
+	for _, l := range lengths {
+		latencies = append(latencies, 2+float64(l)/100) // 2 s of queue and prefill, 100 tok/s
+	}
+	rate, fixed := decodeRate(lengths, latencies)
+	if math.Abs(rate-100) > 1e-6 || math.Abs(fixed-2) > 1e-6 {
+		t.Fatalf("rate %.3f, fixed %.3f; want 100 tok/s after 2 s", rate, fixed)
+	}
+	if got := generated(rate, fixed, 5*time.Second, 4096); math.Abs(got-300) > 1e-6 {
+		t.Fatalf("after 5 s: %.1f tokens, want 300", got)
+	}
+	if got := generated(rate, fixed, time.Second, 4096); got != 0 {
+		t.Fatalf("still waiting: %.1f tokens, want 0", got)
 	}
 }

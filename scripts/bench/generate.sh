@@ -6,12 +6,14 @@
 #   3. --concurrency auto against a KV cache of 159,277 tokens with ~1k-token
 #      prompts and lognormal answers around 2.3k tokens (max 10,240), beside a
 #      sweep of fixed concurrencies: output tokens per second, and the ETA
-#      printed at 10% progress against the actual finish, with the naive
-#      request-rate ETA (elapsed x left / done) beside it.
+#      printed at 10%, 25% and 50% progress against the actual finish, with
+#      the naive request-rate ETA (elapsed x left / done) beside it.
 # Run from anywhere: bash scripts/bench/generate.sh
-# Settings (environment): BENCH_REQS (default 50000, part 1), BENCH_INFLIGHT
-# (default 10000, part 2), BENCH_KV_REQS (default 600, part 3),
-# BENCH_SWEEP (default "16 32 48 64 96 150").
+# Settings (environment): BENCH_PARTS (default "1 2 3"), BENCH_REQS (default
+# 50000, part 1), BENCH_INFLIGHT (default 10000, part 2), BENCH_KV_REQS
+# (default 600, part 3), BENCH_SWEEP (default "16 32 48 64 96 150"; empty:
+# --concurrency auto alone, for the ETA), BENCH_KEEP (a folder to keep part
+# 3's progress logs in).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,7 +21,9 @@ cd "$ROOT"
 REQS="${BENCH_REQS:-50000}"
 INFLIGHT="${BENCH_INFLIGHT:-10000}"
 KVREQS="${BENCH_KV_REQS:-600}"
-SWEEP="${BENCH_SWEEP:-16 32 48 64 96 150}"
+SWEEP="${BENCH_SWEEP-16 32 48 64 96 150}"
+PARTS="${BENCH_PARTS:-1 2 3}"
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 WORK="$(mktemp -d)"
 SIMPID=""
 cleanup() {
@@ -61,87 +65,111 @@ stop_sim() { kill "$SIMPID"; wait "$SIMPID" 2>/dev/null || true; SIMPID=""; }
 summary() { grep -E 'records? read' "$1" | tail -1; }
 
 # --- 1. throughput ----------------------------------------------------------
-note "1. throughput: $REQS requests, zero latency, 16-token answers"
-records "$REQS" 64 0 > "$WORK/tp.jsonl"
-start_sim --lengths fixed:16
-declare -A RPS
-for conc in 64 auto; do
-  "$GEN" --url "$URL" --max-tokens 16 --concurrency "$conc" "$WORK/tp.jsonl" > /dev/null 2> "$WORK/tp.err"
-  RPS[$conc]="$(summary "$WORK/tp.err" | sed -E 's/.*\(([0-9.]+) req\/s.*/\1/')"
-done
-stop_sim
+if part 1; then
+  note "1. throughput: $REQS requests, zero latency, 16-token answers"
+  records "$REQS" 64 0 > "$WORK/tp.jsonl"
+  start_sim --lengths fixed:16
+  declare -A RPS
+  for conc in 64 auto; do
+    "$GEN" --url "$URL" --max-tokens 16 --concurrency "$conc" "$WORK/tp.jsonl" > /dev/null 2> "$WORK/tp.err"
+    RPS[$conc]="$(summary "$WORK/tp.err" | sed -E 's/.*\(([0-9.]+) req\/s.*/\1/')"
+  done
+  stop_sim
+fi
 
 # --- 2. memory per request in flight ---------------------------------------
-note "2. memory: $INFLIGHT requests in flight"
-records "$INFLIGHT" 4 0 > "$WORK/mem.jsonl"
-start_sim --lengths fixed:40 --step-time 150ms --max-running-requests $((INFLIGHT * 2)) --max-total-tokens $((INFLIGHT * 100))
-/usr/bin/time -f '%M' -o "$WORK/one.rss" "$GEN" --url "$URL" --max-tokens 64 -q <(head -1 "$WORK/mem.jsonl") > /dev/null
-/usr/bin/time -f '%M' -o "$WORK/many.rss" "$GEN" --url "$URL" --max-tokens 64 --concurrency "$INFLIGHT" \
-  --progress-interval 500ms "$WORK/mem.jsonl" > /dev/null 2> "$WORK/mem.err"
-stop_sim
-PEAK_INFLIGHT="$(grep -oE '[0-9]+ in flight' "$WORK/mem.err" | awk '$1 > m { m = $1 } END { print m + 0 }')"
-ONE_KIB="$(tail -1 "$WORK/one.rss")"
-MANY_KIB="$(tail -1 "$WORK/many.rss")"
-PER_REQ_KIB="$(awk -v a="$MANY_KIB" -v b="$ONE_KIB" -v n="$PEAK_INFLIGHT" 'BEGIN { printf "%.1f", (a - b) / (n > 0 ? n : 1) }')"
+if part 2; then
+  note "2. memory: $INFLIGHT requests in flight"
+  records "$INFLIGHT" 4 0 > "$WORK/mem.jsonl"
+  start_sim --lengths fixed:40 --step-time 150ms --max-running-requests $((INFLIGHT * 2)) --max-total-tokens $((INFLIGHT * 100))
+  /usr/bin/time -f '%M' -o "$WORK/one.rss" "$GEN" --url "$URL" --max-tokens 64 -q <(head -1 "$WORK/mem.jsonl") > /dev/null
+  /usr/bin/time -f '%M' -o "$WORK/many.rss" "$GEN" --url "$URL" --max-tokens 64 --concurrency "$INFLIGHT" \
+    --progress-interval 500ms "$WORK/mem.jsonl" > /dev/null 2> "$WORK/mem.err"
+  stop_sim
+  PEAK_INFLIGHT="$(grep -oE '[0-9]+ in flight' "$WORK/mem.err" | awk '$1 > m { m = $1 } END { print m + 0 }')"
+  ONE_KIB="$(tail -1 "$WORK/one.rss")"
+  MANY_KIB="$(tail -1 "$WORK/many.rss")"
+  PER_REQ_KIB="$(awk -v a="$MANY_KIB" -v b="$ONE_KIB" -v n="$PEAK_INFLIGHT" 'BEGIN { printf "%.1f", (a - b) / (n > 0 ? n : 1) }')"
+fi
 
 # --- 3. auto concurrency and ETA against a KV-bound server -------------------
-note "3. KV-bound: $KVREQS requests, KV 159,277 tokens, prompts ~1k, answers lognormal 2.3k (max 10,240)"
-records "$KVREQS" 1000 41 > "$WORK/kv.jsonl"
-KVSIM=(--max-total-tokens 159277 --max-running-requests 256 --lengths lognormal:2300,0.5,10240
-  --step-time 1ms --per-token-time 20us --seed 3)
+if part 3; then
+  note "3. KV-bound: $KVREQS requests, KV 159,277 tokens, prompts ~1k, answers lognormal 2.3k (max 10,240)"
+  records "$KVREQS" 1000 41 > "$WORK/kv.jsonl"
+  KVSIM=(--max-total-tokens 159277 --max-running-requests 256 --lengths lognormal:2300,0.5,10240
+    --step-time 1ms --per-token-time 20us --seed 3)
 
-# ts: prefix each line with the seconds since the script's clock START.
-ts() { while IFS= read -r line; do printf '%s %s\n' "$(awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.2f", n - s }')" "$line"; done; }
+  # ts: prefix each line with the seconds since the script's clock START.
+  ts() { while IFS= read -r line; do printf '%s %s\n' "$(awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.2f", n - s }')" "$line"; done; }
 
-declare -A TOKS
-run_kv() { # run_kv CONCURRENCY: sets TOKS[CONCURRENCY], keeps the progress log
-  local conc="$1"
-  start_sim "${KVSIM[@]}"
-  START="$(date +%s.%N)"
-  "$GEN" --url "$URL" --max-tokens 10240 --concurrency "$conc" --progress-interval 1s "$WORK/kv.jsonl" \
-    2> >(ts > "$WORK/kv-$conc.err") > /dev/null
-  END="$(awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.2f", n - s }')"
-  sleep 0.2 # let the timestamping finish
-  echo "$END" > "$WORK/kv-$conc.end"
-  TOKS[$conc]="$(summary "$WORK/kv-$conc.err" | sed -E 's/.*req\/s, ([0-9,]+) tok\/s out.*/\1/' | tr -d ,)"
-  stop_sim
-  note "   concurrency $conc: ${TOKS[$conc]} tok/s"
-}
-for conc in $SWEEP auto; do run_kv "$conc"; done
+  declare -A TOKS
+  run_kv() { # run_kv CONCURRENCY: sets TOKS[CONCURRENCY], keeps the progress log
+    local conc="$1"
+    start_sim "${KVSIM[@]}"
+    START="$(date +%s.%N)"
+    "$GEN" --url "$URL" --max-tokens 10240 --concurrency "$conc" --progress-interval 1s "$WORK/kv.jsonl" \
+      2> >(ts > "$WORK/kv-$conc.err") > /dev/null
+    END="$(awk -v s="$START" -v n="$(date +%s.%N)" 'BEGIN { printf "%.2f", n - s }')"
+    sleep 0.2 # let the timestamping finish
+    echo "$END" > "$WORK/kv-$conc.end"
+    TOKS[$conc]="$(summary "$WORK/kv-$conc.err" | sed -E 's/.*req\/s, ([0-9,]+) tok\/s out.*/\1/' | tr -d ,)"
+    stop_sim
+    note "   concurrency $conc: ${TOKS[$conc]} tok/s"
+  }
+  for conc in $SWEEP auto; do run_kv "$conc"; done
 
-BEST=0; BEST_AT=""
-for conc in $SWEEP; do
-  if (( TOKS[$conc] > BEST )); then BEST=${TOKS[$conc]}; BEST_AT=$conc; fi
-done
-AUTO_SHARE="$(awk -v a="${TOKS[auto]}" -v b="$BEST" 'BEGIN { printf "%.1f", 100 * a / b }')"
+  BEST=0; BEST_AT=""
+  for conc in $SWEEP; do
+    if (( TOKS[$conc] > BEST )); then BEST=${TOKS[$conc]}; BEST_AT=$conc; fi
+  done
+  AUTO_SHARE="$(awk -v a="${TOKS[auto]}" -v b="$BEST" 'BEGIN { if (b > 0) printf "%.1f", 100 * a / b; else print "?" }')"
 
-# The ETA at 10%: the first progress line at or past 10% done.
-read -r T10 DONE10 TOTAL10 ETA10 < <(awk '
-  function secs(d,   t, n, u) { t = 0; while (match(d, /^[0-9.]+[hms]/)) { n = substr(d, 1, RLENGTH - 1) + 0; u = substr(d, RLENGTH, 1);
-      t += (u == "h" ? 3600 : u == "m" ? 60 : 1) * n; d = substr(d, RLENGTH + 1) } return t }
-  / done \(/ && /ETA/ {
-    split($3, f, "/"); gsub(",", "", f[1]); gsub(",", "", f[2])
-    if (f[1] / f[2] >= 0.10) { match($0, /ETA [0-9hms.]+/); print $1, f[1], f[2], secs(substr($0, RSTART + 4, RLENGTH - 4)); exit }
-  }' "$WORK/kv-auto.err")
-END_AUTO="$(cat "$WORK/kv-auto.end")"
-ACTUAL_LEFT="$(awk -v e="$END_AUTO" -v t="$T10" 'BEGIN { printf "%.1f", e - t }')"
-NAIVE="$(awk -v t="$T10" -v d="$DONE10" -v n="$TOTAL10" 'BEGIN { printf "%.1f", t * (n - d) / d }')"
-err() { awk -v e="$1" -v a="$ACTUAL_LEFT" 'BEGIN { printf "%+.1f%%", 100 * (e - a) / a }'; }
-CHOSEN="$(grep -oE 'concurrency [0-9]+: KV .*' "$WORK/kv-auto.err" | tail -1 | cut -c1-90 || true)"
+  # eta_at PCT: the time, done, total and ETA (seconds) of the first progress
+  # line at or past PCT% done that has an ETA.
+  eta_at() {
+    awk -v pct="$1" '
+      function secs(d,   t, n, u) { t = 0; while (match(d, /^[0-9.]+[hms]/)) { n = substr(d, 1, RLENGTH - 1) + 0; u = substr(d, RLENGTH, 1);
+          t += (u == "h" ? 3600 : u == "m" ? 60 : 1) * n; d = substr(d, RLENGTH + 1) } return t }
+      / done \(/ && /ETA/ {
+        split($3, f, "/"); gsub(",", "", f[1]); gsub(",", "", f[2])
+        if (f[1] / f[2] >= pct / 100) { match($0, /ETA [0-9hms.]+/); print $1, f[1], f[2], secs(substr($0, RSTART + 4, RLENGTH - 4)); exit }
+      }' "$WORK/kv-auto.err"
+  }
+  END_AUTO="$(cat "$WORK/kv-auto.end")"
+  declare -A ETA_LINE ETA_ERR NAIVE_ERR
+  for pct in 10 25 50; do
+    read -r T DONE TOTAL ETA < <(eta_at "$pct")
+    LEFT="$(awk -v e="$END_AUTO" -v t="$T" 'BEGIN { printf "%.1f", e - t }')"
+    NAIVE="$(awk -v t="$T" -v d="$DONE" -v n="$TOTAL" 'BEGIN { printf "%.1f", t * (n - d) / d }')"
+    ETA_LINE[$pct]="${ETA}s at ${T}s ($DONE of $TOTAL done); actual ${LEFT}s left"
+    ETA_ERR[$pct]="$(awk -v e="$ETA" -v a="$LEFT" 'BEGIN { printf "%+.1f%%", 100 * (e - a) / a }')"
+    NAIVE_ERR[$pct]="$(awk -v e="$NAIVE" -v a="$LEFT" 'BEGIN { printf "%+.1f%%", 100 * (e - a) / a }') (${NAIVE}s)"
+  done
+  if [[ -n "${BENCH_KEEP:-}" ]]; then cp "$WORK"/kv-*.err "$BENCH_KEEP"/; fi
+  CHOSEN="$(grep -oE 'concurrency [0-9]+: KV .*' "$WORK/kv-auto.err" | tail -1 | cut -c1-90 || true)"
+fi
 
 # --- table -------------------------------------------------------------------
 printf '\n%-58s %s\n' "measure" "result"
 printf '%-58s %s\n' "------------------------------------------------------" "------"
-printf '%-58s %s (target >= 5,000)\n' "requests/s, zero-latency sim, --concurrency auto" "${RPS[auto]}"
-printf '%-58s %s\n' "requests/s, zero-latency sim, --concurrency 64" "${RPS[64]}"
-printf '%-58s %s KiB (%s in flight; peak RSS %s KiB, one request %s KiB; target <= 20)\n' \
-  "client memory per request in flight" "$PER_REQ_KIB" "$PEAK_INFLIGHT" "$MANY_KIB" "$ONE_KIB"
-for conc in $SWEEP; do
-  printf '%-58s %s\n' "KV-bound output tok/s, --concurrency $conc" "${TOKS[$conc]}"
-done
-printf '%-58s %s (%s%% of the best fixed, %s at %s; target >= 95%%)\n' \
-  "KV-bound output tok/s, --concurrency auto" "${TOKS[auto]}" "$AUTO_SHARE" "$BEST" "$BEST_AT"
-printf '%-58s %s\n' "auto's last choice" "${CHOSEN:-?}"
-printf '%-58s %ss at %ss (%s of %s done); actual %ss left\n' "ETA at 10% progress (auto)" "$ETA10" "$T10" "$DONE10" "$TOTAL10" "$ACTUAL_LEFT"
-printf '%-58s %s (target within +-15%%)\n' "  token-based ETA error" "$(err "$ETA10")"
-printf '%-58s %s (%ss)\n' "  naive request-rate ETA error" "$(err "$NAIVE")" "$NAIVE"
+if part 1; then
+  printf '%-58s %s (target >= 5,000)\n' "requests/s, zero-latency sim, --concurrency auto" "${RPS[auto]}"
+  printf '%-58s %s\n' "requests/s, zero-latency sim, --concurrency 64" "${RPS[64]}"
+fi
+if part 2; then
+  printf '%-58s %s KiB (%s in flight; peak RSS %s KiB, one request %s KiB; target <= 20)\n' \
+    "client memory per request in flight" "$PER_REQ_KIB" "$PEAK_INFLIGHT" "$MANY_KIB" "$ONE_KIB"
+fi
+if part 3; then
+  for conc in $SWEEP; do
+    printf '%-58s %s\n' "KV-bound output tok/s, --concurrency $conc" "${TOKS[$conc]}"
+  done
+  printf '%-58s %s (%s%% of the best fixed, %s at %s; target >= 95%%)\n' \
+    "KV-bound output tok/s, --concurrency auto" "${TOKS[auto]}" "$AUTO_SHARE" "$BEST" "$BEST_AT"
+  printf '%-58s %s\n' "auto's last choice" "${CHOSEN:-?}"
+  for pct in 10 25 50; do
+    printf '%-58s %s\n' "ETA at $pct% progress (auto)" "${ETA_LINE[$pct]}"
+    printf '%-58s %s (target within +-10%%)\n' "  token-based ETA error" "${ETA_ERR[$pct]}"
+    printf '%-58s %s\n' "  naive request-rate ETA error" "${NAIVE_ERR[$pct]}"
+  done
+fi
