@@ -282,3 +282,21 @@ func hugeLine(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(w.Flush())
 }
+
+func init() { scriptCommands["deepline"] = deepLine }
+
+// deepLine: deepline FILE N appends a record whose "x" opens N arrays and
+// never closes them: what once crashed a tool whose JSON validation
+// recursed once per level.
+func deepLine(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: deepline FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	ts.Check(err)
+	defer f.Close()
+	_, err = f.WriteString(`{"id":"deep","input_ids":[1],"prompt_tokens":1,"completion_tokens":1,"text":"t","messages":[{"role":"user","content":"c"}],"x":` + strings.Repeat("[", n) + "}\n")
+	ts.Check(err)
+}
