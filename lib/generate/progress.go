@@ -262,9 +262,9 @@ const (
 //
 // The bar takes a fifth of the width (10 to 40 columns), the numbers the
 // rest. Without a known total there is no bar and no percentage. A narrow
-// terminal loses the standing's parts (budget, the server's view, trouble)
-// first, then the rates, the requests in flight, the ETA and the bar, so
-// that the counts stay. colour paints the bar and a non-zero
+// terminal loses the standing's parts (the server's view, trouble) first,
+// then the rates, the budget's share, the requests in flight, the ETA and
+// the bar, so that the counts stay. colour paints the bar and a non-zero
 // error count (escapes take no columns).
 func renderBar(v progressView, width int, colour bool) string {
 	head := cliutil.Thousands(v.done) + " done"
@@ -282,12 +282,16 @@ func renderBar(v progressView, width int, colour bool) string {
 		eta = " | ETA ..."
 	}
 	// The longest of these lines that fits room: the standing's parts go
-	// first, the last first, then the rates, the requests in flight and
-	// the ETA.
+	// first, the last first, but for the first (the budget's share when
+	// there is a budget), then the rates, that first part, the requests in
+	// flight and the ETA.
 	extras := v.standing.barParts()
 	var lines []string
-	for n := len(extras); n >= 0; n-- {
+	for n := len(extras); n >= min(len(extras), 1); n-- {
 		lines = append(lines, counts+rates+flight+eta+strings.Join(extras[:n], ""))
+	}
+	if len(extras) > 0 {
+		lines = append(lines, counts+flight+eta+extras[0])
 	}
 	lines = append(lines, counts+flight+eta, counts+eta)
 	fit := func(room int) string {

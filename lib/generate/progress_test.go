@@ -22,6 +22,8 @@ func TestRenderBar(t *testing.T) {
 	limited.limit = "budget"
 	almost := running
 	almost.done, almost.total = 2986, 3000
+	budgeted := limited
+	budgeted.standing = standing{tokenBudget: 30000, tokensSpent: 2400}
 	numbers := "45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"
 	for _, tc := range []struct {
 		name   string
@@ -38,6 +40,8 @@ func TestRenderBar(t *testing.T) {
 			"[" + strings.Repeat("#", 18) + strings.Repeat(".", 22) + "]  " + numbers},
 		{"what holds the requests in flight", limited, 159, false,
 			"[" + strings.Repeat("#", 13) + strings.Repeat(".", 18) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight (limit: budget) | ETA 12m"},
+		{"the budget's share outlasts the rates", budgeted, 119, false,
+			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 48 in flight (limit: budget) | ETA 12m | budget 8%"},
 		{"too narrow for a bar: the numbers stay", running, 49, false, "45% 812/1,800 ok 800 err 12 trunc 3 | ETA 12m"},
 		{"narrower still: the ETA goes", running, 40, false, "45% 812/1,800 ok 800 err 12 trunc 3"},
 		{"tiny: cut at the edge", running, 10, false, "45% 812/1,"},
