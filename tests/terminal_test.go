@@ -257,6 +257,11 @@ func TestGenerateTerminalView(t *testing.T) {
 	if shown == 0 {
 		t.Fatalf("no frame of the bar in:\n%q", raw)
 	}
+	// The first frame is drawn before any answer: no ETA yet, but a
+	// place for it.
+	if !strings.HasSuffix(frames[0], "| ETA ...") {
+		t.Errorf("the first frame, before any answer, is %q: want \"ETA ...\" and no figure", frames[0])
+	}
 	if err := out.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.Fatal(err)
 	}
