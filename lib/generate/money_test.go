@@ -63,9 +63,17 @@ func TestCostBudgetCountsWhatWasCharged(t *testing.T) {
 	if got, want := m[1], fmt.Sprintf("%.4f", 0.5*float64(billed.Load())); got != want {
 		t.Fatalf("the summary says $%s, the server charged $%s", got, want)
 	}
-	for _, want := range []string{"cost budget $1.00 passed by $", "answers cost more than their worst case", "ok, 0 errors"} {
+	// Two answers reach the budget exactly; the closing line on the
+	// overshoot comes when more were in flight then. A loaded machine may
+	// have had none in flight: the answers came back before the third
+	// request started.
+	wants := []string{"ok, 0 errors", "$1.0000 of $1.00"}
+	if billed.Load() > 2 {
+		wants = []string{"ok, 0 errors", "cost budget $1.00 passed by $", "answers cost more than their worst case"}
+	}
+	for _, want := range wants {
 		if !strings.Contains(r.stderr, want) {
-			t.Fatalf("stderr does not say %q:\n%s", want, r.stderr)
+			t.Fatalf("%d answers billed; stderr does not say %q:\n%s", billed.Load(), want, r.stderr)
 		}
 	}
 	checkSummaryAddsUp(t, r.stderr)
