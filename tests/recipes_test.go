@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -667,6 +668,11 @@ func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-ch
 	for _, d := range datasets {
 		lock := filepath.Join(data, d, ".lock")
 		waitFor(t, recipeTimeout, d+"'s generate to start", func() bool {
+			select {
+			case code := <-exited:
+				t.Fatalf("fanout.sh exited %d before %s's generate started:\n%s", code, d, tail(stderr(), 3000))
+			default:
+			}
 			if !lockHeld(lock) {
 				return false
 			}
@@ -678,12 +684,21 @@ func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-ch
 	return cmd, exited, stderr
 }
 
-// lockHeld tells whether some process holds the flock on path.
+// lockHeld tells whether the run named in a run-dataset.sh lock file (its
+// holder line, written once it has the lock) is still alive. It does not
+// try the lock: a probe that takes it, even for a moment, can make a run
+// that starts just then find it taken and step aside.
 func lockHeld(path string) bool {
-	if _, err := os.Stat(path); err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
 		return false
 	}
-	return exec.Command("flock", "-n", path, "true").Run() != nil
+	m := regexp.MustCompile(`^pid (\d+),`).FindSubmatch(b)
+	if m == nil {
+		return false
+	}
+	pid, err := strconv.Atoi(string(m[1]))
+	return err == nil && syscall.Kill(pid, 0) == nil
 }
 
 // waitFor polls cond until it holds, failing the test after limit (a
