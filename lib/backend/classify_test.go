@@ -181,16 +181,16 @@ func TestTimeouts(t *testing.T) {
 	t.Run("activity keeps a stream alive", func(t *testing.T) {
 		s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			for range 10 {
+			for range 25 {
 				io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
 				w.(http.Flusher).Flush()
 				time.Sleep(100 * time.Millisecond)
 			}
 			io.WriteString(w, sseOf(`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}`, "[DONE]"))
 		})
-		// Ten silences of 100 ms outlast 800 ms in total, not one at a
-		// time: each leaves 700 ms for a loaded machine to be late.
-		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 800 * time.Millisecond}).Do(context.Background(), s.URL, chatReq())
+		// Twenty-five silences of 100 ms outlast 2 s in total, not one at a
+		// time: each leaves 1.9 s for a loaded machine to be late.
+		_, err := NewOpenAI(Options{Stream: true, IdleTimeout: 2 * time.Second}).Do(context.Background(), s.URL, chatReq())
 		if err != nil {
 			t.Fatal(err)
 		}
