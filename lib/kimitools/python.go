@@ -57,26 +57,8 @@ func appendRepr(b []byte, v *value) []byte {
 		return append(b, pyfmt.FloatRepr(pyFloat(v.s))...)
 	case kindString:
 		return appendStrRepr(b, v.s)
-	case kindList:
-		b = append(b, '[')
-		for i, e := range v.list {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendRepr(b, e)
-		}
-		return append(b, ']')
 	default:
-		b = append(b, '{')
-		for i, m := range v.dict {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendStrRepr(b, m.key)
-			b = append(b, ": "...)
-			b = appendRepr(b, m.val)
-		}
-		return append(b, '}')
+		return appendCompound(b, v, appendStrRepr, appendRepr)
 	}
 }
 
@@ -150,25 +132,33 @@ func appendPyJSON(b []byte, v *value) []byte {
 		return append(b, pyfmt.FloatRepr(f)...)
 	case kindString:
 		return appendJSONString(b, v.s)
-	case kindList:
+	default:
+		return appendCompound(b, v, appendJSONString, appendPyJSON)
+	}
+}
+
+// appendCompound appends a list or dict the way both repr() and
+// json.dumps' default separators lay them out, "[a, b]" and "{k: v}",
+// with key writing a dict's keys and elem every value.
+func appendCompound(b []byte, v *value, key func([]byte, string) []byte, elem func([]byte, *value) []byte) []byte {
+	if v.kind == kindList {
 		b = append(b, '[')
 		for i, e := range v.list {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
-			b = appendPyJSON(b, e)
+			b = elem(b, e)
 		}
 		return append(b, ']')
-	default:
-		b = append(b, '{')
-		for i, m := range v.dict {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendJSONString(b, m.key)
-			b = append(b, ": "...)
-			b = appendPyJSON(b, m.val)
-		}
-		return append(b, '}')
 	}
+	b = append(b, '{')
+	for i, m := range v.dict {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = key(b, m.key)
+		b = append(b, ": "...)
+		b = elem(b, m.val)
+	}
+	return append(b, '}')
 }
