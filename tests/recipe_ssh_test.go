@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -113,35 +112,14 @@ LogLevel ERROR
 	defer logFile.Close() // sshd has its own copy
 	cmd.Stderr = logFile
 	sshdLog := func() string { b, _ := os.ReadFile(path("sshd.log")); return tail(string(b), 3000) }
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sshd: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	startServer(t, cmd, "sshd", "listen on "+addr, sshdLog, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			break
 		}
-		select {
-		case <-done:
-			t.Fatalf("sshd exited before it listened on %s:\n%s", addr, sshdLog())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd does not listen on %s after 30s:\n%s", addr, sshdLog())
-		}
-	}
+		return err == nil
+	})
 
 	hostPub, err := os.ReadFile(path("host_key.pub"))
 	if err != nil {

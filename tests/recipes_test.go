@@ -90,8 +90,23 @@ func startLLMSim(t *testing.T, extra ...string) string {
 	cmd := exec.Command("llm-sim", args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	var url string
+	startServer(t, cmd, "llm-sim", "write its URL", stderr.String, func() bool {
+		b, err := os.ReadFile(urlFile)
+		url = strings.TrimSpace(string(b))
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	return url
+}
+
+// startServer starts cmd, a server the test needs, stops it when the test
+// ends (SIGTERM, then SIGKILL after 10 s), and returns once ready says it
+// serves; it fails the test, with what log returns, if the server exits
+// first or is not ready within 30 s.
+func startServer(t *testing.T, cmd *exec.Cmd, name, readiness string, log func() string, ready func() bool) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start llm-sim: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -104,17 +119,14 @@ func startLLMSim(t *testing.T, extra ...string) string {
 			<-done
 		}
 	})
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(urlFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
+	for deadline := time.Now().Add(30 * time.Second); !ready(); time.Sleep(20 * time.Millisecond) {
 		select {
 		case <-done:
-			t.Fatalf("llm-sim exited before it was ready:\n%s", stderr.String())
+			t.Fatalf("%s exited before it was ready:\n%s", name, log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("llm-sim did not write its URL within 30s")
+			t.Fatalf("%s did not %s within 30s:\n%s", name, readiness, log())
 		}
 	}
 }
