@@ -42,6 +42,7 @@ const (
 	flagAbortStatus       = "abort-status"
 	flagStats             = "stats"
 	flagDPSize            = "dp-size"
+	flagNoMetrics         = "no-metrics"
 	flagKeyLimit          = "key-limit"
 	flagKeyUsage          = "key-usage"
 	flagKeyRateLimit      = "key-rate-limit"
@@ -95,6 +96,7 @@ aborted) and it exits 0.`,
 			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
 			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
 			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
+			&cli.BoolFlag{Name: flagNoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
 			&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
 			&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Usage: "end-of-sequence token `ID`"},
 			&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Usage: "`SEED` for answer lengths and injected faults"},

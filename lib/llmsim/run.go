@@ -130,6 +130,7 @@ func simConfig(c *cli.Context) (sim.Config, error) {
 	cfg.PerTokenTime = c.Duration(flagPerTokenTime)
 	cfg.PrefillTimePerToken = c.Duration(flagPrefillTime)
 	cfg.IncrementalStreaming = c.Bool(flagIncremental)
+	cfg.NoMetrics = c.Bool(flagNoMetrics)
 	cfg.Seed = c.Uint64(flagSeed)
 	if c.IsSet(flagPromptPrice) {
 		cfg.PromptPrice = c.Float64(flagPromptPrice) / perMillion

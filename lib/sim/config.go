@@ -46,6 +46,9 @@ type Config struct {
 	// --incremental-streaming-output. The default (false) sends cumulative
 	// snapshots, SGLang's default.
 	IncrementalStreaming bool
+	// NoMetrics answers /metrics with 404, as SGLang does when started
+	// without --enable-metrics (its default): clients see no load.
+	NoMetrics bool
 
 	// VocabSize bounds the token ids: prompts with an id past it are refused
 	// (as SGLang refuses them) and generated ids are below it. The default is

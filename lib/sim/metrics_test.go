@@ -86,3 +86,17 @@ func TestOpenRouterBasePath(t *testing.T) {
 		t.Errorf("usage.cost %v, want the listed prices' %v", got, want)
 	}
 }
+
+// TestNoMetrics: --no-metrics answers /metrics as SGLang does without
+// --enable-metrics, while /generate works as ever.
+func TestNoMetrics(t *testing.T) {
+	cfg := Default()
+	cfg.NoMetrics = true
+	_, url := startSim(t, cfg)
+	if code, _ := get(t, url+"/metrics"); code != http.StatusNotFound {
+		t.Fatalf("/metrics answered %d, want 404", code)
+	}
+	if code, _, body := post(t, url+"/generate", `{"input_ids":[5,6,7],"sampling_params":{"max_new_tokens":4}}`); code != 200 {
+		t.Fatalf("generate: %d %s", code, body)
+	}
+}

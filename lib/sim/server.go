@@ -300,6 +300,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.NoMetrics {
+		http.NotFound(w, r)
+		return
+	}
 	if wantsPrometheus(r) {
 		s.writePrometheus(w)
 		return
