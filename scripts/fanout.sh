@@ -26,8 +26,10 @@
 # in flight what one run alone would, each backing off in proportion when the
 # server holds more and growing when it holds less (generate --help, "Several
 # runs, one server"); no run needs to know of the others, here or on other
-# machines. Start SGLang with --enable-metrics: without it every run sizes
-# itself as if the server were its own, and N runs queue N loads on it.
+# machines. Start SGLang with --enable-metrics: without it every run measures
+# the server's queue with one-token probes instead (fanout.sh sets
+# SYNTHPIPE_SHARED=1, run-dataset.sh passes generate --shared), which works,
+# but later and less closely (more queued, most of all with many runs).
 #
 # At most $SYNTHPIPE_JOBS runs at a time (default 4; shards: all N). Settings are
 # run-dataset.sh's (SYNTHPIPE_DATA, SYNTHPIPE_TOKENIZER, SYNTHPIPE_URL, ...). The
@@ -121,6 +123,8 @@ run_parallel() {
 }
 
 [ $# -ge 1 ] || usage
+# The runs share the server(s): run-dataset.sh passes generate --shared.
+export SYNTHPIPE_SHARED=${SYNTHPIPE_SHARED:-1}
 mode=$1
 shift
 joblog=$(mktemp) || exit 73

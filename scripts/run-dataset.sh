@@ -39,6 +39,9 @@
 #   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--temperature 0.6"; with the
 #                            openai backend "--model NAME --tokenizer DIR" (the
 #                            model folder, for output_ids)
+#   SYNTHPIPE_SHARED         1: other runs use the server too (generate --shared:
+#                            a server without /metrics is shared by probing its
+#                            queue); fanout.sh sets it, and a shard always is
 #
 # Crontab lines (every 10 minutes; while a run is still going the next is a
 # no-op; after a 75 the next one retries). Cron's own PATH is /usr/bin:/bin,
@@ -67,6 +70,8 @@ max_tokens=${SYNTHPIPE_MAX_TOKENS:-4096}
 tokenize_extra=(${SYNTHPIPE_TOKENIZE_ARGS:-})
 # shellcheck disable=SC2206
 generate_extra=(${SYNTHPIPE_GENERATE_ARGS:-})
+shared_flags=()
+case ${SYNTHPIPE_SHARED:-} in 1 | true | yes) shared_flags=(--shared) ;; esac
 
 # The tools read SYNTHPIPE_<FLAG> as defaults for their flags: generate would
 # take SYNTHPIPE_TOKENIZER as its own --tokenizer, dedupe-resume a stray
@@ -94,6 +99,7 @@ if [ -n "$shard" ]; then
 	fi
 	name="$dataset $shard" suffix=.shard-${BASH_REMATCH[1]}-of-${BASH_REMATCH[2]}
 	shard_flags=(--shard "$shard")
+	shared_flags=(--shared) # the other shards use the same server(s)
 	budget=$(budget_share "$budget" "${BASH_REMATCH[2]}") || {
 		echo "run-dataset.sh: SYNTHPIPE_BUDGET ${SYNTHPIPE_BUDGET:-}: want a token count such as 250k, 10M or 1.5G" >&2
 		exit 64
@@ -161,7 +167,7 @@ tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
 		--token-budget "$budget" --already "$out" --progress-interval 1m --status-file "$status_file" \
-		"${generate_extra[@]}" 2> >(stamp >>"$log") |
+		"${shared_flags[@]}" "${generate_extra[@]}" 2> >(stamp >>"$log") |
 	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
 codes=("${PIPESTATUS[@]}")
 # Wait for the log stampers: what the tools said is in the log before the

@@ -63,6 +63,7 @@ const (
 	flagOverKeyLimit       = "over-key-limit"
 	flagStatusFile         = "status-file"
 	flagMetricsListen      = "metrics-listen"
+	flagShared             = "shared"
 	flagDrain              = "drain"
 	flagCostBudget         = "cost-budget"
 	flagMaxPrice           = "max-price"
@@ -127,8 +128,25 @@ that does not take part (a run with a fixed --concurrency, another
 program) is not pushed back, the runs that take part only leave it room;
 equal shares are reached slowly (minutes with few runs), while the sum is
 right within seconds; gauges that lag (a real server's update about once
-a second) make the runs overshoot briefly. Without /metrics a run is sized
-as if the server were its own, and says so.
+a second) make the runs overshoot briefly.
+
+Without /metrics (SGLang's default) a run is sized as if the server were
+its own, and says so: alone, it is right from the start. With --shared
+(scripts/fanout.sh sets it) each run measures the server's queue itself
+instead: every quarter of an answer's latency it sends a probe, a one-token
+prompt asking for one token, which waits in the queue behind everything
+sent before it. By Little's law the probe's wait over an answer's latency
+is the share of the server's requests that are queued; one run alone keeps
+about 9% queued (its 10% margin). Over half a latency of probes: a run that
+holds nearly everything the server holds is alone and keeps its full size;
+over 10% queued, every run cuts its limit in proportion, to bring the
+queue to 2% (at most to a quarter at once); under 1%, a run doubles (from
+an eighth, once a latency, until its first cut), else grows by a request
+every half latency; in between by half a request a latency. Limits: it
+assumes the server serves in arrival order (SGLang's fcfs); it reacts an
+answer's latency late, so runs started together queue more for their first
+latency; the queue held is about half again one run's with ten runs (the
+probes wait in it too); with /metrics the runs share more closely.
 
 Against OpenAI-style servers it starts at 16 and adapts: one more after a
 window of successes, half on HTTP 429, and no new requests to that server

@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -199,7 +200,8 @@ func (k *kvSizer) explainLocked() string {
 //   - never above the ceiling: alone, a run keeps what it kept before.
 //
 // A server without /metrics (or without its running and queued gauges) is
-// sized as if no other run used it: it cannot see them.
+// sized as if no other run used it (a run alone keeps its size from the
+// start), or, with --shared, shared by probes of its queue (probeshare.go).
 const (
 	shareInterval      = 500 * time.Millisecond
 	shareStartInterval = 100 * time.Millisecond
@@ -218,6 +220,7 @@ type serverShare struct {
 	limit    float64 // 0 until the ceiling is known
 	starting bool    // since begin, until the ceiling or a cut
 	why      string
+	probe    probeShare // the server has no /metrics: probes measure its queue
 }
 
 func (s *serverShare) begin(ceiling float64) {
@@ -295,15 +298,17 @@ func (k *kvSizer) sharing() bool {
 // their KV cache. Its methods are safe on nil (no server shares).
 type shareControl struct {
 	pool    *pool
-	servers []*server // by --url, as the view's; nil where not KV-sized
+	backend backend.Backend // sends the probes
+	probes  bool            // --shared: probe servers without /metrics
+	servers []*server       // by --url, as the view's; nil where not KV-sized
 	note    func(string, ...any)
 	said    []bool // the first reading was reported
 }
 
 // newShareControl makes every KV-sized server share; the view's first
 // reading of each says whether it can.
-func newShareControl(p *pool, servers []*server, note func(string, ...any)) *shareControl {
-	c := &shareControl{pool: p, servers: make([]*server, len(servers)), note: note, said: make([]bool, len(servers))}
+func newShareControl(p *pool, servers []*server, be backend.Backend, probes bool, note func(string, ...any)) *shareControl {
+	c := &shareControl{pool: p, backend: be, probes: probes, servers: make([]*server, len(servers)), note: note, said: make([]bool, len(servers))}
 	any := false
 	for i, srv := range servers {
 		if k, ok := srv.limiter.(*kvSizer); ok {
@@ -330,6 +335,8 @@ func (c *shareControl) every() time.Duration {
 		}
 		k := srv.limiter.(*kvSizer)
 		switch {
+		case k.probing():
+			// Its probes keep their own time.
 		case k.startingUp():
 			return shareStartInterval
 		case k.sharing():
@@ -340,23 +347,31 @@ func (c *shareControl) every() time.Duration {
 }
 
 // reading takes the view's reading of server i; nil says it has no
-// metrics, and will not be asked again.
-func (c *shareControl) reading(i int, snap *servermetrics.Snapshot) {
+// metrics, and will not be asked again: the server is then probed until ctx
+// ends.
+func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.Snapshot) {
 	if c == nil || c.servers[i] == nil {
 		return
 	}
 	srv := c.servers[i]
 	k := srv.limiter.(*kvSizer)
-	if !k.sharing() {
+	if !k.sharing() || k.probing() {
 		return
 	}
 	first := !c.said[i]
 	c.said[i] = true
-	if snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+	if (snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs]) && !c.probes {
 		k.stopSharing()
-		c.note("%s: sized as if no other run used it: its /metrics has no %s and %s (SGLang serves them with --enable-metrics)",
-			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs)
+		c.note("%s: sized as if no other run used it: its /metrics has no %s and %s (SGLang serves them with --enable-metrics; --%s probes its queue instead)",
+			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs, flagShared)
 		c.pool.wake()
+		return
+	}
+	if snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+		k.shareByProbe()
+		c.note("%s: shares the server with other runs by probes of its queue (its /metrics has no %s and %s; SGLang serves them with --enable-metrics)",
+			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs)
+		go c.probe(ctx, srv)
 		return
 	}
 	if first {

@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -99,17 +100,17 @@ func TestShareLeavesRoomForOthers(t *testing.T) {
 func TestShareWithoutMetricsKeepsTheCeiling(t *testing.T) {
 	srv := &server{url: "http://gpu1:30000", limiter: newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})}
 	var notes []string
-	c := newShareControl(newPool([]*server{srv}, time.Second), []*server{srv}, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
+	c := newShareControl(newPool([]*server{srv}, time.Second), []*server{srv}, nil, false, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
 	k := srv.limiter.(*kvSizer)
 	k.resize(1020, 2300)
 	if got, every := k.limit(), c.every(); got != 7 || every != shareStartInterval {
 		t.Fatalf("before the first reading: limit %d, readings every %v; want 7, every %v", got, every, shareStartInterval)
 	}
-	c.reading(0, nil)
+	c.reading(context.Background(), 0, nil)
 	if got := k.limit(); got != 53 {
-		t.Fatalf("a server without /metrics: limit %d, want the 53 a run alone keeps", got)
+		t.Fatalf("a server without /metrics, without --shared: limit %d, want the 53 a run alone keeps", got)
 	}
-	if c.every() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") {
+	if c.every() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") || !strings.Contains(notes[0], "--shared probes") {
 		t.Fatalf("readings every %v, notes %q", c.every(), notes)
 	}
 }

@@ -46,7 +46,8 @@ type config struct {
 	quiet        bool
 	ordered      bool
 	window       int
-	fixedConc    int // 0: auto
+	fixedConc    int  // 0: auto
+	shared       bool // --shared: probe servers without /metrics
 
 	tokenBudget int64 // 0: none
 	already     []string
@@ -129,6 +130,7 @@ func parse(c *cli.Context) (*config, error) {
 		overKeyLimit:  c.Bool(flagOverKeyLimit),
 		statusFile:    c.String(flagStatusFile),
 		metricsAddr:   c.String(flagMetricsListen),
+		shared:        c.Bool(flagShared),
 		maxPrice:      c.Float64(flagMaxPrice),
 		progressEvery: c.Duration(flagProgressInterval),
 		total:         c.Int64(flagTotal),

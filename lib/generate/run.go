@@ -168,7 +168,7 @@ func run(c *cli.Context) (err error) {
 	}
 
 	s.view = newServerView(cfg, note)
-	s.view.share = newShareControl(s.dispatcher.pool, servers, note)
+	s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	go s.view.run(viewCtx)

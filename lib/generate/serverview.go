@@ -128,9 +128,9 @@ func (v *serverView) poll(ctx context.Context) {
 		v.mu.Unlock()
 		switch {
 		case err == nil:
-			v.share.reading(i, &snap)
+			v.share.reading(ctx, i, &snap)
 		case s.metric == "":
-			v.share.reading(i, nil)
+			v.share.reading(ctx, i, nil)
 		}
 	}
 }

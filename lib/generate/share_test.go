@@ -13,9 +13,14 @@ import (
 // shareRuns runs n generates at once against a fresh KV-limited simulator,
 // the records dealt out among them as the datasets of scripts/fanout.sh
 // would be, and returns what the server counted.
-func shareRuns(t *testing.T, n int, records []string) sim.Stats {
+func shareRuns(t *testing.T, n int, records []string, metrics bool) sim.Stats {
 	t.Helper()
+	says := "shares the server with other runs: sized from its /metrics"
+	if !metrics {
+		says = "shares the server with other runs by probes of its queue"
+	}
 	srv, url := startSim(t, func(c *sim.Config) {
+		c.NoMetrics = !metrics
 		c.MaxTotalTokens = 6000
 		c.Lengths = sim.LengthDist{Kind: sim.LengthLognormal, Median: 200, Sigma: 0.6, Max: 800}
 		c.StepTime = 500 * time.Microsecond
@@ -31,11 +36,15 @@ func shareRuns(t *testing.T, n int, records []string) sim.Stats {
 		go func() {
 			defer wg.Done()
 			want := strings.Count(parts[i].String(), "\n")
-			r := runGenerate(t, parts[i].String(), "--url", url, "--max-tokens", "800", "--progress-interval", "0")
+			args := []string{"--url", url, "--max-tokens", "800", "--progress-interval", "0"}
+			if !metrics {
+				args = append(args, "--shared") // as scripts/fanout.sh runs them
+			}
+			r := runGenerate(t, parts[i].String(), args...)
 			if r.code != 0 || len(r.lines(t)) != want {
 				t.Errorf("run %d of %d: exit %d, %d of %d records written\n%s", i+1, n, r.code, len(r.lines(t)), want, r.stderr)
 			}
-			if !strings.Contains(r.stderr, "shares the server with other runs") {
+			if !strings.Contains(r.stderr, says) {
 				t.Errorf("run %d of %d does not say it shares the server:\n%s", i+1, n, r.stderr)
 			}
 		}()
@@ -61,18 +70,29 @@ func describe(st sim.Stats) string {
 // Runs that each sized themselves as if alone queued their N loads: 4 runs
 // queued more than one request per request running.
 func TestRunsShareAServer(t *testing.T) {
+	testRunsShare(t, true, 4, 10)
+}
+
+// TestRunsShareAServerWithoutMetrics: the same with a server that has no
+// /metrics (SGLang's default), the runs (--shared) sharing it by probes of
+// its queue.
+func TestRunsShareAServerWithoutMetrics(t *testing.T) {
+	testRunsShare(t, false, 4, 10)
+}
+
+func testRunsShare(t *testing.T, metrics bool, runs ...int) {
 	var records []string
 	for _, l := range strings.SplitAfter(sglangRequests(400, 60), "\n") {
 		if l != "" {
 			records = append(records, l)
 		}
 	}
-	one := shareRuns(t, 1, records)
+	one := shareRuns(t, 1, records, metrics)
 	t.Logf("1 run: %s", describe(one))
-	for _, n := range []int{4, 10} {
-		st := shareRuns(t, n, records)
+	for _, n := range runs {
+		st := shareRuns(t, n, records, metrics)
 		t.Logf("%d runs: %s", n, describe(st))
-		if st.Completed != int64(len(records)) {
+		if st.Completed < int64(len(records)) { // and the probes
 			t.Errorf("%d runs: %d of %d requests completed", n, st.Completed, len(records))
 		}
 		if limit := 2*one.Retractions + int64(len(records))/10; st.Retractions > limit {

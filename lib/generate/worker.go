@@ -76,6 +76,9 @@ func (w *workers) work(j *job) {
 		j.req.Attempt, o.attempts = attempt, attempt
 		res, err := w.attempt(j)
 		if err == nil {
+			if k, ok := j.server.limiter.(*kvSizer); ok {
+				k.answered(res.Latency, res.CompletionTokens) // for the probes' rule
+			}
 			w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
 			serverIDs := res.OutputIDs != nil
 			if w.retok != nil && !serverIDs {

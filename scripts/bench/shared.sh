@@ -6,18 +6,22 @@
 # what the server counted: retractions, the mean queue beside the mean
 # running batch, the peak queue. Beside them, the same runs each sized as if
 # the server were its own (--concurrency fixed at what one run alone chose),
-# as generate did before runs shared a server.
+# as generate did before runs shared a server. And the runs against a server
+# without /metrics (llm-sim --no-metrics, as SGLang without
+# --enable-metrics), which with --shared (as scripts/fanout.sh runs them)
+# share it by probes of its queue.
 # Targets: 4 and 10 runs >= 90% of one run's tokens per second, with no more
 # retractions and no longer a queue per running request than one run.
 # Run from anywhere: bash scripts/bench/shared.sh
 # Settings (environment): BENCH_SHARED_REQS (default 400), BENCH_SHARED_RUNS
-# (default "1 4 10").
+# (default "1 4 10"), BENCH_SHARED_MODES (default "metrics probes alone").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 REQS="${BENCH_SHARED_REQS:-400}"
 RUNS="${BENCH_SHARED_RUNS:-1 4 10}"
+MODES=" ${BENCH_SHARED_MODES:-metrics probes alone} "
 WORK="$(mktemp -d)"
 SIMPID=""
 cleanup() {
@@ -42,14 +46,15 @@ awk -v n="$REQS" 'BEGIN {
   }
 }' > "$WORK/all.jsonl"
 
-# batch N CONCURRENCY: N runs at once over all.jsonl split N ways against a
-# fresh simulator; prints "wall tokens retractions queued_steps running_steps
-# steps max_queued".
+# batch N CONCURRENCY [SIM-FLAGS...]: N runs at once over all.jsonl split N
+# ways against a fresh simulator; prints "wall tokens retractions
+# queued_steps running_steps steps max_queued".
 batch() {
   local n="$1" conc="$2" i pids=()
+  shift 2
   rm -f "$WORK/url" "$WORK"/part* "$WORK"/out* "$WORK"/gen*
   "$SIM" --url-file "$WORK/url" --max-total-tokens 40000 --max-running-requests 256 \
-    --lengths lognormal:500,0.6,2048 --step-time 2ms --per-token-time 20us --seed 3 --stats 2> "$WORK/sim.err" &
+    --lengths lognormal:500,0.6,2048 --step-time 2ms --per-token-time 20us --seed 3 --stats "$@" 2> "$WORK/sim.err" &
   SIMPID=$!
   for _ in $(seq 200); do [[ -s "$WORK/url" ]] && break; sleep 0.05; done
   local url; url="$(cat "$WORK/url")"
@@ -86,6 +91,7 @@ row() { # row LABEL FIGURES...
 }
 ALONE=""
 for n in $RUNS; do
+  [[ "$MODES" == *" metrics "* ]] || break
   note "$n run(s) at once, sharing the server..."
   # shellcheck disable=SC2046
   row "$n, sharing (auto)" $(batch "$n" auto)
@@ -94,6 +100,13 @@ for n in $RUNS; do
   fi
 done
 for n in $RUNS; do
+  [[ "$MODES" == *" probes "* ]] || break
+  note "$n run(s) at once, sharing a server without /metrics..."
+  # shellcheck disable=SC2046
+  row "$n, no /metrics (--shared)" $(SYNTHPIPE_SHARED=1 batch "$n" auto --no-metrics)
+done
+for n in $RUNS; do
+  [[ "$MODES" == *" alone "* && -n "$ALONE" ]] || break
   [[ "$n" == 1 ]] && continue
   note "$n runs at once, each sized as if alone (--concurrency $ALONE)..."
   # shellcheck disable=SC2046
