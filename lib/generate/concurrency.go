@@ -360,14 +360,15 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 	}
 	first := !c.said[i]
 	c.said[i] = true
-	if (snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs]) && !c.probes {
+	blind := snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs]
+	if blind && !c.probes {
 		k.stopSharing()
 		c.note("%s: sized as if no other run used it: its /metrics has no %s and %s (SGLang serves them with --enable-metrics; --%s probes its queue instead)",
 			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs, flagShared)
 		c.pool.wake()
 		return
 	}
-	if snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+	if blind {
 		k.shareByProbe()
 		c.note("%s: shares the server with other runs by probes of its queue (its /metrics has no %s and %s; SGLang serves them with --enable-metrics)",
 			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs)
