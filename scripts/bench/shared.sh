@@ -22,14 +22,8 @@ cd "$ROOT"
 REQS="${BENCH_SHARED_REQS:-400}"
 RUNS="${BENCH_SHARED_RUNS:-1 4 10}"
 MODES=" ${BENCH_SHARED_MODES:-metrics probes alone} "
-WORK="$(mktemp -d)"
-SIMPID=""
-cleanup() {
-  [[ -n "$SIMPID" ]] && kill "$SIMPID" 2>/dev/null && wait "$SIMPID" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-note() { printf '%s\n' "$*" >&2; }
+# shellcheck source=scripts/bench/sim.sh
+source scripts/bench/sim.sh # WORK, removed on exit; note
 
 note "building generate and llm-sim from the working tree..."
 go build -o bin/ ./cmd/generate ./cmd/llm-sim
@@ -55,7 +49,7 @@ batch() {
   rm -f "$WORK/url" "$WORK"/part* "$WORK"/out* "$WORK"/gen*
   "$SIM" --url-file "$WORK/url" --max-total-tokens 40000 --max-running-requests 256 \
     --lengths lognormal:500,0.6,2048 --step-time 2ms --per-token-time 20us --seed 3 --stats "$@" 2> "$WORK/sim.err" &
-  SIMPID=$!
+  local simpid=$!
   for _ in $(seq 200); do [[ -s "$WORK/url" ]] && break; sleep 0.05; done
   local url; url="$(cat "$WORK/url")"
   for ((i = 0; i < n; i++)); do
@@ -70,7 +64,7 @@ batch() {
   done
   wait "${pids[@]}"
   end="$(date +%s.%N)"
-  kill "$SIMPID"; wait "$SIMPID" 2>/dev/null || true; SIMPID=""
+  kill "$simpid"; wait "$simpid" 2>/dev/null || true
   local tokens
   tokens="$(cat "$WORK"/out*.jsonl | awk 'match($0, /"completion_tokens":[0-9]+/) { s += substr($0, RSTART + 20, RLENGTH - 20) } END { print s + 0 }')"
   local stats; stats="$(grep '^{' "$WORK/sim.err" | tail -1)"
