@@ -22,14 +22,16 @@
 # group its lock file names (run-dataset.sh writes it there).
 #
 # Many runs against one server are safe: each generate reads the server's own
-# load (SGLang's /metrics: requests running and queued) and together they keep
-# in flight what one run alone would, each backing off in proportion when the
-# server holds more and growing when it holds less (generate --help, "Several
-# runs, one server"); no run needs to know of the others, here or on other
-# machines. Start SGLang with --enable-metrics: without it every run measures
-# the server's queue with one-token probes instead (fanout.sh sets
-# SYNTHPIPE_SHARED=1, run-dataset.sh passes generate --shared), which works,
-# but later and less closely (more queued, most of all with many runs).
+# load (requests running and queued: SGLang's /metrics with --enable-metrics,
+# else its /v1/loads or /get_load, served whatever its flags) and together
+# they keep in flight what one run alone would, each backing off in
+# proportion when the server holds more and growing when it holds less
+# (generate --help, "Several runs, one server"); no run needs to know of the
+# others, here or on other machines. A server that reports no load (an old
+# SGLang, or a proxy that passes on only requests) is measured instead with one-token probes of its queue
+# (fanout.sh sets SYNTHPIPE_SHARED=1, run-dataset.sh passes generate
+# --shared), which works, but later and less closely (more queued, most of
+# all with many runs).
 #
 # At most $SYNTHPIPE_JOBS runs at a time (default 4; shards: all N). Settings are
 # run-dataset.sh's (SYNTHPIPE_DATA, SYNTHPIPE_TOKENIZER, SYNTHPIPE_URL, ...). The
@@ -47,7 +49,7 @@
 #
 # Watching: every run writes DATASET/status.json (run-dataset.sh); `tokstat
 # $SYNTHPIPE_DATA` (default ./data) shows the whole job on one screen, and each
-# run's log lines carry its server's own view where the server has /metrics.
+# run's log lines carry its server's own view where the server reports it.
 #
 # Output of concurrent runs never interleaves: every run writes its own files,
 # and parallel --line-buffer --tag keeps their messages whole and named.

@@ -40,8 +40,8 @@
 #                            openai backend "--model NAME --tokenizer DIR" (the
 #                            model folder, for output_ids)
 #   SYNTHPIPE_SHARED         1: other runs use the server too (generate --shared:
-#                            a server without /metrics is shared by probing its
-#                            queue); fanout.sh sets it, and a shard always is
+#                            a server that reports no load is shared by probing
+#                            its queue); fanout.sh sets it, and a shard always is
 #
 # Crontab lines (every 10 minutes; while a run is still going the next is a
 # no-op; after a 75 the next one retries). Cron's own PATH is /usr/bin:/bin,

@@ -85,7 +85,8 @@ Backends, any combination; each is a column of the table:
     seconds by the server's speed. That comes from --rate (its tokens per
     second with a full batch), else from sglang:gen_throughput and
     sglang:num_running_reqs on /metrics (SGLang started with
-    --enable-metrics, busy now), else from the status file of a job running
+    --enable-metrics) or /v1/loads (recent releases) while it is busy, else
+    from the status file of a job running
     against it (--status FILE, generate --status-file: the server's metrics
     as the job last read them, else the job's own output rate), else from
     the done file's latencies: its

@@ -56,10 +56,12 @@ func serverCapacity(ctx context.Context, url, key string) (capacity, error) {
 type serverLoad struct {
 	genThroughput float64 // sglang:gen_throughput, tokens per second, summed over ranks
 	running       float64 // sglang:num_running_reqs, summed over ranks
+	source        string  // where they were read: /metrics or /v1/loads
 }
 
 // serverMetrics reads sglang:gen_throughput and sglang:num_running_reqs
-// from /metrics (SGLang started with --enable-metrics), added up over
+// from /metrics (SGLang started with --enable-metrics) or the same figures
+// from /v1/loads (recent releases, whatever the flags), added up over
 // data-parallel ranks by lib/servermetrics. A server without them answers an
 // error that says so; the caller goes on without.
 func serverMetrics(ctx context.Context, url, key string) (serverLoad, error) {
@@ -70,9 +72,9 @@ func serverMetrics(ctx context.Context, url, key string) (serverLoad, error) {
 		return serverLoad{}, err
 	}
 	if !snap.Has[servermetrics.GenThroughput] {
-		return serverLoad{}, errors.New("/metrics has no sglang:gen_throughput")
+		return serverLoad{}, fmt.Errorf("%s has no generation throughput (sglang:gen_throughput)", snap.Source)
 	}
-	return serverLoad{genThroughput: snap.GenThroughput, running: snap.Running}, nil
+	return serverLoad{genThroughput: snap.GenThroughput, running: snap.Running, source: snap.Source}, nil
 }
 
 // prices are USD per token.

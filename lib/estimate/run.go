@@ -242,7 +242,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 		}
 		load, merr := serverMetrics(ctx, u, "")
 		if merr == nil && load.genThroughput <= 0 {
-			merr = fmt.Errorf("/metrics: sglang:gen_throughput is 0 (the server has not decoded yet)")
+			merr = fmt.Errorf("%s: sglang:gen_throughput is 0 (the server has not decoded yet)", load.source)
 		}
 		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget)
 		job, jobOK := jobOn(statuses, b.url) // status files hold URLs as shown
@@ -253,7 +253,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			// A busy server: its throughput over its running batch is the
 			// time of one decode step.
 			b.step.fixed = load.running / load.genThroughput
-			b.rateSource = fmt.Sprintf("/metrics: %s tok/s with %.0f running", fmtRate(load.genThroughput), load.running)
+			b.rateSource = fmt.Sprintf("%s: %s tok/s with %.0f running", load.source, fmtRate(load.genThroughput), load.running)
 		case jobOK && job.running > 0 && job.genThroughput > 0:
 			// The server's own reading, as a running job last saw it.
 			b.step.fixed = job.running / job.genThroughput
@@ -271,7 +271,7 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			// An idle server keeps its last figure, taken at a batch
 			// nobody knows: read as a full batch's.
 			b.rate = load.genThroughput
-			b.rateSource = fmt.Sprintf("/metrics: %s tok/s when last busy", fmtRate(load.genThroughput))
+			b.rateSource = fmt.Sprintf("%s: %s tok/s when last busy", load.source, fmtRate(load.genThroughput))
 		default:
 			note("%s: %v; no speed known: give --rate", u, merr)
 		}

@@ -112,41 +112,42 @@ on stderr.
 
 Several runs, one server. Runs started at once against one SGLang server
 (scripts/fanout.sh datasets, or runs on other machines) share it without
-knowing of each other: where the server serves /metrics (SGLang's
---enable-metrics), each run reads the requests it holds (running + queued)
-every 0.5s and keeps the sum near what one run alone would keep in flight
-(the size above), as TCP shares a link: a run starts at an eighth of that
-size and doubles while the server has room; when the server holds more,
-every run cuts its limit in proportion (limit x size / held), so together
-they come down to it at once; when it holds less, every run grows by its
-share of the room plus half a request per reading, and these equal steps
-bring the runs to equal shares over time. Alone, a run reaches its full
-size within a third of a second and keeps it. Limits: runs whose prompts
-or answers differ in length size the server differently: the sum settles
-at the largest size and the runs that sized it smaller give way; a client
-that does not take part (a run with a fixed --concurrency, another
-program) is not pushed back, the runs that take part only leave it room;
-equal shares are reached slowly (minutes with few runs), while the sum is
-right within seconds; gauges that lag (a real server's update about once
-a second) make the runs overshoot briefly.
+knowing of each other: each run reads the requests the server holds
+(running + queued), from its /metrics (with --enable-metrics) or else from
+the /v1/loads or /get_load report SGLang serves whatever its flags, every
+0.5s and keeps the sum near what one run alone would keep in flight (the
+size above), as TCP shares a link: a run starts at an eighth of that size
+and doubles while the server has room; when the server holds more, every
+run cuts its limit in proportion (limit x size / held), so together they
+come down to it at once; when it holds less, every run grows by its share
+of the room plus half a request per reading, and these equal steps bring
+the runs to equal shares over time. Alone, a run reaches its full size
+within a third of a second and keeps it. Limits: a client that does not
+take part (a run with a fixed --concurrency, another program) is not
+pushed back, the runs that take part only leave it room; equal shares are
+reached slowly (minutes with few runs), while the sum is right within
+seconds; gauges that lag (a real server's /metrics update about once a
+second) make the runs overshoot briefly.
 
-Without /metrics (SGLang's default) a run is sized as if the server were
-its own, and says so: alone, it is right from the start. With --shared
-(scripts/fanout.sh sets it) each run measures the server's queue itself
-instead: every quarter of an answer's latency it sends a probe, a one-token
-prompt asking for one token, which waits in the queue behind everything
-sent before it. By Little's law the probe's wait over an answer's latency
-is the share of the server's requests that are queued; one run alone keeps
-about 9% queued (its 10% margin). Over half a latency of probes: a run that
-holds nearly everything the server holds is alone and keeps its full size;
-over 10% queued, every run cuts its limit in proportion, to bring the
-queue to 2% (at most to a quarter at once); under 1%, a run doubles (from
-an eighth, once a latency, until its first cut), else grows by a request
-every half latency; in between by half a request a latency. Limits: it
-assumes the server serves in arrival order (SGLang's fcfs); it reacts an
-answer's latency late, so runs started together queue more for their first
-latency; the queue held is about half again one run's with ten runs (the
-probes wait in it too); with /metrics the runs share more closely.
+A server that reports none of these (the oldest SGLang releases, or a
+proxy in front of a server that passes on only its requests) is sized as
+if it were the run's own, and the run says so: alone, it is right from the
+start. With --shared (scripts/fanout.sh sets it) each run measures such a
+server's queue itself instead: every quarter of an answer's latency it
+sends a probe, a one-token prompt asking for one token, which waits in the
+queue behind everything sent before it. By Little's law the probe's wait
+over an answer's latency is the share of the server's requests that are
+queued; one run alone keeps about 9% queued (its 10% margin). Over half a
+latency of probes: a run that holds nearly everything the server holds is
+alone and keeps its full size; over 10% queued, every run cuts its limit
+in proportion, to bring the queue to 2% (at most to a quarter at once);
+under 1%, a run doubles (from an eighth, once a latency, until its first
+cut), else grows by a request every half latency; in between by half a
+request a latency. Limits: it assumes the server serves in arrival order
+(SGLang's fcfs); it reacts an answer's latency late, so runs started
+together queue more for their first latency; the queue held is about half
+again one run's with ten runs (the probes wait in it too); with the
+server's own report the runs share more closely.
 
 Against OpenAI-style servers it starts at 16 and adapts: one more after a
 window of successes, half on HTTP 429, and no new requests to that server

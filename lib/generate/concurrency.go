@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,7 +175,8 @@ func (k *kvSizer) explainLocked() string {
 // N times what it holds and have it retract (preempt and recompute)
 // requests over and over. They cannot count each other (no file is shared,
 // they may run on different machines), but every one can read the same
-// server's /metrics (the server view, serverview.go): how many requests it
+// server's load (the server view, serverview.go: SGLang's /metrics, or its
+// /v1/loads or /get_load, served whatever its flags): how many requests it
 // runs and how many wait. The rule is a congestion controller's, additive
 // increase and multiplicative decrease as TCP's, on what the server holds:
 //
@@ -199,9 +201,10 @@ func (k *kvSizer) explainLocked() string {
 //     reaches its ceiling in three readings, a third of a second;
 //   - never above the ceiling: alone, a run keeps what it kept before.
 //
-// A server without /metrics (or without its running and queued gauges) is
-// sized as if no other run used it (a run alone keeps its size from the
-// start), or, with --shared, shared by probes of its queue (probeshare.go).
+// A server that reports no load (an old SGLang, a proxy, or no running and
+// queued counts) is sized as if no other run used it (a run alone keeps its
+// size from the start), or, with --shared, shared by probes of its queue
+// (probeshare.go).
 const (
 	shareInterval      = 500 * time.Millisecond
 	shareStartInterval = 100 * time.Millisecond
@@ -216,11 +219,11 @@ type serverLoad struct {
 
 // serverShare is the limit that shares a server; guarded by kvSizer.mu.
 type serverShare struct {
-	on       bool    // until the server turns out to have no /metrics
+	on       bool    // until the server turns out to report no load
 	limit    float64 // 0 until the ceiling is known
 	starting bool    // since begin, until the ceiling or a cut
 	why      string
-	probe    probeShare // the server has no /metrics: probes measure its queue
+	probe    probeShare // the server reports no load: probes measure its queue
 }
 
 func (s *serverShare) begin(ceiling float64) {
@@ -299,7 +302,7 @@ func (k *kvSizer) sharing() bool {
 type shareControl struct {
 	pool    *pool
 	backend backend.Backend // sends the probes
-	probes  bool            // --shared: probe servers without /metrics
+	probes  bool            // --shared: probe servers that report no load
 	servers []*server       // by --url, as the view's; nil where not KV-sized
 	note    func(string, ...any)
 	said    []bool // the first reading was reported
@@ -363,20 +366,20 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 	blind := snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs]
 	if blind && !c.probes {
 		k.stopSharing()
-		c.note("%s: sized as if no other run used it: its /metrics has no %s and %s (SGLang serves them with --enable-metrics; --%s probes its queue instead)",
-			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs, flagShared)
+		c.note("%s: sized as if no other run used it: it reports no running and queued requests (SGLang does at %s; --%s probes its queue instead)",
+			srv.url, strings.Join(servermetrics.Sources, ", "), flagShared)
 		c.pool.wake()
 		return
 	}
 	if blind {
 		k.shareByProbe()
-		c.note("%s: shares the server with other runs by probes of its queue (its /metrics has no %s and %s; SGLang serves them with --enable-metrics)",
-			srv.url, servermetrics.NumRunningReqs, servermetrics.NumQueueReqs)
+		c.note("%s: shares the server with other runs by probes of its queue (it reports no running and queued requests; SGLang does at %s)",
+			srv.url, strings.Join(servermetrics.Sources, ", "))
 		go c.probe(ctx, srv)
 		return
 	}
 	if first {
-		c.note("%s: shares the server with other runs: sized from its /metrics (running + queued) every %v", srv.url, shareInterval)
+		c.note("%s: shares the server with other runs: sized from its %s (running + queued) every %v", srv.url, snap.Source, shareInterval)
 	}
 	k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, c.pool.held(srv))
 	c.pool.wake()

@@ -74,7 +74,7 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
 			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)"},
 		&cli.BoolFlag{Name: flagShared, EnvVars: envs(flagShared),
-			Usage: "other runs use the server(s) too: where a server has no /metrics, measure its queue with one-token probes and share it (\"Several runs, one server\"; scripts/fanout.sh sets it)"},
+			Usage: "other runs use the server(s) too: where a server reports no load (no SGLang /metrics, /v1/loads or /get_load), measure its queue with one-token probes and share it (\"Several runs, one server\"; scripts/fanout.sh sets it)"},
 		&cli.BoolFlag{Name: flagOrdered, Usage: "write results in input order, not as they complete"},
 		&cli.IntFlag{Name: flagReorderWindow, Value: 4096, Usage: "with --ordered: hold at most `N` records waiting for an earlier one"},
 		// Budgets.

@@ -92,8 +92,9 @@ func authSGLang(t *testing.T) (url string, auths func() []string) {
 	var seen []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if r.URL.Path == "/metrics" {
-			// The server view's question: not a request.
+		if r.Method == http.MethodGet {
+			// The server view's questions (/metrics, /v1/loads,
+			// /get_load): not requests.
 			http.NotFound(w, r)
 			return
 		}

@@ -13,11 +13,12 @@ import (
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
 
-// The server's own view: where a --url serves SGLang's Prometheus metrics,
-// generate reads them every metricsEvery for the progress line, the summary
+// The server's own view: where a --url reports its load (SGLang's /metrics,
+// or its /v1/loads or /get_load, which it serves whatever its flags),
+// generate reads it every metricsEvery for the progress line, the summary
 // and the status file, and says once when the server itself is the limit.
-// A server without them is asked once and then left alone: the run goes on
-// from its own measurements.
+// A server that reports none is asked once and then left alone: the run
+// goes on from its own measurements.
 
 // metricsEvery is how often /metrics is read, or as often as progress
 // lines are printed when that is more often, but never more often than
@@ -36,10 +37,11 @@ var (
 	limitFor   = 20 * time.Second
 )
 
-// watchedServer is one --url's metrics.
+// watchedServer is one --url's load.
 type watchedServer struct {
 	url    string // as printed
-	metric string // where /metrics is read; "" once the server has none
+	metric string // the base its load is read at; "" once it has none
+	source string // which of servermetrics.Sources it serves; "" until known
 	last   servermetrics.Snapshot
 	has    bool // last is a reading
 	// The busy readings (something running) add up, for the summary.
@@ -95,24 +97,24 @@ func (v *serverView) run(ctx context.Context) {
 	}
 }
 
-// poll reads each server that has metrics once.
+// poll reads each server that reports its load once.
 func (v *serverView) poll(ctx context.Context) {
 	v.mu.Lock()
 	servers := append([]*watchedServer(nil), v.servers...)
 	v.mu.Unlock()
 	for i, s := range servers {
 		v.mu.Lock()
-		base := s.metric
+		base, source := s.metric, s.source
 		v.mu.Unlock()
 		if base == "" {
 			continue
 		}
-		snap, err := v.fetch(ctx, base)
+		snap, err := v.fetch(ctx, base, source)
 		if errors.Is(err, servermetrics.ErrNoMetrics) && !s.has {
 			// An OpenAI-style base (http://host:30000/v1) has the
-			// server's metrics at its root.
+			// server's reports at its root.
 			if root := rootOf(base); root != base {
-				if snap, err = v.fetch(ctx, root); err == nil {
+				if snap, err = v.fetch(ctx, root, source); err == nil {
 					base = root
 				}
 			}
@@ -120,7 +122,7 @@ func (v *serverView) poll(ctx context.Context) {
 		v.mu.Lock()
 		switch {
 		case err == nil:
-			s.metric = base
+			s.metric, s.source = base, snap.Source
 			v.observe(s, snap, time.Now())
 		case errors.Is(err, servermetrics.ErrNoMetrics) && !s.has:
 			s.metric = "" // no metrics: never ask again
@@ -135,10 +137,16 @@ func (v *serverView) poll(ctx context.Context) {
 	}
 }
 
-func (v *serverView) fetch(ctx context.Context, base string) (servermetrics.Snapshot, error) {
+// fetch reads base's load from source, or from the first source it
+// serves when source is "".
+func (v *serverView) fetch(ctx context.Context, base, source string) (servermetrics.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.every+5*time.Second)
 	defer cancel()
-	return servermetrics.Fetch(ctx, base, servermetrics.Options{Client: backend.SharedClient(), APIKey: v.apiKey})
+	opt := servermetrics.Options{Client: backend.SharedClient(), APIKey: v.apiKey}
+	if source == "" {
+		return servermetrics.Fetch(ctx, base, opt)
+	}
+	return servermetrics.FetchFrom(ctx, base, source, opt)
 }
 
 // rootOf is base without its path.

@@ -24,13 +24,22 @@ func quickView(t *testing.T, full float64) {
 	t.Cleanup(func() { metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull = every, least, polls, dur, kv })
 }
 
-// A server with /metrics and two data-parallel ranks whose small KV caches
-// a fixed concurrency of 100 overfills: the progress lines show the
-// server's view, the hint that the server is the limit comes once, the
-// summary gives its load while busy, and the status file has the figures.
+// A server with two data-parallel ranks whose small KV caches a fixed
+// concurrency of 100 overfills, read at /metrics or (SGLang's default, no
+// --enable-metrics) at /v1/loads: the progress lines show the server's
+// view, the hint that the server is the limit comes once, the summary gives
+// its load while busy, and the status file has the figures and their
+// source.
 func TestServerViewMetrics(t *testing.T) {
+	for _, via := range []string{viaMetrics, viaLoads} {
+		t.Run(strings.TrimPrefix(via, "/"), func(t *testing.T) { testServerView(t, via) })
+	}
+}
+
+func testServerView(t *testing.T, via string) {
 	quickView(t, 0.5)
 	_, url := startSim(t, func(c *sim.Config) {
+		c.NoMetrics = via != viaMetrics
 		c.DataParallel = 2
 		c.MaxTotalTokens = 800
 		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 80}
@@ -63,14 +72,15 @@ func TestServerViewMetrics(t *testing.T) {
 		st.Records.Done != 120 || st.Records.Total != 0 && st.Records.Total != 120 || st.Tokens.Completion != 120*81 {
 		t.Errorf("status: %+v exit %+v", st, st.Exit)
 	}
-	if len(st.Servers) != 1 || st.Servers[0].Metrics == nil || st.Servers[0].Metrics.Ranks != 2 {
+	if len(st.Servers) != 1 || st.Servers[0].Metrics == nil || st.Servers[0].Metrics.Ranks != 2 || st.Servers[0].Metrics.Source != via {
 		t.Errorf("status servers: %+v", st.Servers)
 	}
 }
 
-// A server without /metrics: generate asks once (at the --url and at its
-// root), then never again, and prints what it printed before.
-func TestServerViewNoMetrics(t *testing.T) {
+// A server that reports no load (no /metrics, /v1/loads or /get_load):
+// generate asks each once, then never again, and prints what it printed
+// before.
+func TestServerViewNoLoad(t *testing.T) {
 	quickView(t, 0.9)
 	s, err := sim.New(sim.Default())
 	if err != nil {
@@ -80,7 +90,8 @@ func TestServerViewNoMetrics(t *testing.T) {
 	var asked atomic.Int64
 	inner := s.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/metrics") {
+		switch r.URL.Path {
+		case "/metrics", "/v1/loads", "/get_load":
 			asked.Add(1)
 			http.NotFound(w, r)
 			return
@@ -96,8 +107,8 @@ func TestServerViewNoMetrics(t *testing.T) {
 	if strings.Contains(r.stderr, "server:") || strings.Contains(r.stderr, "server (mean") {
 		t.Errorf("a server view without metrics:\n%s", r.stderr)
 	}
-	if n := asked.Load(); n != 1 {
-		t.Errorf("/metrics asked %d times, want once", n)
+	if n := asked.Load(); n != 3 {
+		t.Errorf("the load asked for %d times, want once at each of three places", n)
 	}
 	st, err := statusfile.Read(status)
 	if err != nil {

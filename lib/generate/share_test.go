@@ -10,20 +10,35 @@ import (
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
-// shareRuns runs n generates at once against a fresh KV-limited simulator,
-// the records dealt out among them as the datasets of scripts/fanout.sh
-// would be, and returns what the server counted.
-func shareRuns(t *testing.T, n int, records []string, metrics, shared bool) sim.Stats {
+// How a test's server reports its load.
+const (
+	viaMetrics = "/metrics"  // SGLang with --enable-metrics
+	viaLoads   = "/v1/loads" // SGLang without (its default)
+	viaGetLoad = "/get_load" // an older SGLang without
+	viaNothing = ""          // a server that reports no load
+)
+
+// shareRuns runs n generates at once against a fresh KV-limited simulator
+// that reports its load via the given source, the records dealt out among
+// them as the datasets of scripts/fanout.sh would be, and returns what the
+// server counted.
+func shareRuns(t *testing.T, n int, records []string, via string, shared bool) sim.Stats {
 	t.Helper()
-	says := "shares the server with other runs: sized from its /metrics"
+	says := "shares the server with other runs: sized from its " + via
 	switch {
-	case !metrics && shared:
+	case via == viaNothing && shared:
 		says = "shares the server with other runs by probes of its queue"
-	case !metrics:
+	case via == viaNothing:
 		says = "sized as if no other run used it"
 	}
 	srv, url := startSim(t, func(c *sim.Config) {
-		c.NoMetrics = !metrics
+		c.NoMetrics = via != viaMetrics
+		switch via {
+		case viaGetLoad:
+			c.LoadReports = sim.LoadReportsGetLoad
+		case viaNothing:
+			c.LoadReports = sim.LoadReportsNone
+		}
 		c.MaxTotalTokens = 6000
 		c.Lengths = sim.LengthDist{Kind: sim.LengthLognormal, Median: 200, Sigma: 0.6, Max: 800}
 		c.StepTime = 500 * time.Microsecond
@@ -73,22 +88,30 @@ func describe(st sim.Stats) string {
 // Runs that each sized themselves as if alone queued their N loads: 4 runs
 // queued more than one request per request running.
 func TestRunsShareAServer(t *testing.T) {
-	testRunsShare(t, 4, 10)
+	testRunsShare(t, viaMetrics, 4, 10)
+}
+
+// TestRunsShareAServerByItsLoadReports: the same without /metrics, as
+// SGLang runs by default: its /v1/loads (recent releases) or /get_load
+// (older ones) say as much of the queue.
+func TestRunsShareAServerByItsLoadReports(t *testing.T) {
+	testRunsShare(t, viaLoads, 10)
+	testRunsShare(t, viaGetLoad, 4)
 }
 
 // TestRunsShareAServerWithoutMetrics: ten runs with --shared against a
-// server that has no /metrics (SGLang's default) share it by probes of its
+// server that reports no load (not SGLang) share it by probes of its
 // queue. How closely is the benchmark's to say (scripts/bench/shared.sh:
 // probes read time, which a loaded machine bends); what holds on any
 // machine is the difference from ten runs each sized as if alone, which
 // queue their ten loads: several times fewer queued, a lower peak.
 func TestRunsShareAServerWithoutMetrics(t *testing.T) {
 	records := shareRecords()
-	one := shareRuns(t, 1, records, false, true)
+	one := shareRuns(t, 1, records, viaNothing, true)
 	t.Logf("1 run: %s", describe(one))
-	shared := shareRuns(t, 10, records, false, true)
+	shared := shareRuns(t, 10, records, viaNothing, true)
 	t.Logf("10 runs, --shared: %s", describe(shared))
-	alone := shareRuns(t, 10, records, false, false)
+	alone := shareRuns(t, 10, records, viaNothing, false)
 	t.Logf("10 runs, each as if alone: %s", describe(alone))
 	if shared.Completed < int64(len(records)) { // and the probes
 		t.Errorf("%d of %d requests completed", shared.Completed, len(records))
@@ -112,13 +135,13 @@ func shareRecords() []string {
 	return records
 }
 
-func testRunsShare(t *testing.T, runs ...int) {
+func testRunsShare(t *testing.T, via string, runs ...int) {
 	records := shareRecords()
-	one := shareRuns(t, 1, records, true, false)
-	t.Logf("1 run: %s", describe(one))
+	one := shareRuns(t, 1, records, via, false)
+	t.Logf("1 run, %s: %s", via, describe(one))
 	for _, n := range runs {
-		st := shareRuns(t, n, records, true, false)
-		t.Logf("%d runs: %s", n, describe(st))
+		st := shareRuns(t, n, records, via, false)
+		t.Logf("%d runs, %s: %s", n, via, describe(st))
 		if st.Completed != int64(len(records)) {
 			t.Errorf("%d runs: %d of %d requests completed", n, st.Completed, len(records))
 		}

@@ -125,7 +125,7 @@ func (s *scheduler) status(total int64, every time.Duration, host string, exit *
 		srv := statusfile.Server{URL: r.url, Down: down[r.url]}
 		if r.has {
 			m := r.snap
-			srv.Metrics = &statusfile.Metrics{Running: m.Running, Queued: m.Queued, TokenUsage: m.TokenUsage, MaxTokenUsage: m.MaxTokenUsage,
+			srv.Metrics = &statusfile.Metrics{Source: m.Source, Running: m.Running, Queued: m.Queued, TokenUsage: m.TokenUsage, MaxTokenUsage: m.MaxTokenUsage,
 				GenThroughput: m.GenThroughput, UsedTokens: m.UsedTokens, CacheHitRate: m.CacheHitRate, Ranks: m.Ranks}
 		}
 		out.Servers = append(out.Servers, srv)

@@ -43,6 +43,7 @@ const (
 	flagStats             = "stats"
 	flagDPSize            = "dp-size"
 	flagNoMetrics         = "no-metrics"
+	flagLoadReports       = "load-reports"
 	flagKeyLimit          = "key-limit"
 	flagKeyUsage          = "key-usage"
 	flagKeyRateLimit      = "key-rate-limit"
@@ -65,7 +66,10 @@ OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models, and
 OpenRouter's /api/v1/key with --key-limit and --key-usage). GET /metrics
 answers SGLang's Prometheus gauges (num_running_reqs, num_queue_reqs,
 token_usage, gen_throughput, num_used_tokens, cache_hit_rate) to a client
-that accepts text/plain, one series per --dp-size rank. It batches
+that accepts text/plain, one series per --dp-size rank; GET /v1/loads and
+GET /get_load answer SGLang's JSON load reports, which SGLang serves even
+without --enable-metrics (--no-metrics and --load-reports none hide them
+all, to stand for a server that reports no load). It batches
 requests continuously under a KV-cache token budget (--max-total-tokens,
 --max-running-requests), retracting requests when the cache is full, so that a
 client that sends too much at once sees what a real server would do: a long
@@ -97,6 +101,7 @@ aborted) and it exits 0.`,
 			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
 			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
 			&cli.BoolFlag{Name: flagNoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
+			&cli.StringFlag{Name: flagLoadReports, Value: "all", Usage: "SGLang's JSON load reports to serve, `WHICH`: all (/v1/loads and /get_load, as recent releases), get_load (as older ones) or none (as the oldest releases, or a proxy that passes on only requests; with --no-metrics no load is reported at all)"},
 			&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
 			&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Usage: "end-of-sequence token `ID`"},
 			&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Usage: "`SEED` for answer lengths and injected faults"},

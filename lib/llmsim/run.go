@@ -131,6 +131,14 @@ func simConfig(c *cli.Context) (sim.Config, error) {
 	cfg.PrefillTimePerToken = c.Duration(flagPrefillTime)
 	cfg.IncrementalStreaming = c.Bool(flagIncremental)
 	cfg.NoMetrics = c.Bool(flagNoMetrics)
+	switch which := c.String(flagLoadReports); which {
+	case "all":
+		cfg.LoadReports = sim.LoadReportsAll
+	case sim.LoadReportsGetLoad, sim.LoadReportsNone:
+		cfg.LoadReports = which
+	default:
+		return cfg, cliutil.Usagef("--%s %q: say all, %s or %s", flagLoadReports, which, sim.LoadReportsGetLoad, sim.LoadReportsNone)
+	}
 	cfg.Seed = c.Uint64(flagSeed)
 	if c.IsSet(flagPromptPrice) {
 		cfg.PromptPrice = c.Float64(flagPromptPrice) / perMillion

@@ -1,6 +1,15 @@
-// Package servermetrics reads what an SGLang server says of its own load:
-// the Prometheus gauges it serves on /metrics when started with
-// --enable-metrics.
+// Package servermetrics reads what an SGLang server says of its own load,
+// from the first of three places it serves:
+//
+//   - /metrics, the Prometheus gauges it serves when started with
+//     --enable-metrics (the fullest view);
+//   - /v1/loads, the JSON load report of recent versions, served whatever
+//     the flags (running and waiting requests, KV occupancy, throughput);
+//   - /get_load, the older JSON report the SGLang router balances by,
+//     also served whatever the flags (running plus waiting, and waiting).
+//
+// A server started without --enable-metrics, SGLang's default, thus still
+// says how many requests it runs and queues.
 //
 // SGLang labels every series with the served model (model_name) and, per
 // scheduler, tp_rank, pp_rank and, with data parallelism (--dp-size), dp_rank.
@@ -49,10 +58,21 @@ const (
 	CacheHitRate   = "sglang:cache_hit_rate"
 )
 
-// ErrNoMetrics says the server has no SGLang metrics: /metrics is missing,
-// answers something else, or lacks every sglang: gauge. Callers go on with
-// their own measurements.
-var ErrNoMetrics = errors.New("no SGLang metrics")
+// ErrNoMetrics says the server reports no load: none of /metrics,
+// /v1/loads and /get_load is there or answers what SGLang would. Callers
+// go on with their own measurements.
+var ErrNoMetrics = errors.New("no SGLang load figures")
+
+// The places a server's load is read from, as Snapshot.Source names them,
+// in the order Fetch tries them.
+const (
+	SourceMetrics = "/metrics"
+	SourceLoads   = "/v1/loads"
+	SourceGetLoad = "/get_load"
+)
+
+// Sources is every place Fetch looks, the fullest view first.
+var Sources = []string{SourceMetrics, SourceLoads, SourceGetLoad}
 
 // Snapshot is one reading of a server's gauges, aggregated over its ranks
 // as the package comment says. A gauge the server did not report is zero
@@ -69,8 +89,11 @@ type Snapshot struct {
 	Ranks int
 	// Model is the model_name the figures are for ("" when unlabelled).
 	Model string
-	// Has records which gauges were present, by their full names.
+	// Has records which figures were present, by the names of the
+	// /metrics gauges whatever the source.
 	Has map[string]bool
+	// Source is where the figures were read (one of Sources).
+	Source string
 }
 
 // Options tune a Fetch.
@@ -123,24 +146,52 @@ func get(ctx context.Context, base, path, accept string, opt Options) (*http.Res
 	return resp, shown, nil
 }
 
-// Fetch reads base+"/metrics" and parses it. A server without metrics
-// answers an error wrapping ErrNoMetrics.
+// Fetch reads the server's load from the first of Sources it serves. A
+// server with none answers an error wrapping ErrNoMetrics that says what
+// each answered; a server that cannot be reached, that error alone.
 func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
-	// Prometheus text: some servers (llm-sim among them) answer JSON
-	// counters to clients that do not ask for it.
-	resp, url, err := get(ctx, base, "/metrics", "text/plain;version=0.0.4", opt)
+	var missing []string
+	for _, source := range Sources {
+		s, err := FetchFrom(ctx, base, source, opt)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, ErrNoMetrics) {
+			return s, err
+		}
+		missing = append(missing, strings.TrimSuffix(err.Error(), ": "+ErrNoMetrics.Error()))
+	}
+	return Snapshot{}, fmt.Errorf("%s: %w", strings.Join(missing, "; "), ErrNoMetrics)
+}
+
+// FetchFrom reads the server's load from source, one of Sources. A
+// server that does not serve it answers an error wrapping ErrNoMetrics.
+func FetchFrom(ctx context.Context, base, source string, opt Options) (Snapshot, error) {
+	parse, accept := parseLoadReport, "application/json"
+	if source == SourceMetrics {
+		// Prometheus text: some servers (llm-sim among them) answer
+		// JSON counters to clients that do not ask for it.
+		accept = "text/plain;version=0.0.4"
+		parse = func(r io.Reader, _ string, model string) (Snapshot, error) { return Parse(r, model) }
+	}
+	resp, url, err := get(ctx, base, source, accept, opt)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		return Snapshot{}, fmt.Errorf("%s: HTTP %d (start SGLang with --enable-metrics): %w", url, resp.StatusCode, ErrNoMetrics)
+		hint := ""
+		if source == SourceMetrics {
+			hint = " (start SGLang with --enable-metrics)"
+		}
+		return Snapshot{}, fmt.Errorf("%s: HTTP %d%s: %w", url, resp.StatusCode, hint, ErrNoMetrics)
 	}
-	s, err := Parse(io.LimitReader(resp.Body, maxBody), opt.Model)
+	s, err := parse(io.LimitReader(resp.Body, maxBody), source, opt.Model)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", url, err)
 	}
+	s.Source = source
 	return s, nil
 }
 

@@ -49,6 +49,13 @@ type Config struct {
 	// NoMetrics answers /metrics with 404, as SGLang does when started
 	// without --enable-metrics (its default): clients see no load.
 	NoMetrics bool
+	// LoadReports is which of SGLang's JSON load reports are served; SGLang
+	// serves them whatever its flags. LoadReportsAll ("", the default):
+	// /v1/loads and /get_load, as recent releases; LoadReportsGetLoad:
+	// /get_load only, as releases before /v1/loads; LoadReportsNone: neither,
+	// as the oldest SGLang releases or a proxy that passes on only requests
+	// (with NoMetrics, no load at all).
+	LoadReports string
 
 	// VocabSize bounds the token ids: prompts with an id past it are refused
 	// (as SGLang refuses them) and generated ids are below it. The default is
@@ -195,6 +202,8 @@ func (c *Config) Validate() error {
 		return errors.New("sim: KeyLimit, KeyUsage and KeyRateLimit must not be negative")
 	case c.ReasoningShare < 0 || c.ReasoningShare > 0.9:
 		return errors.New("sim: ReasoningShare must be in [0, 0.9]")
+	case c.LoadReports != LoadReportsAll && c.LoadReports != LoadReportsGetLoad && c.LoadReports != LoadReportsNone:
+		return fmt.Errorf("sim: LoadReports %q is none of %q, %q and %q", c.LoadReports, LoadReportsAll, LoadReportsGetLoad, LoadReportsNone)
 	}
 	if err := c.Lengths.validate(); err != nil {
 		return err

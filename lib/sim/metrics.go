@@ -52,42 +52,135 @@ func wantsPrometheus(r *http.Request) bool {
 	return strings.Contains(accept, "text/plain") || strings.Contains(accept, "openmetrics")
 }
 
+// The values of Config.LoadReports.
+const (
+	LoadReportsAll     = ""
+	LoadReportsGetLoad = "get_load"
+	LoadReportsNone    = "none"
+)
+
+// rankLoad is one data-parallel rank's load, as every load endpoint
+// reports it.
+type rankLoad struct {
+	st   Stats
+	tput float64 // generation throughput, tokens per second
+	// waitingPrompt is the waiting requests' prompt tokens.
+	waitingPrompt int
+}
+
+func (s *Server) rankLoads() []rankLoad {
+	loads := make([]rankLoad, len(s.engine.engines))
+	for i, e := range s.engine.engines {
+		loads[i].st = e.snapshotStats()
+		e.mu.Lock()
+		loads[i].tput = e.tput.last
+		for _, r := range e.waiting {
+			loads[i].waitingPrompt += r.promptTokens
+		}
+		e.mu.Unlock()
+	}
+	return loads
+}
+
+// kvUsage is a rank's KV cache occupancy, 0..1.
+func (s *Server) kvUsage(l rankLoad) float64 {
+	return float64(l.st.KVUsed) / float64(s.cfg.MaxTotalTokens)
+}
+
 // writePrometheus answers /metrics the way SGLang started with
 // --enable-metrics does, with the gauges that describe its load: one series
 // per data-parallel rank, labelled dp_rank when there are several, as
 // SGLang labels them. Prefix caching is not modelled, so cache_hit_rate is 0.
 func (s *Server) writePrometheus(w http.ResponseWriter) {
-	type rankView struct {
-		label string
-		st    Stats
-		tput  float64
-	}
-	views := make([]rankView, len(s.engine.engines))
-	for i, e := range s.engine.engines {
-		v := &views[i]
-		v.st = e.snapshotStats()
-		e.mu.Lock()
-		v.tput = e.tput.last
-		e.mu.Unlock()
-		v.label = fmt.Sprintf("{model_name=%q}", s.cfg.ModelName)
-		if len(views) > 1 {
-			v.label = fmt.Sprintf("{dp_rank=\"%d\",model_name=%q}", i, s.cfg.ModelName)
+	loads := s.rankLoads()
+	labels := make([]string, len(loads))
+	for i := range loads {
+		labels[i] = fmt.Sprintf("{model_name=%q}", s.cfg.ModelName)
+		if len(loads) > 1 {
+			labels[i] = fmt.Sprintf("{dp_rank=\"%d\",model_name=%q}", i, s.cfg.ModelName)
 		}
 	}
 	var b strings.Builder
-	gauge := func(name, help string, value func(v rankView) float64) {
+	gauge := func(name, help string, value func(l rankLoad) float64) {
 		fmt.Fprintf(&b, "# HELP sglang:%s %s\n# TYPE sglang:%s gauge\n", name, help, name)
-		for _, v := range views {
-			fmt.Fprintf(&b, "sglang:%s%s %g\n", name, v.label, value(v))
+		for i, l := range loads {
+			fmt.Fprintf(&b, "sglang:%s%s %g\n", name, labels[i], value(l))
 		}
 	}
-	gauge("num_running_reqs", "The number of running requests.", func(v rankView) float64 { return float64(v.st.Running) })
-	gauge("num_used_tokens", "The number of used tokens.", func(v rankView) float64 { return float64(v.st.KVUsed) })
-	gauge("token_usage", "The token usage.", func(v rankView) float64 { return float64(v.st.KVUsed) / float64(s.cfg.MaxTotalTokens) })
-	gauge("gen_throughput", "The generation throughput (token/s).", func(v rankView) float64 { return v.tput })
-	gauge("num_queue_reqs", "The number of requests in the waiting queue.", func(v rankView) float64 { return float64(v.st.Queued) })
-	gauge("cache_hit_rate", "The prefix cache hit rate.", func(rankView) float64 { return 0 })
+	gauge("num_running_reqs", "The number of running requests.", func(l rankLoad) float64 { return float64(l.st.Running) })
+	gauge("num_used_tokens", "The number of used tokens.", func(l rankLoad) float64 { return float64(l.st.KVUsed) })
+	gauge("token_usage", "The token usage.", s.kvUsage)
+	gauge("gen_throughput", "The generation throughput (token/s).", func(l rankLoad) float64 { return l.tput })
+	gauge("num_queue_reqs", "The number of requests in the waiting queue.", func(l rankLoad) float64 { return float64(l.st.Queued) })
+	gauge("cache_hit_rate", "The prefix cache hit rate.", func(rankLoad) float64 { return 0 })
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte(b.String()))
+}
+
+// handleLoads answers GET /v1/loads as recent SGLang releases do whatever
+// their flags: per data-parallel rank, the running and waiting requests, the
+// KV cache's use and the generation throughput, and their sums.
+func (s *Server) handleLoads(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LoadReports != LoadReportsAll {
+		http.NotFound(w, r)
+		return
+	}
+	type load struct {
+		DPRank         int     `json:"dp_rank"`
+		Running        int     `json:"num_running_reqs"`
+		Waiting        int     `json:"num_waiting_reqs"`
+		Total          int     `json:"num_total_reqs"`
+		UsedTokens     int     `json:"num_used_tokens"`
+		MaxTotalTokens int     `json:"max_total_num_tokens"`
+		TokenUsage     float64 `json:"token_usage"`
+		GenThroughput  float64 `json:"gen_throughput"`
+		CacheHitRate   float64 `json:"cache_hit_rate"`
+		MaxRunningReqs int     `json:"max_running_requests"`
+	}
+	var out struct {
+		Timestamp   string `json:"timestamp"`
+		Version     string `json:"version"`
+		DPRankCount int    `json:"dp_rank_count"`
+		Loads       []load `json:"loads"`
+		Aggregate   struct {
+			Running int `json:"total_running_reqs"`
+			Waiting int `json:"total_waiting_reqs"`
+			Total   int `json:"total_reqs"`
+		} `json:"aggregate"`
+	}
+	out.Timestamp, out.Version = time.Now().UTC().Format(time.RFC3339Nano), s.cfg.Version
+	for i, l := range s.rankLoads() {
+		out.Loads = append(out.Loads, load{
+			DPRank: i, Running: l.st.Running, Waiting: l.st.Queued, Total: l.st.Running + l.st.Queued,
+			UsedTokens: l.st.KVUsed, MaxTotalTokens: s.cfg.MaxTotalTokens, TokenUsage: s.kvUsage(l),
+			GenThroughput: l.tput, MaxRunningReqs: s.cfg.MaxRunningRequests,
+		})
+		out.Aggregate.Running += l.st.Running
+		out.Aggregate.Waiting += l.st.Queued
+	}
+	out.DPRankCount = len(out.Loads)
+	out.Aggregate.Total = out.Aggregate.Running + out.Aggregate.Waiting
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleGetLoad answers GET /get_load, the older report SGLang's router
+// balances by: per rank, running plus waiting requests (num_reqs), the
+// waiting ones, and the KV cache's tokens with the waiting prompts'.
+func (s *Server) handleGetLoad(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LoadReports == LoadReportsNone {
+		http.NotFound(w, r)
+		return
+	}
+	type load struct {
+		DPRank  int `json:"dp_rank"`
+		Reqs    int `json:"num_reqs"`
+		Waiting int `json:"num_waiting_reqs"`
+		Tokens  int `json:"num_tokens"`
+	}
+	var out []load
+	for i, l := range s.rankLoads() {
+		out = append(out, load{DPRank: i, Reqs: l.st.Running + l.st.Queued, Waiting: l.st.Queued, Tokens: l.st.KVUsed + l.waitingPrompt})
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 )
@@ -98,5 +100,68 @@ func TestNoMetrics(t *testing.T) {
 	}
 	if code, _, body := post(t, url+"/generate", `{"input_ids":[5,6,7],"sampling_params":{"max_new_tokens":4}}`); code != 200 {
 		t.Fatalf("generate: %d %s", code, body)
+	}
+}
+
+// The JSON load reports tell running from waiting requests per rank, as
+// SGLang's do whatever its flags, and LoadReports hides them as a server
+// that is not SGLang, or an older release, would.
+func TestLoadReports(t *testing.T) {
+	cfg := Default()
+	cfg.NoMetrics = true
+	cfg.DataParallel = 2
+	cfg.MaxRunningRequests = 1
+	cfg.MaxTotalTokens = 4000
+	cfg.StepTime = 50 * time.Millisecond // the five answers take minutes
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 3000}
+	s, url := startSim(t, cfg)
+	for i := range 5 {
+		go func() {
+			// Closing the server ends them.
+			body := fmt.Sprintf(`{"input_ids":[5,6,%d],"sampling_params":{"max_new_tokens":3000}}`, 7+i)
+			if resp, err := http.Post(url+"/generate", "application/json", strings.NewReader(body)); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	// Two ranks of one running request each: three wait.
+	for st := s.Stats(); st.Running != 2 || st.Queued != 3; st = s.Stats() {
+		runtime.Gosched()
+	}
+	code, body := get(t, url+"/v1/loads")
+	loads := gjson.ParseBytes(body)
+	if code != 200 || loads.Get("dp_rank_count").Int() != 2 || loads.Get("aggregate.total_running_reqs").Int() != 2 ||
+		loads.Get("aggregate.total_waiting_reqs").Int() != 3 || loads.Get("aggregate.total_reqs").Int() != 5 {
+		t.Errorf("/v1/loads: %d %s", code, body)
+	}
+	for i, rank := range loads.Get("loads").Array() {
+		if rank.Get("dp_rank").Int() != int64(i) || rank.Get("num_running_reqs").Int() != 1 ||
+			rank.Get("num_running_reqs").Int()+rank.Get("num_waiting_reqs").Int() != rank.Get("num_total_reqs").Int() ||
+			rank.Get("max_total_num_tokens").Int() != 4000 || rank.Get("num_used_tokens").Int() <= 0 ||
+			rank.Get("token_usage").Float() != float64(rank.Get("num_used_tokens").Int())/4000 {
+			t.Errorf("/v1/loads rank %d: %s", i, rank.Raw)
+		}
+	}
+	code, body = get(t, url+"/get_load")
+	ranks := gjson.ParseBytes(body).Array()
+	if code != 200 || len(ranks) != 2 || ranks[0].Get("num_reqs").Int()+ranks[1].Get("num_reqs").Int() != 5 ||
+		ranks[0].Get("num_waiting_reqs").Int()+ranks[1].Get("num_waiting_reqs").Int() != 3 ||
+		ranks[0].Get("num_tokens").Int() <= 0 {
+		t.Errorf("/get_load: %d %s", code, body)
+	}
+
+	for _, tc := range []struct {
+		reports     string
+		loads, load int
+	}{{LoadReportsGetLoad, 404, 200}, {LoadReportsNone, 404, 404}} {
+		cfg := Default()
+		cfg.LoadReports = tc.reports
+		_, url := startSim(t, cfg)
+		if code, _ := get(t, url+"/v1/loads"); code != tc.loads {
+			t.Errorf("LoadReports %q: /v1/loads answered %d, want %d", tc.reports, code, tc.loads)
+		}
+		if code, _ := get(t, url+"/get_load"); code != tc.load {
+			t.Errorf("LoadReports %q: /get_load answered %d, want %d", tc.reports, code, tc.load)
+		}
 	}
 }

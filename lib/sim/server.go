@@ -105,6 +105,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health_generate", s.handleHealthGenerate)
 	mux.HandleFunc("POST /abort_request", s.handleAbortRequest)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("GET /v1/loads", s.handleLoads)
+	mux.HandleFunc("GET /get_load", s.handleGetLoad)
 	// /api/v1 is OpenRouter's base path: a client pointed at llm-sim as
 	// at https://openrouter.ai/api/v1 finds the same routes.
 	for _, prefix := range []string{"/v1", "", "/api/v1"} {

@@ -96,11 +96,13 @@ type Rates struct {
 type Server struct {
 	URL     string   `json:"url"`
 	Down    bool     `json:"down"`
-	Metrics *Metrics `json:"metrics"` // null: the server has no /metrics
+	Metrics *Metrics `json:"metrics"` // null: the server reports no load
 }
 
-// Metrics is the server's own view (SGLang's /metrics), ranks added up.
+// Metrics is the server's own view of its load, ranks added up.
 type Metrics struct {
+	// Source is where it was read: "/metrics", "/v1/loads" or "/get_load".
+	Source        string  `json:"source"`
 	Running       float64 `json:"running"`
 	Queued        float64 `json:"queued"`
 	TokenUsage    float64 `json:"token_usage"`

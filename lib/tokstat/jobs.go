@@ -19,6 +19,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/servermetrics"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -213,7 +214,12 @@ func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
 			parts = append(parts, s.URL+" down")
 		}
 		if m := s.Metrics; m != nil {
-			parts = append(parts, fmt.Sprintf("%s: %.0f running, %.0f queued, KV %.0f%%, %s tok/s", s.URL, m.Running, m.Queued, 100*m.TokenUsage, cliutil.Thousands(int64(m.GenThroughput))))
+			load := fmt.Sprintf("%s: %.0f running, %.0f queued", s.URL, m.Running, m.Queued)
+			// SGLang's /get_load reports requests only.
+			if m.Source != servermetrics.SourceGetLoad {
+				load += fmt.Sprintf(", KV %.0f%%, %s tok/s", 100*m.TokenUsage, cliutil.Thousands(int64(m.GenThroughput)))
+			}
+			parts = append(parts, load)
 		}
 	}
 	v.Server = strings.Join(parts, "; ")

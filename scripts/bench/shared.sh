@@ -8,20 +8,22 @@
 # the server were its own (--concurrency fixed at what one run alone chose),
 # as generate did before runs shared a server. And the runs against a server
 # without /metrics (llm-sim --no-metrics, as SGLang without
-# --enable-metrics), which with --shared (as scripts/fanout.sh runs them)
-# share it by probes of its queue.
+# --enable-metrics), which read its /v1/loads instead ("loads"), and against
+# a server that reports no load at all (--load-reports none too, as an old
+# SGLang or a proxy that passes on only requests), which with --shared (as scripts/fanout.sh runs them)
+# share it by probes of its queue ("probes").
 # Targets: 4 and 10 runs >= 90% of one run's tokens per second, with no more
 # retractions and no longer a queue per running request than one run.
 # Run from anywhere: bash scripts/bench/shared.sh
 # Settings (environment): BENCH_SHARED_REQS (default 400), BENCH_SHARED_RUNS
-# (default "1 4 10"), BENCH_SHARED_MODES (default "metrics probes alone").
+# (default "1 4 10"), BENCH_SHARED_MODES (default "metrics loads probes alone").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 REQS="${BENCH_SHARED_REQS:-400}"
 RUNS="${BENCH_SHARED_RUNS:-1 4 10}"
-MODES=" ${BENCH_SHARED_MODES:-metrics probes alone} "
+MODES=" ${BENCH_SHARED_MODES:-metrics loads probes alone} "
 # shellcheck source=scripts/bench/sim.sh
 source scripts/bench/sim.sh # WORK, removed on exit; note
 
@@ -94,10 +96,16 @@ for n in $RUNS; do
   fi
 done
 for n in $RUNS; do
-  [[ "$MODES" == *" probes "* ]] || break
-  note "$n run(s) at once, sharing a server without /metrics..."
+  [[ "$MODES" == *" loads "* ]] || break
+  note "$n run(s) at once, sharing a server without /metrics by its /v1/loads..."
   # shellcheck disable=SC2046
-  row "$n, no /metrics (--shared)" $(SYNTHPIPE_SHARED=1 batch "$n" auto --no-metrics)
+  row "$n, no /metrics, /v1/loads" $(batch "$n" auto --no-metrics)
+done
+for n in $RUNS; do
+  [[ "$MODES" == *" probes "* ]] || break
+  note "$n run(s) at once, sharing a server that reports no load..."
+  # shellcheck disable=SC2046
+  row "$n, no load report (--shared)" $(SYNTHPIPE_SHARED=1 batch "$n" auto --no-metrics --load-reports none)
 done
 for n in $RUNS; do
   [[ "$MODES" == *" alone "* && -n "$ALONE" ]] || break

@@ -1,0 +1,92 @@
+package servermetrics
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/tidwall/gjson"
+)
+
+// SGLang's JSON load reports, served whatever its flags:
+//
+//	GET /v1/loads  {"loads": [{"dp_rank": 0, "num_running_reqs": 5,
+//	                 "num_waiting_reqs": 2, "num_used_tokens": 5000,
+//	                 "token_usage": 0.05, "gen_throughput": 120.5,
+//	                 "cache_hit_rate": 0.1, ...}, ...], "aggregate": ...}
+//	GET /get_load  [{"dp_rank": 0, "num_reqs": 7, "num_waiting_reqs": 2,
+//	                 "num_tokens": 5300}, ...]
+//
+// one entry per data-parallel rank. /get_load's num_reqs counts the running
+// and the waiting requests together, and its num_tokens adds the waiting
+// prompts' tokens to the KV cache's: it is no occupancy, so it is not read.
+// Releases before /get_load had ranks answered {"load": N}, one number for
+// everything: that tells running from waiting no better than nothing, and
+// counts as no report.
+
+// parseLoadReport reads the JSON report of source (SourceLoads or
+// SourceGetLoad) into a Snapshot, summed and averaged over the ranks as
+// the package comment says. The reports name no model, so model is unused.
+func parseLoadReport(r io.Reader, source, _ string) (Snapshot, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if !gjson.ValidBytes(body) {
+		return Snapshot{}, fmt.Errorf("not JSON: %w", ErrNoMetrics)
+	}
+	ranks := gjson.ParseBytes(body)
+	if source == SourceLoads {
+		ranks = ranks.Get("loads")
+	}
+	if !ranks.IsArray() || len(ranks.Array()) == 0 {
+		return Snapshot{}, fmt.Errorf("no per-rank load list: %w", ErrNoMetrics)
+	}
+	s := Snapshot{Has: map[string]bool{}}
+	var kv []float64
+	for i, rank := range ranks.Array() {
+		num := func(field string) (float64, bool) {
+			v := rank.Get(field)
+			return v.Float(), v.Type == gjson.Number
+		}
+		waiting, okW := num("num_waiting_reqs")
+		var running float64
+		okR := false
+		if source == SourceLoads {
+			running, okR = num("num_running_reqs")
+		} else if total, ok := num("num_reqs"); ok {
+			running, okR = total-waiting, true
+		}
+		if !rank.IsObject() || !okW || !okR || running < 0 || waiting < 0 {
+			return Snapshot{}, fmt.Errorf("rank %d of the report has no running and waiting request counts: %w", i, ErrNoMetrics)
+		}
+		s.Running += running
+		s.Queued += waiting
+		s.Has[NumRunningReqs], s.Has[NumQueueReqs] = true, true
+		if source != SourceLoads {
+			continue
+		}
+		if v, ok := num("num_used_tokens"); ok {
+			s.UsedTokens += v
+			s.Has[NumUsedTokens] = true
+		}
+		if v, ok := num("gen_throughput"); ok {
+			s.GenThroughput += v
+			s.Has[GenThroughput] = true
+		}
+		if v, ok := num("token_usage"); ok {
+			kv = append(kv, v)
+			s.Has[TokenUsage] = true
+		}
+		if v, ok := num("cache_hit_rate"); ok {
+			s.CacheHitRate += v
+			s.Has[CacheHitRate] = true
+		}
+	}
+	s.Ranks = len(ranks.Array())
+	for _, v := range kv {
+		s.TokenUsage += v / float64(len(kv))
+		s.MaxTokenUsage = max(s.MaxTokenUsage, v)
+	}
+	s.CacheHitRate /= float64(s.Ranks)
+	return s, nil
+}
