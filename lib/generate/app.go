@@ -119,15 +119,19 @@ the /v1/loads or /get_load report SGLang serves whatever its flags, every
 size above), as TCP shares a link: a run starts at an eighth of that size
 and doubles while the server has room; when the server holds more, every
 run cuts its limit in proportion (limit x size / held), so together they
-come down to it at once; when it holds less, every run grows by its share
-of the room plus half a request per reading, and these equal steps bring
-the runs to equal shares over time. Alone, a run reaches its full size
-within a third of a second and keeps it. Limits: a client that does not
-take part (a run with a fixed --concurrency, another program) is not
-pushed back, the runs that take part only leave it room; equal shares are
-reached slowly (minutes with few runs), while the sum is right within
-seconds; gauges that lag (a real server's /metrics update about once a
-second) make the runs overshoot briefly.
+come down to it at once; beside other runs, a queue over 5% of what the
+server holds cuts too, to what it runs plus 1% (each run's size is its own
+estimate, and early ones are high: the queue is the same for all), and
+while more than 1% is queued, the runs grow by the half-request step
+alone; when it holds less, every run grows by its share of the room plus
+half a request per reading, and these equal steps bring the runs to equal
+shares over time. Alone, a run reaches its full size within a third of a
+second and keeps it. Limits: a client that does not take part (a run with
+a fixed --concurrency, another program) is not pushed back, the runs that
+take part only leave it room; equal shares are reached slowly (minutes
+with few runs), while the sum is right within seconds; gauges that lag (a
+real server's /metrics update about once a second) make the runs overshoot
+briefly.
 
 A server that reports none of these (the oldest SGLang releases, or a
 proxy in front of a server that passes on only its requests) is sized as

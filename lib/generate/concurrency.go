@@ -189,12 +189,21 @@ func (k *kvSizer) explainLocked() string {
 //     it holds. A run whose requests in flight are still above its limit
 //     (the last cut has not taken effect) cuts from those, so a reading
 //     taken before the answers came back does not cut again;
+//   - beside other runs (they hold a request or more), the queue is the
+//     measure as well: each run's ceiling is its own estimate from its own
+//     answers, and early on (short answers finish first) some estimate
+//     high; the sum would settle at the highest. The queue is the same for
+//     every run: over shareQueueOver of the total queued, each run cuts in
+//     proportion so that the total is what runs plus shareQueueTarget
+//     (fewer queued than one run alone keeps as its margin); a run alone
+//     keeps its margin, as before;
 //   - at or under it, each run whose limit is used grows by its share
-//     (in flight / total) of what is free, at most doubling, plus
-//     shareStep: alone, it fills the server at once; beside others, the
-//     room is split in proportion, and the equal step is what makes the
-//     shares converge, as TCP's additive increase does: the cuts are
-//     proportional, the steps are not;
+//     (limit / total) of what is free, at most doubling, plus shareStep:
+//     alone, it fills the server at once; beside others, the room is split
+//     in proportion, and the equal step is what makes the shares converge,
+//     as TCP's additive increase does: the cuts are proportional, the steps
+//     are not. Beside others with requests queued, there is no room: only
+//     the step;
 //   - a run starts at an eighth of the ceiling and reads the load every
 //     shareStartInterval until it first reaches the ceiling or cuts: runs
 //     started together do not queue N full loads at once, and one alone
@@ -210,6 +219,8 @@ const (
 	shareStartInterval = 100 * time.Millisecond
 	shareStart         = 1.0 / 8 // of the ceiling
 	shareStep          = 0.5     // requests added per reading
+	shareQueueOver     = 0.05    // queued share that cuts, beside others
+	shareQueueTarget   = 0.01    // queued share such a cut aims at
 )
 
 // serverLoad is what a server says of its requests.
@@ -258,16 +269,28 @@ func (k *kvSizer) observe(load serverLoad, mine int) {
 	ceiling := float64(k.cur)
 	total := load.running + load.queued
 	held := float64(mine)
+	// Beside other runs, the server's queue says when it holds more than
+	// its batch takes, the same for every run, where each run's ceiling is
+	// its own estimate from its own answers (and the sum would settle at
+	// the largest). Alone (no one else holds a whole request), a run's
+	// queue is its own margin.
+	queued, goal := 0.0, ceiling
+	if alone := total-held < 1; !alone {
+		queued = load.queued / total
+		if queued > shareQueueOver {
+			goal = min(goal, load.running/(1-shareQueueTarget))
+		}
+	}
 	switch {
-	case total > ceiling:
+	case total > goal:
 		s.starting = false
 		from := s.limit
 		if held > s.limit {
 			from = held
 		}
-		if target := from * ceiling / total; target < s.limit {
+		if target := from * goal / total; target < s.limit {
 			s.limit = max(1, target)
-			s.why = fmt.Sprintf("the server held %.0f requests (%.0f running, %.0f queued), over %.0f", total, load.running, load.queued, ceiling)
+			s.why = fmt.Sprintf("the server held %.0f requests (%.0f running, %.0f queued), over %.0f", total, load.running, load.queued, goal)
 		}
 	case held < math.Floor(s.limit)-1:
 		// The limit is not what holds this run back: no evidence that more
@@ -275,7 +298,15 @@ func (k *kvSizer) observe(load serverLoad, mine int) {
 	default:
 		free := ceiling - total
 		if total > 0 {
-			free *= held / total
+			// In proportion to the limit, not to the requests it lets
+			// through (its floor): a small limit loses more to the
+			// floor, and the shares would drift apart.
+			free *= max(held, s.limit) / total
+		}
+		if queued > shareQueueTarget {
+			// Beside others, a queue is no room: only the equal step,
+			// which brings the shares together.
+			free = 0
 		}
 		s.limit += min(s.limit, free) + shareStep
 	}

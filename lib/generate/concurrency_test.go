@@ -59,14 +59,17 @@ func TestShareAloneKeepsTheCeiling(t *testing.T) {
 func TestShareCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 	k := sharingRuns(1)[0]
 	readings([]*kvSizer{k}, 3, 0)
-	// Others came: the server holds 106 of which this run 53.
+	// Others came: the server holds 106 of which this run 53, and runs
+	// 48: together the runs should hold 48 and 1% queued.
+	goal := 48 / (1 - shareQueueTarget)
+	want := int(53 * goal / 106)
 	k.observe(serverLoad{running: 48, queued: 58}, 53)
-	if got := k.limit(); got != 26 {
-		t.Fatalf("53 x 53/106: got %d", got)
+	if got := k.limit(); got != want || want != 24 {
+		t.Fatalf("53 x 48.5/106: got %d", got)
 	}
 	// Nothing finished yet: the same reading must not cut again.
 	k.observe(serverLoad{running: 48, queued: 58}, 53)
-	if got := k.limit(); got != 26 {
+	if got := k.limit(); got != want {
 		t.Fatalf("cut twice for one excess: %d", got)
 	}
 }
@@ -86,6 +89,23 @@ func TestShareConvergesToEqualShares(t *testing.T) {
 		if total > 53+float64(n) {
 			t.Errorf("%d runs: the server holds %v, one run alone %d", n, total, 53)
 		}
+	}
+}
+
+// Runs whose answers so far differ size the server differently (early on,
+// a run has seen only its short answers): its queue, the same for every
+// run, holds the sum near what the server runs, not at the largest size.
+func TestShareQueueOutweighsTheLargestSize(t *testing.T) {
+	runs := sharingRuns(3)
+	runs[2].resize(1020, 800) // this one thinks 96 fit
+	if got := runs[2].cur; got < 90 {
+		t.Fatalf("the optimist's size: %d", got)
+	}
+	readings(runs, 200, 0)
+	total := readings(runs, 1, 0)
+	// The server runs 48: one run alone would hold 53 (48 and its 10%).
+	if total > 53 {
+		t.Errorf("the runs hold %v, the server runs 48 (%d, %d, %d)", total, runs[0].limit(), runs[1].limit(), runs[2].limit())
 	}
 }
 
