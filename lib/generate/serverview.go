@@ -40,7 +40,7 @@ var (
 // watchedServer is one --url's load.
 type watchedServer struct {
 	url    string // as printed
-	metric string // the base its load is read at; "" once it has none
+	base   string // the URL its load is read at; "" once it has none
 	source string // which of servermetrics.Sources it serves; "" until known
 	last   servermetrics.Snapshot
 	has    bool // last is a reading
@@ -72,7 +72,7 @@ func newServerView(cfg *config, note func(string, ...any)) *serverView {
 		v.every = min(v.every, max(cfg.progressEvery, minMetricsEvery))
 	}
 	for _, u := range cfg.urls {
-		v.servers = append(v.servers, &watchedServer{url: backend.WithoutUserinfo(u), metric: u})
+		v.servers = append(v.servers, &watchedServer{url: backend.WithoutUserinfo(u), base: u})
 	}
 	return v
 }
@@ -104,7 +104,7 @@ func (v *serverView) poll(ctx context.Context) {
 	v.mu.Unlock()
 	for i, s := range servers {
 		v.mu.Lock()
-		base, source := s.metric, s.source
+		base, source := s.base, s.source
 		v.mu.Unlock()
 		if base == "" {
 			continue
@@ -122,16 +122,16 @@ func (v *serverView) poll(ctx context.Context) {
 		v.mu.Lock()
 		switch {
 		case err == nil:
-			s.metric, s.source = base, snap.Source
+			s.base, s.source = base, snap.Source
 			v.observe(s, snap, time.Now())
 		case errors.Is(err, servermetrics.ErrNoMetrics) && !s.has:
-			s.metric = "" // no metrics: never ask again
+			s.base = "" // no load report: never ask again
 		}
 		v.mu.Unlock()
 		switch {
 		case err == nil:
 			v.share.reading(ctx, i, &snap)
-		case s.metric == "":
+		case s.base == "":
 			v.share.reading(ctx, i, nil)
 		}
 	}
@@ -202,7 +202,7 @@ func (v *serverView) now() (servermetrics.Snapshot, bool) {
 	defer v.mu.Unlock()
 	var snaps []servermetrics.Snapshot
 	for _, s := range v.servers {
-		if s.has && s.metric != "" {
+		if s.has && s.base != "" {
 			snaps = append(snaps, s.last)
 		}
 	}
@@ -227,7 +227,7 @@ func (v *serverView) readings() []serverReading {
 	defer v.mu.Unlock()
 	out := make([]serverReading, len(v.servers))
 	for i, s := range v.servers {
-		out[i] = serverReading{url: s.url, snap: s.last, has: s.has && s.metric != ""}
+		out[i] = serverReading{url: s.url, snap: s.last, has: s.has && s.base != ""}
 	}
 	return out
 }

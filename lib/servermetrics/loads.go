@@ -25,8 +25,9 @@ import (
 
 // parseLoadReport reads the JSON report of source (SourceLoads or
 // SourceGetLoad) into a Snapshot, summed and averaged over the ranks as
-// the package comment says. The reports name no model, so model is unused.
-func parseLoadReport(r io.Reader, source, _ string) (Snapshot, error) {
+// the package comment says. The reports name no model: a server serving
+// several is read whole.
+func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return Snapshot{}, err

@@ -25,7 +25,7 @@ const getLoadTwoRanks = `[{"dp_rank": 0, "num_reqs": 35, "num_waiting_reqs": 5, 
  {"dp_rank": 1, "num_reqs": 10, "num_waiting_reqs": 0, "num_tokens": 16000}]`
 
 func TestParseLoadReports(t *testing.T) {
-	s, err := parseLoadReport(strings.NewReader(loadsTwoRanks), SourceLoads, "")
+	s, err := parseLoadReport(strings.NewReader(loadsTwoRanks), SourceLoads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestParseLoadReports(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 
-	s, err = parseLoadReport(strings.NewReader(getLoadTwoRanks), SourceGetLoad, "")
+	s, err = parseLoadReport(strings.NewReader(getLoadTwoRanks), SourceGetLoad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestParseLoadReportsRefuses(t *testing.T) {
 		{"a rank that is no object", SourceGetLoad, `[3]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if s, err := parseLoadReport(strings.NewReader(tc.body), tc.source, ""); !errors.Is(err, ErrNoMetrics) {
+			if s, err := parseLoadReport(strings.NewReader(tc.body), tc.source); !errors.Is(err, ErrNoMetrics) {
 				t.Errorf("%s %s: %+v, %v; want ErrNoMetrics", tc.source, tc.body, s, err)
 			}
 		})

@@ -167,12 +167,11 @@ func Fetch(ctx context.Context, base string, opt Options) (Snapshot, error) {
 // FetchFrom reads the server's load from source, one of Sources. A
 // server that does not serve it answers an error wrapping ErrNoMetrics.
 func FetchFrom(ctx context.Context, base, source string, opt Options) (Snapshot, error) {
-	parse, accept := parseLoadReport, "application/json"
+	accept := "application/json"
 	if source == SourceMetrics {
 		// Prometheus text: some servers (llm-sim among them) answer
 		// JSON counters to clients that do not ask for it.
 		accept = "text/plain;version=0.0.4"
-		parse = func(r io.Reader, _ string, model string) (Snapshot, error) { return Parse(r, model) }
 	}
 	resp, url, err := get(ctx, base, source, accept, opt)
 	if err != nil {
@@ -187,7 +186,13 @@ func FetchFrom(ctx context.Context, base, source string, opt Options) (Snapshot,
 		}
 		return Snapshot{}, fmt.Errorf("%s: HTTP %d%s: %w", url, resp.StatusCode, hint, ErrNoMetrics)
 	}
-	s, err := parse(io.LimitReader(resp.Body, maxBody), source, opt.Model)
+	body := io.LimitReader(resp.Body, maxBody)
+	var s Snapshot
+	if source == SourceMetrics {
+		s, err = Parse(body, opt.Model)
+	} else {
+		s, err = parseLoadReport(body, source)
+	}
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", url, err)
 	}
