@@ -1,0 +1,292 @@
+package conversation
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/tidwall/sjson"
+
+	"github.com/synthpipe/synthpipe/lib/answerformat"
+)
+
+// Why a conversation ended: the value of its "ended" member.
+const (
+	// EndDone: every turn the source asks for was regenerated.
+	EndDone = "done"
+	// EndLength: an answer was cut by the token limit (kept, flagged).
+	EndLength = "length"
+	// EndCallsDiffer: the model called other tools than the source (their
+	// number or the functions), so the source's results do not fit.
+	EndCallsDiffer = "calls_differ"
+	// EndCalledWhereSourceAnswered: the model called tools where the
+	// source answered; no results exist for its calls.
+	EndCalledWhereSourceAnswered = "called_where_source_answered"
+	// EndAnsweredWhereSourceCalled: the model answered where the source
+	// called tools; what followed in the source answers calls never made.
+	EndAnsweredWhereSourceCalled = "answered_where_source_called"
+	// EndUnreadable: the answer does not follow the model's own format
+	// (a malformed tool call), so the next turn cannot be built on it.
+	EndUnreadable = "unreadable_answer"
+)
+
+// Turn is one regenerated turn as it was sent and answered.
+type Turn struct {
+	PromptTokens     int
+	OutputIDs        []int // nil when the backend gave none
+	Answer           answerformat.Answer
+	ReadError        string // why the answer could not be read, else ""
+	FinishReason     string
+	CompletionTokens int
+	CachedTokens     int
+	Usage            json.RawMessage
+	LatencyMS        int64
+	Attempts         int
+}
+
+// Options shape the assistant turns a Walk writes.
+type Options struct {
+	// ReasoningAlso names more members that carry an answer's reasoning
+	// besides reasoning_content: "reasoning" is the field OpenRouter reads
+	// back from an assistant message.
+	ReasoningAlso []string
+}
+
+// Walk is one conversation being regenerated. It is not safe for
+// concurrent use; one worker owns it.
+type Walk struct {
+	src   *Source
+	opts  Options
+	turn  int // index into src.turns of the next turn
+	msgs  []json.RawMessage
+	turns []Turn
+	ended string
+}
+
+// Walk starts regenerating s: the conversation so far is what comes before
+// its first assistant turn.
+func (s *Source) Walk(opts Options) *Walk {
+	w := &Walk{src: s, opts: opts}
+	for _, m := range s.messages[:s.turns[0]] {
+		w.msgs = append(w.msgs, m.raw)
+	}
+	return w
+}
+
+// Messages is the conversation so far as a JSON array: the prompt of the
+// next turn, or the regenerated conversation once it ended.
+func (w *Walk) Messages() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, m := range w.msgs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(m)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// Tools are the conversation's tools.
+func (w *Walk) Tools() json.RawMessage { return w.src.tools }
+
+// Ended is why the conversation ended, "" while it goes on.
+func (w *Walk) Ended() string { return w.ended }
+
+// Turns are the turns done so far.
+func (w *Walk) Turns() []Turn { return w.turns }
+
+// Add records the answer to the current turn, and either ends the
+// conversation or builds the next prompt: the answer as an assistant turn,
+// then the source's turns up to its next assistant turn, tool results under
+// the model's own call ids.
+func (w *Walk) Add(t Turn) {
+	w.turns = append(w.turns, t)
+	at := w.src.turns[w.turn]
+	w.turn++
+	if t.ReadError != "" {
+		w.ended = EndUnreadable
+		return
+	}
+	w.msgs = append(w.msgs, w.assistant(t.Answer))
+	if t.FinishReason == "length" || !t.Answer.Closed && t.FinishReason != "stop" && t.FinishReason != "tool_calls" {
+		w.ended = EndLength
+		return
+	}
+	if at == len(w.src.messages) { // the source's last turn was a request
+		w.ended = EndDone
+		if len(t.Answer.ToolCalls) > 0 {
+			w.ended = EndCalledWhereSourceAnswered
+		}
+		return
+	}
+	source := w.src.messages[at]
+	if reason := compareCalls(source, t.Answer.ToolCalls); reason != "" {
+		w.ended = reason
+		return
+	}
+	end := len(w.src.messages)
+	if w.turn < len(w.src.turns) {
+		end = w.src.turns[w.turn]
+	}
+	for _, m := range w.src.messages[at+1 : end] {
+		raw := m.raw
+		if m.role == "tool" {
+			raw, _ = sjson.SetBytes(bytes.Clone(raw), "tool_call_id", t.Answer.ToolCalls[m.answers].ID)
+		}
+		w.msgs = append(w.msgs, raw)
+	}
+	if w.turn == len(w.src.turns) {
+		w.ended = EndDone
+	}
+}
+
+// compareCalls says why the model's calls cannot take the source's
+// results, "" when they can.
+func compareCalls(source sourceMessage, calls []answerformat.ToolCall) string {
+	switch {
+	case len(source.callNames) == 0 && len(calls) > 0:
+		return EndCalledWhereSourceAnswered
+	case len(source.callNames) > 0 && len(calls) == 0:
+		return EndAnsweredWhereSourceCalled
+	case len(source.callNames) != len(calls):
+		return EndCallsDiffer
+	}
+	for i, c := range calls {
+		if c.Name != source.callNames[i] {
+			return EndCallsDiffer
+		}
+	}
+	return ""
+}
+
+// End ends the conversation before its turns are done (the run stops, a
+// budget is reached), with why.
+func (w *Walk) End(reason string) {
+	if w.ended == "" {
+		w.ended = reason
+	}
+}
+
+// assistant is the answer as an assistant message, as chat templates read
+// it: content, reasoning_content, tool_calls.
+func (w *Walk) assistant(a answerformat.Answer) json.RawMessage {
+	b := []byte(`{"role":"assistant","content":`)
+	b = appendJSONString(b, a.Content)
+	if a.Reasoning != "" {
+		for _, name := range append([]string{"reasoning_content"}, w.opts.ReasoningAlso...) {
+			b = append(b, ',')
+			b = appendJSONString(b, name)
+			b = append(b, ':')
+			b = appendJSONString(b, a.Reasoning)
+		}
+	}
+	if calls := answerformat.CallsJSON(a.ToolCalls); calls != nil {
+		b = append(b, `,"tool_calls":`...)
+		b = append(b, calls...)
+	}
+	return append(b, '}')
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string cannot fail
+	return append(b, q...)
+}
+
+// Member is one member generate adds to the conversation's output line.
+type Member struct {
+	Key string
+	Raw []byte
+}
+
+// Output fields of a regenerated conversation (see synthpipe-records(7)).
+const (
+	FieldConversation       = "conversation"
+	FieldTurns              = "turns"
+	FieldEnded              = "ended"
+	FieldConversationTokens = "conversation_tokens"
+)
+
+// Totals are the token counts of the whole conversation: prompt tokens
+// summed over its turns (every turn sends the conversation so far again),
+// completion tokens summed, and the conversation's own length (its last
+// prompt and last answer: what a trainer sees).
+func (w *Walk) Totals() (prompt, completion, conversation int) {
+	for _, t := range w.turns {
+		prompt += t.PromptTokens
+		completion += t.CompletionTokens
+	}
+	if n := len(w.turns); n > 0 {
+		conversation = w.turns[n-1].PromptTokens + w.turns[n-1].CompletionTokens
+	}
+	return prompt, completion, conversation
+}
+
+// Members are what the output line adds to the source record: the
+// regenerated conversation, its turns, why it ended and its token counts
+// (prompt_tokens and completion_tokens as Totals counts them).
+func (w *Walk) Members(promptField, completionField string) []Member {
+	prompt, completion, conv := w.Totals()
+	turns := []byte{'['}
+	for i, t := range w.turns {
+		if i > 0 {
+			turns = append(turns, ',')
+		}
+		turns = appendTurn(turns, t)
+	}
+	turns = append(turns, ']')
+	return []Member{
+		{FieldConversation, w.Messages()},
+		{FieldTurns, turns},
+		{FieldEnded, appendJSONString(nil, w.ended)},
+		{promptField, strconv.AppendInt(nil, int64(prompt), 10)},
+		{completionField, strconv.AppendInt(nil, int64(completion), 10)},
+		{FieldConversationTokens, strconv.AppendInt(nil, int64(conv), 10)},
+	}
+}
+
+// appendTurn writes one turn of the "turns" member.
+func appendTurn(b []byte, t Turn) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(t.PromptTokens), 10)
+	if t.OutputIDs != nil {
+		b = append(b, `,"output_ids":[`...)
+		for i, id := range t.OutputIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(id), 10)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"text":`...)
+	b = appendJSONString(b, t.Answer.Content)
+	if t.Answer.Reasoning != "" {
+		b = append(b, `,"reasoning":`...)
+		b = appendJSONString(b, t.Answer.Reasoning)
+	}
+	if calls := answerformat.CallsJSON(t.Answer.ToolCalls); calls != nil {
+		b = append(b, `,"tool_calls":`...)
+		b = append(b, calls...)
+	}
+	if t.ReadError != "" {
+		b = append(b, `,"read_error":`...)
+		b = appendJSONString(b, t.ReadError)
+	}
+	b = append(b, `,"finish_reason":`...)
+	b = appendJSONString(b, t.FinishReason)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(t.CompletionTokens), 10)
+	b = append(b, `,"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(t.CachedTokens), 10)
+	if len(t.Usage) > 0 {
+		b = append(b, `,"usage":`...)
+		b = append(b, t.Usage...)
+	}
+	b = append(b, `,"latency_ms":`...)
+	b = strconv.AppendInt(b, t.LatencyMS, 10)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(t.Attempts), 10)
+	return append(b, '}')
+}
