@@ -329,3 +329,36 @@ func CallsJSON(calls []ToolCall) json.RawMessage {
 	b, _ := json.Marshal(out) // strings only: cannot fail
 	return b
 }
+
+// FromMessage is an answer an OpenAI-compatible server already split: its
+// content, reasoning and tool_calls array (the provider's own call ids).
+// closed is whether the answer ended of itself (not cut by the token
+// limit).
+func FromMessage(content, reasoning string, toolCalls json.RawMessage, closed bool) (Answer, error) {
+	a := Answer{Content: content, Reasoning: reasoning, Closed: closed}
+	if len(toolCalls) == 0 || string(toolCalls) == "null" {
+		return a, nil
+	}
+	var calls []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(toolCalls, &calls); err != nil {
+		return a, fmt.Errorf("tool_calls is not an array of calls: %v", err)
+	}
+	for i, c := range calls {
+		args := string(c.Function.Arguments)
+		if len(c.Function.Arguments) > 0 && c.Function.Arguments[0] == '"' {
+			_ = json.Unmarshal(c.Function.Arguments, &args)
+		}
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		a.ToolCalls = append(a.ToolCalls, ToolCall{ID: id, Name: c.Function.Name, Arguments: args})
+	}
+	return a, nil
+}
