@@ -28,6 +28,9 @@ const (
 	FieldUsage            = "usage"
 	FieldFinishReason     = "finish_reason"
 	FieldError            = "error"
+	// FieldConversationTurns is how many assistant turns a conversation
+	// record asks generate --turns all for (tokenize-prompts --turns all).
+	FieldConversationTurns = "conversation_turns"
 )
 
 // Info is what the stream tools need to know about one record.

@@ -22,6 +22,7 @@ const (
 	flagDate              = "date"
 	flagNoSpecial         = "no-special"
 	flagKeepLastAssistant = "keep-last-assistant"
+	flagTurns             = "turns"
 	flagMessagesPath      = "messages-path"
 	flagMaxPromptTokens   = "max-prompt-tokens"
 	flagTruncate          = "truncate"
@@ -118,6 +119,9 @@ prompt_text, to diff against another pipeline's rendering.`,
 			&cli.BoolFlag{Name: flagWithText, Usage: "add the rendered prompt, the text input_ids encode, to each record as prompt_text (to compare with another renderer)"},
 			&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)"},
 			&cli.BoolFlag{Name: flagKeepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
+			&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: []string{cliutil.EnvName(flagTurns)},
+				Usage: "`WHICH` assistant turns generate is to write: last (the prompt is the conversation up to its last user or tool turn) or all " +
+					"(the whole source conversation is kept in messages for generate --turns all, input_ids is its first turn's prompt, conversation_turns how many turns it asks for)"},
 			&cli.StringFlag{Name: flagMessagesPath, Usage: "gjson `PATH` of the messages in records of another shape (role/content or from/value turns); records without it are read as usual"},
 			&cli.StringFlag{Name: flagMaxPromptTokens, EnvVars: []string{cliutil.EnvName(flagMaxPromptTokens)},
 				Usage: "drop (or --truncate) prompts longer than `N` tokens (4k, 32768; default: no limit)"},

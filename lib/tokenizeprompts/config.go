@@ -11,6 +11,12 @@ import (
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
+// Values of --turns.
+const (
+	turnsLast = "last"
+	turnsAll  = "all"
+)
+
 // Values of --truncate.
 const (
 	truncateLeft  = "left"
@@ -35,6 +41,7 @@ func parse(c *cli.Context) (*config, error) {
 			shape: shapeOptions{
 				messagesPath:      c.String(flagMessagesPath),
 				keepLastAssistant: c.Bool(flagKeepLastAssistant),
+				turnsAll:          c.String(flagTurns) == turnsAll,
 				system:            c.String(flagSystem),
 			},
 			idPath:       c.String(cliutil.FlagIDPath),
@@ -45,6 +52,11 @@ func parse(c *cli.Context) (*config, error) {
 		},
 	}
 	var err error
+	switch c.String(flagTurns) {
+	case turnsLast, turnsAll:
+	default:
+		return nil, cliutil.Usagef("--%s %q: want last or all", flagTurns, c.String(flagTurns))
+	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
@@ -131,6 +132,15 @@ func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, text
 	// A kept final answer is rendered as a finished turn, not followed by
 	// the header of another one.
 	opt.AddGenerationPrompt = p.messages[len(p.messages)-1].Role != roleAssistant
+	if cv.shape.turnsAll {
+		// The whole conversation is kept; the prompt is its first turn's.
+		src, err := conversation.Parse(msgs, p.tools)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		p.turns = src.Turns()
+		opt.Messages, opt.AddGenerationPrompt = src.Walk(conversation.Options{}).Messages(), true
+	}
 	text, err = cv.template.Render(opt)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("chat template: %w", err)
@@ -197,6 +207,10 @@ func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte
 	}
 	b = append(b, `],"`+record.FieldPromptTokens+`":`...)
 	b = strconv.AppendInt(b, int64(len(ids)), 10)
+	if cv.shape.turnsAll {
+		b = append(b, `,"`+record.FieldConversationTurns+`":`...)
+		b = strconv.AppendInt(b, int64(p.turns), 10)
+	}
 	if cv.withText {
 		b = append(b, `,"`+record.FieldPromptText+`":`...)
 		b = append(b, jsonString(text)...)
@@ -226,7 +240,7 @@ var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionToken
 // the id.
 func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
-	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText:
+	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText, record.FieldConversationTurns:
 		return true // a prompt_text of an earlier run would not be this prompt's
 	}
 	return slices.Contains(p.consumed, key) || slices.Contains(responseFields, key)

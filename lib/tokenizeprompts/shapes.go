@@ -119,6 +119,8 @@ type prompt struct {
 	// consumed lists the top-level fields the shape was read from; they are
 	// not copied to the output, which carries messages instead.
 	consumed []string
+	// turns is how many assistant turns a --turns all conversation asks for.
+	turns int
 	// messagesRaw is messagesJSON(messages) once asked for: the template,
 	// the output and a derived id all need it.
 	messagesRaw []byte
@@ -182,6 +184,7 @@ func isTopLevelKey(p string) bool {
 type shapeOptions struct {
 	messagesPath      string // --messages-path, or ""
 	keepLastAssistant bool
+	turnsAll          bool   // --turns all: the whole conversation, for generate --turns all
 	system            string // --system, or ""
 }
 
@@ -203,7 +206,7 @@ func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
 		return nil, err
 	}
 	p.consumed = append(p.consumed, fieldTools)
-	if p.messages, err = cutAtLastRequest(p.messages, opt.keepLastAssistant); err != nil {
+	if p.messages, err = cutAtLastRequest(p.messages, opt.keepLastAssistant || opt.turnsAll); err != nil {
 		return nil, err
 	}
 	if opt.system != "" && !hasSystem(p.messages) {
