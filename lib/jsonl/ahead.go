@@ -23,8 +23,11 @@ var (
 	// goroutines costs more than they save.
 	aheadMinSize int64 = 4 << 20
 	// aheadBuffer is the size of the splitter's buffers, and so about the
-	// bytes of a batch.
-	aheadBuffer = 1 << 20
+	// bytes of a batch. 256 KiB stays in a core's L2 cache from the read
+	// that fills it to the worker that scans it: with 1 MiB buffers the
+	// kernel's copy and the scan both went to memory, and tokstat --total
+	// cost about 12% more CPU (scripts/bench/records.sh).
+	aheadBuffer = 256 << 10
 	// aheadBatchLines caps the lines of a batch, so that a file of short
 	// lines is prepared in pieces the workers can share.
 	aheadBatchLines = 4096
