@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Record throughput: counting the tokens of a file of generate-shaped records
-# (tests/bench/genrecords) with tokstat --total and budget-cut, side by side
-# with a Python json one-liner, jq, and wc -l (reading lines and nothing else:
-# the speed of light). Then dedupe-resume loading a done file of 10M ids: time
-# and peak memory per id. Run from anywhere:
+# (tests/bench/genrecords) with tokstat --total, budget-cut and dedupe-resume
+# (every record passed, each checked in full), side by side with a Python json
+# one-liner, jq, and wc -l (reading lines and nothing else: the speed of
+# light; each tool's time is also shown as a multiple of it). Then
+# dedupe-resume loading a done file of 10M ids: time and peak memory per id. Run from anywhere:
 #   bash scripts/bench/records.sh
 # Settings (environment): BENCH_SIZE (default 200MB), BENCH_IDS (default
 # 10000000), BENCH_RUNS (default 3: every command runs that many times and
@@ -109,6 +110,11 @@ measure "wc -l" "$RUNS" wc -l "$DATA"
 # its records go to /dev/null and the count is read from its summary (the
 # shell and sed around it cost a millisecond or two)
 measure "budget-cut" "$RUNS" bash -c 'bin/budget-cut --tokens 1000G "$1" 2>&1 >/dev/null | sed -E "s/.*, ([0-9,]+) total tokens.*/\1/"' _ "$DATA"
+# dedupe-resume passing every record of the file (its done file is empty):
+# the same per-record checks, and the id of each kept to find duplicates
+: >"$WORK/none.jsonl"
+# (its records go to /dev/null, the count from its summary, as for budget-cut)
+measure "dedupe-resume" "$RUNS" bash -c 'bin/dedupe-resume --done "$2" "$1" 2>&1 >/dev/null | sed -E "s/.*: ([0-9]+) to do.*/\1/"' _ "$DATA" "$WORK/none.jsonl"
 measure "python3 json" "$RUNS" python3 -c "$PY_COUNT" "$DATA"
 if command -v jq >/dev/null; then
   measure "jq" "$RUNS" jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
@@ -150,21 +156,25 @@ col_of() { # col_of NAME ARRAY: the row's value in that column, or nothing
 }
 PY_CPU=$(col_of "python3 json" CPUS)
 JQ_CPU=$(col_of "jq" CPUS)
+WC_CPU=$(col_of "wc -l" CPUS)
+WC_WALL=$(col_of "wc -l" WALLS)
 PY_WALL=$(col_of "python3 json" WALLS)
 JQ_WALL=$(col_of "jq" WALLS)
 
 printf '\nToken count of %s (%s bytes, %s records), best of %s runs;\n' \
   "$DATA" "$BYTES" "$(wc -l <"$DATA")" "$RUNS"
+printf 'each tool'"'"'s time as a multiple of wc -l'"'"'s ("x wc", by wall and by CPU time),\n'
 printf 'MB/s and the ratios to python and jq by wall and by CPU time (user+sys):\n\n'
-printf '%-16s %8s %8s %10s %10s %10s %10s %8s %8s  %s\n' tool "wall s" "CPU s" "MB/s wall" "MB/s CPU" "py wall" "py CPU" "jq wall" "jq CPU" "tokens (lines for wc)"
+printf '%-16s %8s %8s %7s %7s %10s %10s %10s %10s %8s %8s  %s\n' tool "wall s" "CPU s" "x wc" "x wcCPU" "MB/s wall" "MB/s CPU" "py wall" "py CPU" "jq wall" "jq CPU" "tokens (lines for wc)"
 for i in "${!NAMES[@]}"; do
   awk -v n="${NAMES[$i]}" -v w="${WALLS[$i]}" -v c="${CPUS[$i]}" -v b="$BYTES" -v r="${RESULTS[$i]}" \
-    -v pyw="$PY_WALL" -v pyc="$PY_CPU" -v jqw="$JQ_WALL" -v jqc="$JQ_CPU" '
+    -v wcw="$WC_WALL" -v wcc="$WC_CPU" -v pyw="$PY_WALL" -v pyc="$PY_CPU" -v jqw="$JQ_WALL" -v jqc="$JQ_CPU" '
     function rate(s) { return (s > 0) ? sprintf("%.0f", b / 1e6 / s) : "-" }
     function ratio(ref, s) { return (ref != "" && s > 0) ? sprintf("%.1fx", ref / s) : "-" }
-    BEGIN { printf "%-16s %8.3f %8.3f %10s %10s %10s %10s %8s %8s  %s\n", n, w, c, rate(w), rate(c), ratio(pyw, w), ratio(pyc, c), ratio(jqw, w), ratio(jqc, c), r }'
+    function times(ref, s) { return (ref != "" && ref > 0) ? sprintf("%.1fx", s / ref) : "-" }
+    BEGIN { printf "%-16s %8.3f %8.3f %7s %7s %10s %10s %10s %10s %8s %8s  %s\n", n, w, c, times(wcw, w), times(wcc, c), rate(w), rate(c), ratio(pyw, w), ratio(pyc, c), ratio(jqw, w), ratio(jqc, c), r }'
 done
-printf '\ntargets: budget-cut and tokstat >= 1000 MB/s, >= 20x python, >= 50x jq (wall time, quiet machine)\n'
+printf '\ntargets: tokstat, budget-cut and dedupe-resume <= 2x the wall time of wc -l, >= 20x python, >= 50x jq (quiet machine)\n'
 printf 'load average before: %s, when done: %s (other work on this machine slows every row, wall time most)\n' "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ -n $DD_LINE ]]; then
   printf '\n%s\n' "$DD_LINE"
