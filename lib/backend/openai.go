@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -481,7 +482,8 @@ func findModel(doc gjson.Result, name string) gjson.Result {
 // Pricing reads the price of model from an OpenRouter-style model list,
 // GET {base}/models, whose entries carry pricing.prompt and
 // pricing.completion as decimal strings in USD per token. OpenRouter's
-// list is public, so no key is sent. Variable-price routers report -1.
+// list is public, so no key is sent. A price ListedPrice cannot use (the
+// -1 of variable-price routers) is an error of KindRequest.
 func Pricing(ctx context.Context, base, model string) (promptUSDPerToken, completionUSDPerToken float64, err error) {
 	c := newClient(Options{}, OpenAI)
 	doc, err := c.getJSON(ctx, joinURL(base, "/models"))
@@ -492,22 +494,50 @@ func Pricing(ctx context.Context, base, model string) (promptUSDPerToken, comple
 	if !m.Exists() {
 		return 0, 0, &Error{Kind: KindRequest, Message: fmt.Sprintf("model %q is not in the model list", model)}
 	}
-	parse := func(field string) (float64, error) {
-		v := m.Get("pricing." + field)
-		if v.Type == gjson.Number {
-			return v.Num, nil
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v.String()), 64)
-		if err != nil {
-			return 0, &Error{Kind: KindProtocol, Message: fmt.Sprintf("model %q has no usable pricing.%s: %s", model, field, v.Raw)}
-		}
-		return f, nil
+	if promptUSDPerToken, err = ListedPrice(m, "prompt"); err != nil {
+		return 0, 0, &Error{Kind: KindProtocol, Message: err.Error()}
 	}
-	if promptUSDPerToken, err = parse("prompt"); err != nil {
-		return 0, 0, err
-	}
-	if completionUSDPerToken, err = parse("completion"); err != nil {
-		return 0, 0, err
+	if completionUSDPerToken, err = ListedPrice(m, "completion"); err != nil {
+		return 0, 0, &Error{Kind: KindProtocol, Message: err.Error()}
 	}
 	return promptUSDPerToken, completionUSDPerToken, nil
+}
+
+// MaxListedPrice bounds a price per token that is believed: a million
+// dollars per million tokens is past any model's, and a list that says more
+// (1e308) is wrong, not expensive; the products of such a price overflow.
+const MaxListedPrice = 1.0
+
+// ListedPrice reads pricing.FIELD (prompt, completion) of one entry of a
+// /models list, USD per token as a decimal string or a number. A price that
+// is missing, not a number, not finite, negative (OpenRouter lists -1 for
+// routers whose price depends on the model they pick, such as
+// openrouter/auto) or past MaxListedPrice is unknown: the error names the
+// model and what was listed, for the caller to ask for a price instead.
+func ListedPrice(model gjson.Result, field string) (float64, error) {
+	v := model.Get("pricing." + field)
+	id := model.Get("id").String()
+	if !v.Exists() || v.Type == gjson.Null {
+		return 0, fmt.Errorf("%q lists no %s price", id, field)
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v.String()), 64)
+	switch {
+	case v.Type != gjson.Number && v.Type != gjson.String, err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%q lists its %s price as %s, which is not a number", id, field, clip(v.Raw))
+	case math.IsNaN(f) || math.IsInf(f, 0) || errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%q lists its %s price as %s, which is not a finite number", id, field, clip(v.Raw))
+	case f < 0:
+		return 0, fmt.Errorf("%q lists its %s price as %s: a price that depends on the request (variable-price routers such as openrouter/auto list -1)", id, field, clip(v.Raw))
+	case f > MaxListedPrice:
+		return 0, fmt.Errorf("%q lists its %s price as %s USD per token, past any model's ($%g per token at most)", id, field, clip(v.Raw), MaxListedPrice)
+	}
+	return f, nil
+}
+
+// clip bounds server text quoted in an error.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }

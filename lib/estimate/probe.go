@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
@@ -96,13 +96,14 @@ func listedPrices(ctx context.Context, base, modelID, key string) (prices, error
 	doc := gjson.ParseBytes(info.Raw)
 	var p prices
 	for _, f := range []struct {
-		key string
-		dst *float64
-	}{{"pricing.prompt", &p.prompt}, {"pricing.completion", &p.completion}} {
-		v := doc.Get(f.key)
-		n, err := strconv.ParseFloat(v.String(), 64)
-		if !v.Exists() || err != nil || n < 0 {
-			return prices{}, exitcode.TempFailf("%s/models: %q has no %s price: give --price-in and --price-out", base, modelID, f.key)
+		field string
+		dst   *float64
+	}{{"prompt", &p.prompt}, {"completion", &p.completion}} {
+		n, err := backend.ListedPrice(doc, f.field)
+		if err != nil {
+			// A price that is not there, or not a price, stays so on the
+			// next run: the command needs the prices given.
+			return prices{}, cliutil.Usagef("%s/models: %v: no cost can be computed from it; give --%s and --%s (USD per million tokens)", base, err, flagPriceIn, flagPriceOut)
 		}
 		*f.dst = n
 	}

@@ -117,3 +117,39 @@ func TestTokenBudgetCountsAnswersPastMaxTokens(t *testing.T) {
 	}
 	checkSummaryAddsUp(t, r.stderr)
 }
+
+// TestCostBudgetRefusesAnUnknownPrice: a /models price of -1 (what
+// OpenRouter lists for variable-price routers such as openrouter/auto),
+// "NaN", "Infinity", "1e308" or a word is not a worst case to reserve at:
+// the run is refused with 64 before anything is sent, naming the model and
+// what was listed; --max-price then runs it.
+func TestCostBudgetRefusesAnUnknownPrice(t *testing.T) {
+	for _, listed := range []string{`"-1"`, `"NaN"`, `"Infinity"`, `"1e308"`, `"free"`, `-0.5`, `null`} {
+		t.Run(listed, func(t *testing.T) {
+			var chats atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/models") {
+					fmt.Fprintf(w, `{"data":[{"id":"openrouter/auto","pricing":{"prompt":"0.000001","completion":%s}}]}`, listed)
+					return
+				}
+				if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+					chats.Add(1)
+					io.WriteString(w, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":1,"cost":0.001}}`)
+					return
+				}
+				http.NotFound(w, r)
+			}))
+			defer srv.Close()
+			args := []string{"--backend", "openai", "--model", "openrouter/auto", "--url", srv.URL, "--max-tokens", "8", "--cost-budget", "1"}
+			r := runGenerate(t, chatRequests(3), args...)
+			if r.code != 64 || !strings.Contains(r.stderr, `"openrouter/auto" lists its completion price as `+listed) && !strings.Contains(r.stderr, `"openrouter/auto" lists no completion price`) ||
+				!strings.Contains(r.stderr, "--max-price") || chats.Load() != 0 {
+				t.Fatalf("exit %d, %d requests sent: want 64 naming the model, the price listed and --max-price, nothing sent:\n%s", r.code, chats.Load(), r.stderr)
+			}
+			r = runGenerate(t, chatRequests(3), append(args, "--max-price", "100")...)
+			if r.code != 0 || len(r.lines(t)) != 3 || !strings.Contains(r.stderr, "$0.0030") {
+				t.Fatalf("exit %d with --max-price: %s", r.code, r.stderr)
+			}
+		})
+	}
+}

@@ -2,17 +2,16 @@ package generate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/tidwall/gjson"
 )
 
 // perMillion converts --max-price (USD per million tokens) to USD per token.
@@ -89,39 +88,28 @@ func listedPrice(ctx context.Context, base, model, key string) (float64, error) 
 		return 0, fmt.Errorf("%s: HTTP %d", shown, resp.StatusCode)
 	}
 	base = shown[:len(shown)-len("/models")]
-	var list struct {
-		Data []struct {
-			ID      string `json:"id"`
-			Pricing struct {
-				Prompt     json.RawMessage `json:"prompt"`
-				Completion json.RawMessage `json:"completion"`
-			} `json:"pricing"`
-		} `json:"data"`
+	if !gjson.ValidBytes(body) {
+		return 0, fmt.Errorf("%s/models: the model list is not JSON", base)
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return 0, fmt.Errorf("%s/models: %v", base, err)
-	}
-	for _, m := range list.Data {
-		if m.ID != model && (model != "" || len(list.Data) != 1) {
-			continue
+	var found gjson.Result
+	entries := gjson.GetBytes(body, "data")
+	entries.ForEach(func(_, m gjson.Result) bool {
+		if m.Get("id").String() == model || (model == "" && len(entries.Array()) == 1) {
+			found = m
+			return false
 		}
-		p, perr := priceNumber(m.Pricing.Prompt)
-		c, cerr := priceNumber(m.Pricing.Completion)
-		if perr != nil || cerr != nil {
-			return 0, fmt.Errorf("%s/models: no pricing for %q", base, m.ID)
+		return true
+	})
+	if !found.Exists() {
+		return 0, fmt.Errorf("%s/models does not list %q", base, model)
+	}
+	var worst float64
+	for _, field := range []string{"prompt", "completion"} {
+		p, err := backend.ListedPrice(found, field)
+		if err != nil {
+			return 0, fmt.Errorf("%s/models: %w", base, err)
 		}
-		return max(p, c), nil
+		worst = max(worst, p)
 	}
-	return 0, fmt.Errorf("%s/models does not list %q", base, model)
-}
-
-// priceNumber reads a price given as a JSON string or number.
-func priceNumber(raw json.RawMessage) (float64, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return strconv.ParseFloat(s, 64)
-	}
-	var f float64
-	err := json.Unmarshal(raw, &f)
-	return f, err
+	return worst, nil
 }

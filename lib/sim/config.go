@@ -80,7 +80,10 @@ type Config struct {
 	// A missing or wrong key answers 401 with an OpenRouter-shaped error.
 	APIKey string
 	// PromptPrice and CompletionPrice are USD per token; they fill
-	// usage.cost in chat completions and pricing in /v1/models.
+	// usage.cost in chat completions and pricing in /v1/models. A negative
+	// price is a variable one, as a router's (openrouter/auto): /v1/models
+	// lists it as "-1", as OpenRouter does, and usage.cost charges its
+	// absolute value.
 	PromptPrice     float64
 	CompletionPrice float64
 	// KeyLimit is the API key's credit limit in USD, served by

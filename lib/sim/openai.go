@@ -357,7 +357,7 @@ func (c *chatCall) toolCall(content string) toolCall {
 // completion_tokens does, and prices them with the configured rates.
 func (c *chatCall) usage(completion int) *chatUsage {
 	u := &chatUsage{PromptTokens: c.in.promptTokens, CompletionTokens: completion, TotalTokens: c.in.promptTokens + completion}
-	cost := float64(c.in.promptTokens)*c.s.cfg.PromptPrice + float64(completion)*c.s.cfg.CompletionPrice
+	cost := float64(c.in.promptTokens)*math.Abs(c.s.cfg.PromptPrice) + float64(completion)*math.Abs(c.s.cfg.CompletionPrice)
 	// Round away float noise such as 3.2999999999999997e-06; OpenRouter
 	// reports costs with at most a dozen decimals.
 	u.Cost = math.Round(cost*1e12) / 1e12
@@ -445,7 +445,12 @@ func (c *chatCall) sendDelta(sse *sseWriter, delta *chatMessage, finish *string)
 // root/max_model_len and OpenRouter's context_length and pricing (USD per
 // token, as decimal strings).
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	price := func(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) }
+	price := func(p float64) string {
+		if p < 0 {
+			return "-1" // a variable price
+		}
+		return strconv.FormatFloat(p, 'f', -1, 64)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object": "list",
 		"data": []any{map[string]any{
