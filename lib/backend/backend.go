@@ -108,6 +108,10 @@ type Error struct {
 	Retryable  bool   // worth another attempt
 	Fatal      bool   // stop the whole run (bad key, no credits)
 	RetryAfter time.Duration
+	// Cost is what the server says it charged for this failed attempt
+	// (usage.cost of an error chunk or body, USD), nil when it said
+	// nothing: a failed attempt may still be paid for.
+	Cost *float64
 
 	cause error // see Unwrap
 }

@@ -26,9 +26,13 @@ import (
 //	408 409 425 5xx                KindHTTP, retryable (503 with RetryAfter)
 //	other 4xx                      KindRequest (context too long, unknown model, ...)
 //	200 with garbage or HTML       KindProtocol, retryable (a proxy's transient page)
-//	error body or chunk after 200  KindStream, retryable (also finish_reason "error")
+//	error body or chunk after 200  by its error.code as that status (402 fatal,
+//	                               400 a failed record, 429 and 5xx retried);
+//	                               without a code KindStream, retryable (also
+//	                               finish_reason "error"); its usage.cost kept
 //	stream without [DONE]          KindConnect, retryable
-//	stream without finish reason   KindStream, retryable
+//	chat stream to [DONE] without  an answer with no finish reason, as a whole
+//	  a finish reason              completion with a null one is
 //	SGLang abort                   KindAbort, retryable unless its status_code is 4xx
 //	refused, reset, EOF mid-body   KindConnect, retryable
 //	certificate not verified       KindConnect, Fatal
@@ -58,6 +62,13 @@ func statusError(status int, header http.Header, body []byte) *Error {
 		msg = fmt.Sprintf("HTTP %d %s with an empty body", status, http.StatusText(status))
 	}
 	e := &Error{Status: status, Message: msg}
+	classifyStatus(e, status, header, body)
+	return e
+}
+
+// classifyStatus sets the kind, Retryable, Fatal and RetryAfter of e from
+// an HTTP status, or the error.code of an error reported with status 200.
+func classifyStatus(e *Error, status int, header http.Header, body []byte) {
 	switch {
 	case status == http.StatusUnauthorized:
 		e.Kind, e.Fatal = KindAuth, true
@@ -82,7 +93,6 @@ func statusError(status int, header http.Header, body []byte) *Error {
 	default:
 		e.Kind = KindHTTP
 	}
-	return e
 }
 
 // retryableStatus reports whether a status (HTTP, or the status_code of an
@@ -287,15 +297,55 @@ func protocolError(format string, args ...any) *Error {
 
 // streamError is a failure the server reported after it began answering
 // (an error chunk, finish_reason "error", an error body with status 200).
+// OpenRouter answers 200 once a request is under way and puts the status
+// in error.code: a code of 400 to 599 is classified as that status would
+// be (402 stops the run, 400 fails the record, 429 and 5xx are retried);
+// another code, or none, is a retryable failure of the stream. What the
+// attempt was charged (usage.cost) is kept.
 func streamError(doc gjson.Result) *Error {
 	e := &Error{Kind: KindStream, Retryable: true, Message: jsonErrorMessage(doc)}
 	if e.Message == "" {
 		e.Message = "server reported an error"
 	}
-	if code := doc.Get("error.code"); code.Type == gjson.Number {
-		e.Status = int(code.Int())
+	if code, ok := errorCode(doc.Get("error.code")); ok {
+		e.Status = code
+		if code >= 400 && code <= 599 {
+			e.Retryable = false
+			classifyStatus(e, code, http.Header{}, []byte(doc.Raw))
+			if e.Retryable && e.Kind == KindHTTP {
+				e.Kind = KindStream // a 5xx reported in the stream
+			}
+		}
 	}
+	e.Cost = reportedCost(doc.Get("usage"))
 	return e
+}
+
+// errorCode reads error.code, a number or a string of digits (OpenRouter
+// sends numbers; some providers behind it send "502"); ok is false for a
+// name such as "server_error".
+func errorCode(v gjson.Result) (int, bool) {
+	s := strings.TrimSpace(v.String())
+	if (v.Type != gjson.Number && v.Type != gjson.String) || s == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 100 || n > 999 {
+		return 0, false
+	}
+	return n, true
+}
+
+// reportedCost is usage.cost, USD, when the server sent one as a number or
+// a numeric string; nil otherwise. Whether it is a plausible amount is the
+// caller's to judge.
+func reportedCost(usage gjson.Result) *float64 {
+	c := usage.Get("cost")
+	if c.Type != gjson.Number && (c.Type != gjson.String || c.Str == "") {
+		return nil
+	}
+	cost := c.Float()
+	return &cost
 }
 
 // snippet returns the start of a body that failed to parse, for the error

@@ -334,6 +334,12 @@ type answerParser interface {
 	end() (*Result, *Error)
 }
 
+// chargeReporter is implemented by parsers of streams whose usage may
+// arrive before a failure: charged is the cost it reported, or nil.
+type chargeReporter interface {
+	charged() *float64
+}
+
 // snapshotSkipper is implemented by parsers of streams whose events can
 // be superseded by later ones (SGLang's cumulative snapshots): superseded
 // reports, from a cheap look at an event, that parsing it can be skipped.
@@ -378,16 +384,19 @@ func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {
 			}
 			return e
 		})
-		if e != nil {
-			return nil, e
+		if e == nil {
+			var res *Result
+			if res, e = p.end(); e == nil {
+				res.FirstToken = first
+				x.drain()
+				return res, nil
+			}
 		}
-		res, e := p.end()
-		if e != nil {
-			return nil, e
+		if c, ok := p.(chargeReporter); ok && e.Cost == nil {
+			// The usage came in an earlier event than the failure.
+			e.Cost = c.charged()
 		}
-		res.FirstToken = first
-		x.drain()
-		return res, nil
+		return nil, e
 	}
 	body, err := x.readAll(c.opts.MaxResponseBytes)
 	if err != nil {

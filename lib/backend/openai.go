@@ -201,6 +201,10 @@ func (a *chatAnswer) event(doc gjson.Result) (bool, *Error) {
 	return output, nil
 }
 
+// charged is what the stream's usage so far says was charged, for an
+// attempt that then failed.
+func (a *chatAnswer) charged() *float64 { return reportedCost(a.usage) }
+
 // heldBytes is what the stream's output so far takes.
 func (a *chatAnswer) heldBytes() int64 {
 	n := int64(a.content.Cap() + a.reasoning.Cap() + len(a.native))
@@ -211,10 +215,11 @@ func (a *chatAnswer) heldBytes() int64 {
 	return n
 }
 
+// end builds the answer of a stream that said [DONE]. A stream without a
+// finish reason is complete all the same ([DONE] says so) and is taken as
+// a whole answer with a null finish_reason is: with none (its usage says
+// what was paid for; another attempt would be paid again).
 func (a *chatAnswer) end() (*Result, *Error) {
-	if !a.sawFinish {
-		return nil, &Error{Kind: KindStream, Message: "stream ended without a finish reason", Retryable: true}
-	}
 	res := &Result{
 		Text:             a.content.String(),
 		Reasoning:        a.reasoning.String(),
@@ -228,9 +233,9 @@ func (a *chatAnswer) end() (*Result, *Error) {
 func (a *chatAnswer) finishResult(res *Result, finish string, native json.RawMessage, usage gjson.Result, model string) (*Result, *Error) {
 	switch norm := normalizeFinish(finish); norm {
 	case "error":
-		return nil, &Error{Kind: KindStream, Message: "the provider failed while answering (finish_reason error)", Retryable: true}
+		return nil, &Error{Kind: KindStream, Message: "the provider failed while answering (finish_reason error)", Retryable: true, Cost: reportedCost(usage)}
 	case "abort":
-		return nil, &Error{Kind: KindAbort, Message: "aborted by the server", Retryable: true}
+		return nil, &Error{Kind: KindAbort, Message: "aborted by the server", Retryable: true, Cost: reportedCost(usage)}
 	default:
 		res.FinishReason = norm
 	}
@@ -242,10 +247,7 @@ func (a *chatAnswer) finishResult(res *Result, finish string, native json.RawMes
 		res.CompletionTokens = int(usage.Get("completion_tokens").Int())
 		res.CachedTokens = int(usage.Get("prompt_tokens_details.cached_tokens").Int())
 		res.ReasoningTokens = int(usage.Get("completion_tokens_details.reasoning_tokens").Int())
-		if c := usage.Get("cost"); c.Type == gjson.Number || (c.Type == gjson.String && c.Str != "") {
-			cost := c.Float()
-			res.Cost = &cost
-		}
+		res.Cost = reportedCost(usage)
 	}
 	return res, nil
 }

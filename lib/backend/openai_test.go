@@ -182,6 +182,73 @@ func TestOpenAIStream(t *testing.T) {
 	}
 }
 
+// TestOpenAIChargedFailures: what a failed attempt was charged is kept on
+// its error (usage.cost of the error chunk or body, or of an earlier usage
+// chunk); an error reported with status 200 is classified by its
+// error.code as that status would be; a stream that reached [DONE] without
+// a finish reason is an answer, as a whole completion with a null one is.
+func TestOpenAIChargedFailures(t *testing.T) {
+	ok := `{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`
+	usage := `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"cost":0.25}}`
+	for _, tc := range []struct {
+		name, stream string
+		kind         string
+		retryable    bool
+		fatal        bool
+		cost         float64 // -1: none
+	}{
+		{"error chunk with usage", sseOf(ok, `{"error":{"code":"server_error","message":"Provider disconnected"},"usage":{"cost":0.5},"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`), KindStream, true, false, 0.5},
+		{"usage before the error", sseOf(ok, usage, `{"error":{"code":502,"message":"upstream"}}`), KindStream, true, false, 0.25},
+		{"finish_reason error with usage", sseOf(ok, `{"choices":[{"index":0,"delta":{},"finish_reason":"error"}],"usage":{"cost":"0.125"}}`, "[DONE]"), KindStream, true, false, 0.125},
+		{"code 402 mid-stream", sseOf(ok, `{"error":{"code":402,"message":"Insufficient credits"}}`), KindCredits, false, true, -1},
+		{"code 400 mid-stream", sseOf(ok, `{"error":{"code":400,"message":"context too long"}}`), KindRequest, false, false, -1},
+		{"code 429 as a string", sseOf(ok, `{"error":{"code":"429","message":"slow down"}}`), KindRate, true, false, -1},
+		{"code 503", sseOf(ok, `{"error":{"code":503,"message":"no provider"}}`), KindStream, true, false, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStub(t, answerSSE(tc.stream))
+			_, err := NewOpenAI(Options{Stream: true}).Do(ctxTimeout(t), s.URL, chatReq())
+			e := asError(t, err, tc.kind, tc.retryable)
+			if e.Fatal != tc.fatal {
+				t.Errorf("fatal %v, want %v", e.Fatal, tc.fatal)
+			}
+			switch {
+			case tc.cost < 0 && e.Cost != nil:
+				t.Errorf("cost %v, want none", *e.Cost)
+			case tc.cost >= 0 && (e.Cost == nil || *e.Cost != tc.cost):
+				t.Errorf("cost %v, want %v", e.Cost, tc.cost)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		body      string
+		kind      string
+		retryable bool
+		fatal     bool
+	}{
+		{`{"error":{"code":402,"message":"Insufficient credits"}}`, KindCredits, false, true},
+		{`{"error":{"code":400,"message":"bad"}}`, KindRequest, false, false},
+		{`{"error":{"code":401,"message":"No auth"}}`, KindAuth, false, true},
+		{`{"error":{"code":429,"message":"rate"}}`, KindRate, true, false},
+		{`{"error":{"code":502,"message":"down"},"usage":{"cost":0.5}}`, KindStream, true, false},
+		{`{"error":{"code":"server_error","message":"?"}}`, KindStream, true, false},
+	} {
+		t.Run("body "+tc.body, func(t *testing.T) {
+			s := newStub(t, answerJSON(200, tc.body))
+			_, err := NewOpenAI(Options{}).Do(ctxTimeout(t), s.URL, chatReq())
+			e := asError(t, err, tc.kind, tc.retryable)
+			if e.Fatal != tc.fatal {
+				t.Errorf("fatal %v, want %v", e.Fatal, tc.fatal)
+			}
+		})
+	}
+	s := newStub(t, answerSSE(sseOf(ok, usage, "[DONE]")))
+	res, err := NewOpenAI(Options{Stream: true}).Do(ctxTimeout(t), s.URL, chatReq())
+	if err != nil || res.Text != "a" || res.FinishReason != "" || res.Cost == nil || *res.Cost != 0.25 {
+		t.Fatalf("a stream to [DONE] without a finish reason: %+v %v", res, err)
+	}
+}
+
 func TestOpenAIStreamFailures(t *testing.T) {
 	ok := `{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}`
 	for _, tc := range []struct {
@@ -192,7 +259,6 @@ func TestOpenAIStreamFailures(t *testing.T) {
 		{"finish_reason error alone", sseOf(ok, `{"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}`, "[DONE]"), KindStream},
 		{"plain error event", sseOf(ok, `{"error":{"message":"overloaded"}}`), KindStream},
 		{"no [DONE]", sseOf(ok, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`), KindConnect},
-		{"no finish reason", sseOf(ok, "[DONE]"), KindStream},
 		{"garbage", sseOf(ok, "{{{"), KindProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -173,10 +173,15 @@ server can push generate out of memory: an answer that would pass it fails
 and is retried. Other failures (HTTP 400, a prompt over
 the context length) and exhausted retries become error records in --errors
 FILE: the request's own fields plus error {kind, status, message, attempts,
-retryable}, so that "generate --errors e2.jsonl < errors.jsonl" retries
-exactly those. HTTP 401, 402 and 403 (bad key, no credits, a refused key)
-stop the whole run at once with exit 77; OpenRouter's 403 for one flagged
-input is that record's error. When every server has been unreachable for as
+retryable, and cost when its failed attempts were charged}, so that
+"generate --errors e2.jsonl < errors.jsonl" retries exactly those. HTTP 401,
+402 and 403 (bad key, no credits, a refused key) stop the whole run at once
+with exit 77; OpenRouter's 403 for one flagged input is that record's error.
+An error OpenRouter reports with HTTP 200 (a body or a stream chunk with
+error.code) is taken as that status: 402 stops the run, 400 fails the
+record, 429 and 5xx are retried. A stream that reaches [DONE] without a
+finish reason is an answer (finish_reason ""), as a whole completion with a
+null one is: it was paid for. When every server has been unreachable for as
 long as the retries would wait, the run stops with exit 75. A run in which
 no record succeeded and at least one failed after all its retries (server
 errors, HTML or garbage answers, timeouts) exits 75 as well: try again
@@ -207,9 +212,11 @@ endpoint lists; an answer charged more raises that worst case for the
 requests that start after it. What a server reports as spent is counted as
 spent, always, even past a reservation (an answer past max_tokens, a price
 above --max-price): the answer is written, the moment the spending reaches a
-budget no request starts any more, the requests then in flight finish and
+budget no request starts any more (nor a retry), the requests then in flight finish and
 are written (they are paid for; that is all a budget can be passed by), and
-a closing line says by how much and why. The usage a server reports is
+a closing line says by how much and why. A failed attempt is spent too when
+the server says what it charged for it (usage.cost in an error chunk or
+body): the summary says how much of the spending that was. The usage a server reports is
 checked first: a count that is missing, negative, not whole, larger than
 the answer can hold or at odds with the ids returned is counted from the
 answer itself (its ids, the --tokenizer's, else its bytes up to

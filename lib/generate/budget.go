@@ -73,6 +73,10 @@ type budget struct {
 	// cancelled); settled is notified whenever one is.
 	held    int
 	settled notice
+	// failedUSD is what failed attempts were charged (part of cost.spent),
+	// failedCharged how many attempts that was.
+	failedUSD     float64
+	failedCharged int
 }
 
 func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
@@ -182,6 +186,27 @@ func (b *budget) commit(r reservation, tokens int64, res *backend.Result) (reach
 	return !before && (b.tokens.reached() || b.cost.reached())
 }
 
+// chargeFailed counts what a failed attempt was charged as spent: it was
+// paid for, answer or not. It reports true when this charge made the
+// spending reach the cost budget: no request may start any more.
+func (b *budget) chargeFailed(usd float64) (reached bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	before := b.cost.reached()
+	b.cost.spent += usd
+	b.failedUSD += usd
+	b.failedCharged++
+	return !before && b.cost.reached()
+}
+
+// costReached reports whether the spending has reached the cost budget:
+// no attempt, first or retry, may start any more.
+func (b *budget) costReached() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cost.reached()
+}
+
 // learnPrice raises the worst-case price to what an answer was charged
 // when that is more (a server whose /models lists less than it bills, a
 // --max-price set too low): the reservations of the requests that start
@@ -244,7 +269,11 @@ func (b *budget) passed() []string {
 		if b.priceLearnt {
 			why += fmt.Sprintf(" at $%s per million tokens (charged up to $%s)", pricePerMillion(b.firstPrice), pricePerMillion(b.usdPerToken))
 		}
-		out = append(out, fmt.Sprintf("cost budget $%.2f passed by $%.4f ($%.4f spent): %s", l.limit, l.spent-l.limit, l.spent, passedWhy(l, why)))
+		line := fmt.Sprintf("cost budget $%.2f passed by $%.4f ($%.4f spent): %s", l.limit, l.spent-l.limit, l.spent, passedWhy(l, why))
+		if b.failedCharged > 0 {
+			line += fmt.Sprintf("; %s that failed were charged $%.4f", cliutil.Count(int64(b.failedCharged), "attempt"), b.failedUSD)
+		}
+		out = append(out, line)
 	}
 	return out
 }
@@ -267,11 +296,12 @@ func pricePerMillion(usdPerToken float64) string {
 	return strconv.FormatFloat(usdPerToken*perMillion, 'f', -1, 64)
 }
 
-// spentUSD is the money spent so far, for the summary.
-func (b *budget) spentUSD() float64 {
+// spentUSD is the money spent so far, and how much of it failed attempts
+// were charged in how many attempts, for the summary.
+func (b *budget) spentUSD() (usd, failedUSD float64, failedAttempts int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cost.spent
+	return b.cost.spent, b.failedUSD, b.failedCharged
 }
 
 // standing is the tokens written against the token budget (earlier runs'

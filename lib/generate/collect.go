@@ -109,7 +109,7 @@ func (c *collector) handle(o *outcome) {
 				t.retriesExhausted++
 			}
 		})
-		c.writeError(j, o.err, o.attempts)
+		c.writeError(j, o.err, o.attempts, o.chargedUSD)
 		c.emit(j.seq, outLine{c.failureLine(j, o.err), false})
 	}
 }
@@ -164,11 +164,11 @@ func (c *collector) outputFailed(err error) {
 }
 
 // writeError records a failure so that a later run can retry exactly it.
-func (c *collector) writeError(j *job, e *backend.Error, attempts int) {
+func (c *collector) writeError(j *job, e *backend.Error, attempts int, chargedUSD float64) {
 	if c.errs == nil {
 		return
 	}
-	line := addMembers(j.line, []member{{record.FieldError, errorMember(e, attempts)}}, false)
+	line := addMembers(j.line, []member{{record.FieldError, errorMember(e, attempts, chargedUSD)}}, false)
 	if err := c.errs.write(line, true); err != nil {
 		c.outputFailed(err)
 	}

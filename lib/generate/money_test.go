@@ -5,11 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // overchargingChat is an OpenAI-compatible server that bills cost dollars
@@ -149,6 +153,143 @@ func TestCostBudgetRefusesAnUnknownPrice(t *testing.T) {
 			r = runGenerate(t, chatRequests(3), append(args, "--max-price", "100")...)
 			if r.code != 0 || len(r.lines(t)) != 3 || !strings.Contains(r.stderr, "$0.0030") {
 				t.Fatalf("exit %d with --max-price: %s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// chargingFailures is an OpenRouter-like streaming server: the first
+// attempt of each record fails mid-stream with an error chunk that says
+// what it was charged (usage.cost 0.25), the next is answered and charged
+// 0.05. fail decides which requests fail (by their attempt number).
+func chargingFailures(t *testing.T, fail func(attempt int) bool) (string, *atomic.Int64) {
+	t.Helper()
+	var sent atomic.Int64
+	attempts := map[string]int{}
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		sent.Add(1)
+		mu.Lock()
+		content := gjson.GetBytes(body, "messages.0.content").String()
+		attempts[content]++
+		n := attempts[content]
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":null}]}\n\n")
+		if fail(n) {
+			io.WriteString(w, "data: {\"error\":{\"code\":\"server_error\",\"message\":\"Provider disconnected\"},\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"cost\":0.25},\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"error\"}]}\n\n")
+			return
+		}
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"cost\":0.05}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &sent
+}
+
+// TestFailedAttemptsAreCharged: what an error chunk says an attempt was
+// charged is spent whether or not the attempt produced an answer: it
+// counts against --cost-budget, and shows in the summary and in --errors.
+func TestFailedAttemptsAreCharged(t *testing.T) {
+	t.Run("retried", func(t *testing.T) {
+		url, sent := chargingFailures(t, func(attempt int) bool { return attempt == 1 })
+		r := runGenerate(t, chatRequests(4), "--backend", "openai", "--stream", "--model", "m", "--url", url, "--max-tokens", "8",
+			"--concurrency", "1", "--max-price", "1")
+		if r.code != 0 || len(r.lines(t)) != 4 || sent.Load() != 8 {
+			t.Fatalf("exit %d, %d sent: %s", r.code, sent.Load(), r.stderr)
+		}
+		if !strings.Contains(r.stderr, ", $1.2000 ($1.0000 of it charged for 4 attempts that failed)") {
+			t.Fatalf("the summary does not count the charged failures (4 x 0.25 + 4 x 0.05):\n%s", r.stderr)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		url, sent := chargingFailures(t, func(int) bool { return true })
+		errPath := filepath.Join(t.TempDir(), "errors.jsonl")
+		r := runGenerate(t, chatRequests(20), "--backend", "openai", "--stream", "--model", "m", "--url", url, "--max-tokens", "8",
+			"--concurrency", "1", "--retries", "1", "--cost-budget", "1", "--max-price", "1", "--errors", errPath)
+		// Each attempt is charged $0.25: the budget of $1 is reached at
+		// the fourth, and no attempt (first or retry) starts after it;
+		// one the dispatcher had already started may finish.
+		n := sent.Load()
+		if n < 4 || n > 5 {
+			t.Fatalf("%d attempts charged $0.25 each went out against a budget of $1:\n%s", n, r.stderr)
+		}
+		want := fmt.Sprintf("$%.4f ($%.4f of it charged for %d attempts that failed)", 0.25*float64(n), 0.25*float64(n), n)
+		if !strings.Contains(r.stderr, want) {
+			t.Fatalf("the summary does not say %q:\n%s", want, r.stderr)
+		}
+		var charged float64
+		for _, l := range readLines(t, errPath) {
+			charged += l.Get("error.cost").Float()
+		}
+		if charged != 0.25*float64(n) {
+			t.Fatalf("--errors says $%v was charged, the server charged $%v", charged, 0.25*float64(n))
+		}
+	})
+}
+
+// TestCompleteStreamWithoutFinishReason: a stream that reached [DONE]
+// without a finish reason is an answer, written and paid for once, as a
+// whole completion with a null finish_reason is; it is not sent again.
+func TestCompleteStreamWithoutFinishReason(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			http.NotFound(w, r)
+			return
+		}
+		sent.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"whole\"},\"finish_reason\":null}]}\n\n")
+		io.WriteString(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"cost\":0.01}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	r := runGenerate(t, chatRequests(2), "--backend", "openai", "--stream", "--model", "m", "--url", srv.URL, "--max-tokens", "8", "--max-price", "1")
+	lines := r.lines(t)
+	if r.code != 0 || len(lines) != 2 || sent.Load() != 2 || lines[0].Get("text").String() != "whole" || !strings.Contains(r.stderr, "$0.0200") {
+		t.Fatalf("exit %d, %d sent for 2 records: %s\n%s", r.code, sent.Load(), r.stdout, r.stderr)
+	}
+}
+
+// TestErrorBodiesClassifiedByCode: OpenRouter answers HTTP 200 once a
+// request is under way and puts the status in error.code; generate treats
+// it as that status: 402 stops the run at once with 77, 400 fails the
+// record without a retry, 429 and 502 are retried.
+func TestErrorBodiesClassifiedByCode(t *testing.T) {
+	for _, tc := range []struct {
+		code, exit int
+		sent       int64 // requests for 3 records, --retries 2, --concurrency 1
+		want       string
+	}{
+		{402, 77, 1, "HTTP 402: Insufficient credits"},
+		{400, 0, 3, `3 errors`},
+		{429, 75, 9, "after --retries 2"},
+		{502, 75, 9, "after --retries 2"},
+	} {
+		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
+			var sent atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+					http.NotFound(w, r)
+					return
+				}
+				sent.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				msg := map[int]string{402: "Insufficient credits", 400: "This endpoint's maximum context length is exceeded", 429: "Rate limit exceeded", 502: "Provider returned error"}[tc.code]
+				fmt.Fprintf(w, `{"error":{"code":%d,"message":%q}}`, tc.code, msg)
+			}))
+			defer srv.Close()
+			r := runGenerate(t, chatRequests(3), "--backend", "openai", "--model", "m", "--url", srv.URL, "--max-tokens", "8",
+				"--concurrency", "1", "--retries", "2", "--max-retry-wait", "1ms")
+			if r.code != tc.exit || sent.Load() != tc.sent || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d (want %d), %d requests (want %d), want %q:\n%s", r.code, tc.exit, sent.Load(), tc.sent, tc.want, r.stderr)
 			}
 		})
 	}

@@ -126,7 +126,7 @@ func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte 
 }
 
 // errorMember is the error of a record that did not succeed.
-func errorMember(e *backend.Error, attempts int) []byte {
+func errorMember(e *backend.Error, attempts int, chargedUSD float64) []byte {
 	b := make([]byte, 0, 96+len(e.Message))
 	b = append(b, `{"kind":`...)
 	b = appendString(b, e.Kind)
@@ -138,6 +138,11 @@ func errorMember(e *backend.Error, attempts int) []byte {
 	b = strconv.AppendInt(b, int64(attempts), 10)
 	b = append(b, `,"retryable":`...)
 	b = strconv.AppendBool(b, e.Retryable)
+	if chargedUSD > 0 {
+		// Failed, but paid for: a cost budget counted it.
+		b = append(b, `,"cost":`...)
+		b = strconv.AppendFloat(b, chargedUSD, 'g', -1, 64)
+	}
 	return append(b, '}')
 }
 

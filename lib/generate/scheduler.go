@@ -30,6 +30,8 @@ type outcome struct {
 	// exhausted: it failed with a failure worth retrying (a server error,
 	// a bad answer, a timeout) after its last retry.
 	exhausted bool
+	// chargedUSD is what its failed attempts were charged.
+	chargedUSD float64
 }
 
 // schedulerOptions is everything a run is built from.
@@ -108,6 +110,7 @@ func newScheduler(o schedulerOptions) *scheduler {
 		stops:     o.stops,
 		flight:    fl,
 		collector: col,
+		budget:    o.budget,
 	}
 	d := &dispatcher{
 		pool:      pool,
@@ -192,7 +195,9 @@ func (s *scheduler) summary() string {
 	t := s.collector.counts()
 	t.read = s.reader.read.Load()
 	reason, _ := s.stops.why()
-	line := t.summary(time.Since(s.start), s.cfg.errors, s.budget.spentUSD(), reason)
+	var usd money
+	usd.spent, usd.failed, usd.failedAttempts = s.budget.spentUSD()
+	line := t.summary(time.Since(s.start), s.cfg.errors, usd, reason)
 	// Then where the dataset stands, what went wrong on the way and the
 	// servers' load.
 	st := s.standing()

@@ -32,11 +32,17 @@ type tally struct {
 	retriesExhausted int64
 }
 
+// money is what a run spent, and what of it went to failed attempts.
+type money struct {
+	spent, failed  float64
+	failedAttempts int
+}
+
 // finished is every record that has an outcome.
 func (t *tally) finished() int64 { return t.ok + t.errors + t.cut + t.cancelled }
 
 // summary is the closing line: its counts add up to the records read.
-func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, reason string) string {
+func (t *tally) summary(elapsed time.Duration, errorsFile string, usd money, reason string) string {
 	notStarted := t.read - t.finished()
 	var b strings.Builder
 	// ok is what was written: an answer that never reached stdout is
@@ -60,8 +66,11 @@ func (t *tally) summary(elapsed time.Duration, errorsFile string, usd float64, r
 	fmt.Fprintf(&b, "; %s prompt + %s completion tokens in %s (%.1f req/s, %s tok/s out)",
 		cliutil.Thousands(t.promptTokens), cliutil.Thousands(t.completionTokens), elapsed.Round(100*time.Millisecond),
 		float64(t.ok)/secs, cliutil.Thousands(int64(float64(t.completionTokens)/secs)))
-	if usd > 0 {
-		fmt.Fprintf(&b, ", $%.4f", usd)
+	if usd.spent > 0 {
+		fmt.Fprintf(&b, ", $%.4f", usd.spent)
+	}
+	if usd.failedAttempts > 0 {
+		fmt.Fprintf(&b, " ($%.4f of it charged for %s that failed)", usd.failed, cliutil.Count(int64(usd.failedAttempts), "attempt"))
 	}
 	if reason != "" {
 		b.WriteString("; " + reason)

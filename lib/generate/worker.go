@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type workers struct {
 	stops     *stops
 	flight    *flight
 	collector *collector
+	budget    *budget // what failed attempts were charged is spent
 	wg        sync.WaitGroup
 	// retries counts the attempts after a record's first, rateLimited the
 	// attempts answered 429, for the progress line.
@@ -88,6 +90,7 @@ func (w *workers) work(j *job) {
 			o.res = res
 			break
 		}
+		w.charge(o, err.(*backend.Error))
 		if run.Err() != nil {
 			w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
 			o.cancelled = true
@@ -99,6 +102,11 @@ func (w *workers) work(j *job) {
 		}
 		retryAfter := min(e.RetryAfter, w.cfg.maxRetryWait)
 		kind := poolOutcome(e)
+		if e.Fatal {
+			// Stopped before the slot is free, so that no other request
+			// takes it to the same refusal.
+			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
+		}
 		w.pool.release(j.server, j.kvTokens, kind, retryAfter, shortCause(e))
 		if kind == attemptUnreachable && moves < maxMoves {
 			// Not this record's failure, nor an attempt: a server went
@@ -112,7 +120,6 @@ func (w *workers) work(j *job) {
 		refused = nil
 		if e.Fatal {
 			o.err = e
-			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
 			break
 		}
 		if !e.Retryable || attempt > w.cfg.retries {
@@ -120,13 +127,45 @@ func (w *workers) work(j *job) {
 			o.exhausted = e.Retryable
 			break
 		}
+		if w.costReached(o, e) {
+			break
+		}
 		if !w.sleep(backoffDelay(attempt, w.cfg.backoff, retryAfter, w.cfg.maxRetryWait)) {
 			o.cancelled = true
+			break
+		}
+		if w.costReached(o, e) { // while it waited
 			break
 		}
 	}
 	w.flight.end(j)
 	w.collector.submit(o)
+}
+
+// charge counts what a failed attempt was charged, when the server said
+// (an error chunk or body with usage.cost): it is spent against the cost
+// budget, and written with the record's error. An amount that is not one
+// (negative, not finite) is not counted.
+func (w *workers) charge(o *outcome, e *backend.Error) {
+	if e.Cost == nil || math.IsNaN(*e.Cost) || math.IsInf(*e.Cost, 0) || *e.Cost <= 0 {
+		return
+	}
+	o.chargedUSD += *e.Cost
+	if w.budget.chargeFailed(*e.Cost) {
+		w.stops.stop(w.budget.stopReason(), nil, false)
+	}
+}
+
+// costReached ends the retries of a failed record once the spending has
+// reached --cost-budget: another attempt may be charged too. The record
+// fails with e, paid for, and a later run does it.
+func (w *workers) costReached(o *outcome, e *backend.Error) bool {
+	if !w.budget.costReached() {
+		return false
+	}
+	e.Message += fmt.Sprintf(" (not retried: --%s reached)", flagCostBudget)
+	o.err = e
+	return true
 }
 
 // attempt sends one attempt; a failure is always a *backend.Error.

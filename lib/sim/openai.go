@@ -370,7 +370,8 @@ func (c *chatCall) usage(completion int) *chatUsage {
 // a first chunk with the assistant role, content and reasoning deltas, a
 // chunk with the finish reason, a chunk with usage and empty choices, then
 // "data: [DONE]". A failure mid-way sends OpenRouter's error chunk (top-level
-// error, finish_reason "error") and ends the stream without [DONE].
+// error, finish_reason "error", the usage and cost of the tokens generated
+// so far) and ends the stream without [DONE].
 func (c *chatCall) stream(w http.ResponseWriter, r *http.Request, delay time.Duration) {
 	s, req := c.s, c.req
 	sse := startSSE(w)
@@ -412,6 +413,9 @@ func (c *chatCall) stream(w http.ResponseWriter, r *http.Request, delay time.Dur
 	if res.finish.kind == finishAbort {
 		resp := c.envelope("chat.completion.chunk")
 		resp.Error = &chatError{Code: "server_error", Message: res.finish.message}
+		// The tokens generated before the failure are billed, and the
+		// chunk says what was charged.
+		resp.Usage = c.usage(res.outputLen)
 		errReason := "error"
 		resp.Choices = []chatChoice{{Delta: &chatMessage{Content: &empty}, FinishReason: &errReason, NativeFinishReason: &errReason}}
 		sse.data(resp)
