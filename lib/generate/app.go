@@ -71,6 +71,7 @@ const (
 	flagTotal              = "total"
 	flagDrainTimeout       = "drain-timeout"
 	flagTokenizer          = "tokenizer"
+	flagTurns              = "turns"
 )
 
 // defaultMaxTokens applies without --max-tokens. SGLang's own default (128)

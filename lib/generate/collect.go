@@ -74,6 +74,8 @@ func (c *collector) handle(o *outcome) {
 	case o.cut:
 		c.count(func(t *tally) { t.cut++ })
 		c.emit(j.seq, outLine{})
+	case o.walk != nil:
+		c.handleConversation(o)
 	case o.res != nil:
 		res := o.res
 		prompt := promptTokensOf(j, res)

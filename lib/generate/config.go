@@ -65,6 +65,7 @@ type config struct {
 
 	tokenizer   string // model folder for re-tokenizing answers, "" for none
 	declaration string // --tool-declaration: how tools reach the template with --tokenizer
+	turnsAll    bool   // --turns all: regenerate whole conversations
 
 	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
 
@@ -138,6 +139,7 @@ func parse(c *cli.Context) (*config, error) {
 		backoff:       optionsOf(c).firstBackoff,
 		tokenizer:     c.String(flagTokenizer),
 		declaration:   c.String(chat.FlagToolDeclaration),
+		turnsAll:      c.String(flagTurns) == turnsAll,
 	}
 	kind, ok := backend.Lookup(c.String(flagBackend))
 	if !ok {
@@ -161,7 +163,10 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.kind.NeedsModel && cfg.model == "" && !batchInput {
 		return nil, cliutil.Usagef("--%s %s needs --%s", flagBackend, cfg.kind.Name, flagModel)
 	}
-	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput {
+	if err := checkTurns(c, cfg, batchInput); err != nil {
+		return nil, err
+	}
+	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput && !cfg.turnsAll {
 		return nil, cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
 			flagTokenizer, orList(backendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
 	}

@@ -57,6 +57,9 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagExtra, Usage: "`JSON` object merged into every request body"},
 		&cli.StringFlag{Name: flagTokenizer, EnvVars: envs(flagTokenizer),
 			Usage: "openai backends: add output_ids by rendering each answer with the chat template and tokenizer in `DIR`"},
+		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: envs(flagTurns),
+			Usage: "`WHICH` turns to generate: last (one answer per record) or all (regenerate every assistant turn of a tokenize-prompts --turns all conversation " +
+				"on the model's own answers; the source's tool results are spliced in; sglang needs --tokenizer)"},
 		chat.ToolDeclarationFlag(),
 		// Failures.
 		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors),

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
@@ -21,9 +22,10 @@ type job struct {
 	hasPromptTokens bool // the record states its prompt size; the server's is not added
 	collides        bool // the record already has response members: replace, do not append
 	reserve         reservation
-	server          *server // the server of the current attempt
-	kvTokens        int     // what this request is expected to hold on its server
-	params          []byte  // gen.params of a request with its own sampling parameters (openai-batch), else nil
+	server          *server              // the server of the current attempt
+	kvTokens        int                  // what this request is expected to hold on its server
+	params          []byte               // gen.params of a request with its own sampling parameters (openai-batch), else nil
+	conv            *conversation.Source // the conversation to regenerate (--turns all), else nil
 }
 
 // responseKeys are the members generate adds; a record that already has one
@@ -53,13 +55,14 @@ var errEmptyPrompt = errors.New(`"input_ids" is empty: there is no prompt to ans
 // parser turns input lines into jobs.
 type parser struct {
 	kind   *backend.Kind
+	turns  bool // --turns all: each record is a conversation
 	id     record.IDPath
 	params backend.Params
 	batch  *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
-	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params}
+	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params, turns: cfg.turnsAll}
 }
 
 // parse validates line as one JSON object and builds its job; line is
@@ -158,6 +161,11 @@ func (p *parser) parse(line []byte) (*job, error) {
 				// since this only sizes reservations.
 				j.promptTokens = (len(messages) + len(tools)) / 3
 			}
+		}
+	}
+	if p.turns {
+		if j.conv, err = parseConversation(messages, tools); err != nil {
+			return nil, err
 		}
 	}
 	j.req.Params = p.params

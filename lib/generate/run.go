@@ -142,6 +142,13 @@ func run(c *cli.Context) (err error) {
 		}
 		retok = &retokenizer{model: tmpl}
 	}
+	turns, err := newTurnRunner(cfg, tmpl)
+	if err != nil {
+		return err
+	}
+	if turns != nil {
+		retok = nil // each turn's ids are the conversation's own
+	}
 	s := newScheduler(schedulerOptions{
 		cfg:     cfg,
 		backend: be,
@@ -154,6 +161,7 @@ func run(c *cli.Context) (err error) {
 		stops:   stops,
 		retok:   retok,
 		batch:   newBatchInput(cfg, tmpl),
+		turns:   turns,
 	})
 
 	s.already, s.alreadyRecords, s.key = spent, alreadyRecords, key

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
@@ -32,6 +33,8 @@ type outcome struct {
 	exhausted bool
 	// chargedUSD is what its failed attempts were charged.
 	chargedUSD float64
+	walk       *conversation.Walk // the conversation regenerated (--turns all)
+	cost       *float64           // what every turn of walk was charged, when reported
 }
 
 // schedulerOptions is everything a run is built from.
@@ -47,6 +50,7 @@ type schedulerOptions struct {
 	stops   *stops                           // made before the input is opened: reading stops with dispatching
 	retok   *retokenizer                     // nil without --tokenizer
 	batch   *batchInput                      // nil unless --input-format openai-batch
+	turns   *turnRunner                      // nil unless --turns all
 }
 
 // scheduler wires the parts of a run.
@@ -111,6 +115,7 @@ func newScheduler(o schedulerOptions) *scheduler {
 		flight:    fl,
 		collector: col,
 		budget:    o.budget,
+		turns:     o.turns,
 	}
 	d := &dispatcher{
 		pool:      pool,

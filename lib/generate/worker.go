@@ -26,7 +26,8 @@ type workers struct {
 	stops     *stops
 	flight    *flight
 	collector *collector
-	budget    *budget // what failed attempts were charged is spent
+	budget    *budget     // what failed attempts were charged is spent
+	turns     *turnRunner // nil unless --turns all
 	wg        sync.WaitGroup
 	// retries counts the attempts after a record's first, rateLimited the
 	// attempts answered 429, for the progress line.
@@ -49,16 +50,29 @@ func (w *workers) wait() { w.wg.Wait() }
 
 func (w *workers) work(j *job) {
 	defer w.wg.Done()
-	run := w.stops.run
 	o := &outcome{job: j}
+	if w.turns != nil {
+		w.turns.walk(w, j, o)
+	} else {
+		w.send(j, o, true)
+	}
+	w.flight.end(j)
+	w.collector.submit(o)
+}
+
+// send attempts j's request until it succeeds (o.res), fails for good
+// (o.err) or is cancelled. holding: j holds a server slot already (its
+// first request); otherwise it waits for one first.
+func (w *workers) send(j *job, o *outcome, holding bool) {
+	run := w.stops.run
 	// refused is the server a connection to was just refused: the request
 	// never reached it, so it moves to another server without a back-off
 	// and without using one of its retries (up to maxMoves times).
 	var refused *server
 	moves := 0
 	for attempt := 1; ; attempt++ {
-		if attempt > 1 || refused != nil {
-			if refused == nil { // a move is not a retry
+		if attempt > 1 || refused != nil || !holding {
+			if attempt > 1 && refused == nil { // a move is not a retry
 				w.retries.Add(1)
 			}
 			// A signal ends the wait for a server as it ends a back-off.
@@ -138,8 +152,6 @@ func (w *workers) work(j *job) {
 			break
 		}
 	}
-	w.flight.end(j)
-	w.collector.submit(o)
 }
 
 // charge counts what a failed attempt was charged, when the server said

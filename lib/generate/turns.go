@@ -1,0 +1,194 @@
+package generate
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/synthpipe/synthpipe/lib/answerformat"
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/conversation"
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// Values of --turns.
+const (
+	turnsLast = "last"
+	turnsAll  = "all"
+)
+
+// checkTurns checks --turns against the other flags: regenerating whole
+// conversations on a backend that takes token ids needs the model's
+// tokenizer to render each turn and read each answer.
+func checkTurns(c *cli.Context, cfg *config, batchInput bool) error {
+	switch c.String(flagTurns) {
+	case turnsLast, turnsAll:
+	default:
+		return cliutil.Usagef("--%s %q: want last or all", flagTurns, c.String(flagTurns))
+	}
+	if !cfg.turnsAll {
+		return nil
+	}
+	if batchInput {
+		return cliutil.Usagef("--%s all reads conversation records (tokenize-prompts --turns all), not --input-format %s", flagTurns, formatOpenAIBatch)
+	}
+	if cfg.kind.Input == backend.TokenIDs && cfg.tokenizer == "" {
+		return cliutil.Usagef("--%s all with --%s %s needs --%s: every turn's prompt is rendered with the model's chat template and its answer read back from its token ids",
+			flagTurns, flagBackend, cfg.kind.Name, flagTokenizer)
+	}
+	return nil
+}
+
+// parseConversation reads a record's source conversation for --turns all.
+func parseConversation(messages, tools []byte) (*conversation.Source, error) {
+	if len(messages) == 0 || messages[0] != '[' {
+		return nil, fmt.Errorf(`no "messages" array: --%s all regenerates the conversation in it (tokenize-prompts --turns all writes it)`, flagTurns)
+	}
+	if len(tools) == 0 || tools[0] != '[' {
+		tools = nil
+	}
+	return conversation.Parse(messages, tools)
+}
+
+// turnRunner regenerates conversations: it renders each turn's prompt
+// (token-id backends) or sends the conversation as messages, and reads
+// each answer back into the next turn.
+type turnRunner struct {
+	model    *chat.Model          // nil on a messages backend without --tokenizer
+	format   *answerformat.Format // reads answers from token ids; nil on messages backends
+	tokenIDs bool                 // the backend takes token ids
+	opts     conversation.Options
+}
+
+// newTurnRunner builds the runner of --turns all, nil without it. A model
+// whose answers cannot be read is refused here, before anything is sent.
+func newTurnRunner(cfg *config, model *chat.Model) (*turnRunner, error) {
+	if !cfg.turnsAll {
+		return nil, nil
+	}
+	t := &turnRunner{model: model, tokenIDs: cfg.kind.Input == backend.TokenIDs}
+	if t.tokenIDs {
+		f, err := answerformat.ForTokenizer(model.Tok, cfg.tokenizer)
+		if err != nil {
+			return nil, err
+		}
+		t.format = f
+	} else {
+		// OpenRouter reads an assistant turn's reasoning back from
+		// "reasoning"; vLLM and SGLang from reasoning_content.
+		t.opts.ReasoningAlso = []string{"reasoning"}
+	}
+	return t, nil
+}
+
+// walk regenerates j's conversation, turn after turn, each turn sent as
+// soon as the answer before it is in (while the server still holds its
+// prefix). A turn that fails makes the whole conversation a failure, and a
+// stop cancels it: a later run redoes it whole.
+func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
+	wk := j.conv.Walk(t.opts)
+	id := j.req.ID
+	defer func() { j.req.ID = id }()
+	var cost float64
+	costKnown := false
+	for n := 0; wk.Ended() == ""; n++ {
+		if n > 0 && w.stops.dispatch.Err() != nil {
+			o.cancelled = true // stopping: no new turn starts
+			return
+		}
+		if err := t.prepare(j, wk); err != nil {
+			o.err = &backend.Error{Kind: backend.KindRequest, Message: fmt.Sprintf("turn %d: %v", n+1, err)}
+			return
+		}
+		if n > 0 {
+			j.req.ID = fmt.Sprintf("%s#turn%d", id, n+1) // SGLang's rid: one per request
+		}
+		o.res, o.err = nil, nil
+		w.send(j, o, n == 0)
+		if o.res == nil {
+			return
+		}
+		if o.res.Cost != nil {
+			cost, costKnown = cost+*o.res.Cost, true
+		}
+		wk.Add(t.turn(j, o))
+	}
+	o.walk = wk
+	if costKnown {
+		o.cost = &cost
+	}
+}
+
+// prepare sets j's request to the conversation so far.
+func (t *turnRunner) prepare(j *job, wk *conversation.Walk) error {
+	if !t.tokenIDs {
+		j.req.Messages, j.req.Tools = wk.Messages(), wk.Tools()
+		return nil
+	}
+	text, err := t.model.Render(wk.Messages(), wk.Tools(), true)
+	if err != nil {
+		return fmt.Errorf("chat template: %w", err)
+	}
+	j.req.InputIDs = t.model.Encode(text)
+	return nil
+}
+
+// turn is what one answer adds to the conversation.
+func (t *turnRunner) turn(j *job, o *outcome) conversation.Turn {
+	res := o.res
+	tr := conversation.Turn{
+		PromptTokens:     res.PromptTokens,
+		OutputIDs:        res.OutputIDs,
+		FinishReason:     res.FinishReason,
+		CompletionTokens: res.CompletionTokens,
+		CachedTokens:     res.CachedTokens,
+		Usage:            res.Usage,
+		LatencyMS:        res.Latency.Milliseconds(),
+		Attempts:         o.attempts,
+	}
+	if t.tokenIDs {
+		tr.PromptTokens = len(j.req.InputIDs) // what was sent, whatever the server counts
+	}
+	var err error
+	if t.format != nil {
+		tr.Answer, err = t.format.Read(j.req.InputIDs, res.OutputIDs)
+	} else {
+		tr.Answer, err = answerformat.FromMessage(res.Text, res.Reasoning, res.ToolCalls, res.FinishReason == "stop" || res.FinishReason == "tool_calls")
+	}
+	if err != nil {
+		tr.ReadError = err.Error()
+	}
+	return tr
+}
+
+// handleConversation writes a regenerated conversation: the source record
+// with the conversation, its turns, why it ended and its token counts (see
+// synthpipe-records(7)); the budgets count every turn.
+func (c *collector) handleConversation(o *outcome) {
+	j, wk := o.job, o.walk
+	prompt, completion, _ := wk.Totals()
+	spent := &backend.Result{PromptTokens: prompt, CompletionTokens: completion, Cost: o.cost}
+	if c.budget.commit(j.reserve, tokenCount(c.cfg.countMode, int64(prompt), int64(completion)), spent) {
+		c.stops.stop(c.budget.stopReason(), nil, false)
+	}
+	for _, t := range wk.Turns() {
+		c.lengths.observe(t.CompletionTokens, o.res.Latency)
+	}
+	c.count(func(t *tally) {
+		t.ok++
+		t.promptTokens += int64(prompt)
+		t.completionTokens += int64(completion)
+		if wk.Ended() == conversation.EndLength {
+			t.truncated++
+		}
+	})
+	members := wk.Members(record.FieldPromptTokens, record.FieldCompletionTokens)
+	ms := make([]member, 0, len(members)+1)
+	for _, m := range members {
+		ms = append(ms, member{m.Key, m.Raw})
+	}
+	ms = append(ms, member{"gen", c.genMember(j, o.res, o.attempts)})
+	c.emit(j.seq, outLine{addMembers(j.line, ms, true), true})
+}
