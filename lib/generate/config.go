@@ -18,6 +18,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
 // config is generate's flags, checked.
@@ -237,6 +238,11 @@ func parse(c *cli.Context) (*config, error) {
 	files.Output("--"+flagStatusFile, cfg.statusFile, false)
 	if err := files.Check(); err != nil {
 		return nil, err
+	}
+	if cfg.statusFile != "" {
+		if err := statusfile.CheckTarget(cfg.statusFile); err != nil {
+			return nil, cliutil.Usagef("--%s %v", flagStatusFile, err)
+		}
 	}
 	if cfg.apiKey, err = readAPIKey(c.String(flagAPIKeyFile)); err != nil {
 		return nil, err

@@ -92,7 +92,7 @@ func flags() []cli.Flag {
 		// Progress and stopping.
 		&cli.DurationFlag{Name: flagProgressInterval, Value: 30 * time.Second, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)"},
 		&cli.StringFlag{Name: flagStatusFile, EnvVars: envs(flagStatusFile),
-			Usage: "rewrite `FILE` (atomically) every --progress-interval and at exit with the run's state as JSON; see generate(1) STATUS FILE"},
+			Usage: "rewrite `FILE` (atomically: a regular file or none; a symlink, FIFO or device is refused) every --progress-interval and at exit with the run's state as JSON; see generate(1) STATUS FILE"},
 		&cli.StringFlag{Name: flagMetricsListen, Usage: "serve the status file's figures in the Prometheus text format on http://`HOST:PORT`/metrics while the run lasts (127.0.0.1:PORT keeps them on this machine; port 0 picks a free one, named on stderr)"},
 		&cli.Int64Flag{Name: flagTotal, DefaultText: "counted when the input is a regular file", Usage: "`N` records expected, for the ETA"},
 		&cli.DurationFlag{Name: flagDrainTimeout, Value: 30 * time.Second, Usage: "on SIGINT, SIGTERM or SIGHUP, wait up to `DURATION` for requests in flight (0: cancel at once)"},

@@ -89,7 +89,7 @@ aborted) and it exits 0.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
 			&cli.IntFlag{Name: flagPort, Usage: "listen on 127.0.0.1:`PORT` (overrides the port of --addr)"},
-			&cli.StringFlag{Name: flagURLFile, Usage: "write the base URL to `FILE` (atomically) instead of stdout"},
+			&cli.StringFlag{Name: flagURLFile, Usage: "write the base URL to `FILE` (atomically: a regular file or none; a symlink, FIFO or device is refused) instead of stdout"},
 			&cli.StringFlag{Name: flagModel, Value: def.ModelName, Usage: "served model `NAME`"},
 			&cli.IntFlag{Name: flagMaxTotalTokens, Value: def.MaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests"},
 			&cli.IntFlag{Name: flagMaxRunning, Value: def.MaxRunningRequests, Usage: "most requests in the decode batch, `N`"},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
 // perMillion converts the USD-per-million-tokens prices of the flags into
@@ -28,6 +28,11 @@ func run(c *cli.Context) error {
 	addr, err := listenAddr(c)
 	if err != nil {
 		return err
+	}
+	if path := c.String(flagURLFile); path != "" {
+		if err := statusfile.CheckTarget(path); err != nil {
+			return cliutil.Usagef("--%s %v", flagURLFile, err)
+		}
 	}
 	srv, err := sim.New(cfg)
 	if err != nil {
@@ -59,21 +64,8 @@ func announce(c *cli.Context, url string) error {
 		_, err := fmt.Fprintln(c.App.Writer, url)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".llm-sim-url-*")
-	if err != nil {
+	if err := statusfile.WriteAtomic(path, []byte(url+"\n")); err != nil {
 		return exitcode.CantCreatef("--%s: %v", flagURLFile, err)
-	}
-	_, werr := tmp.WriteString(url + "\n")
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return exitcode.CantCreatef("--%s: %v", flagURLFile, werr)
 	}
 	return nil
 }

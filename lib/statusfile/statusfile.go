@@ -10,7 +10,9 @@ package statusfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -127,13 +129,55 @@ type Exit struct {
 	Error  string `json:"error"`  // the error it exited with, "" for none
 }
 
-// Write replaces path with s atomically.
+// Write replaces path with s atomically. It writes over a regular file or
+// nothing only (see CheckTarget).
 func Write(path string, s *Status) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	return WriteAtomic(path, append(data, '\n'))
+}
+
+// CheckTarget reports whether path may be replaced by WriteAtomic: it does
+// not exist yet, or it is a regular file. A rename over anything else would
+// put a regular file in its place: a symlink would stop pointing where it
+// did, a FIFO a reader waits on would vanish, and as root /dev/null would
+// become a file. Such a path is refused, never written through.
+func CheckTarget(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode().IsRegular():
+		return nil
+	}
+	what := "not a regular file"
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return fmt.Errorf("%s is %s: it is replaced by a regular file on every write, so it is refused (give the path of a regular file, or leave the flag out)", path, what)
+}
+
+// WriteAtomic replaces path with data: a temporary file in the same folder,
+// synced and renamed over it, so that a reader sees the old content or the
+// new, never half. Only a regular file, or nothing, is replaced
+// (CheckTarget).
+func WriteAtomic(path string, data []byte) error {
+	if err := CheckTarget(path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
