@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # generate against llm-sim, on this machine (the simulator shares it):
-#   1. throughput with a zero-latency server: requests per second;
+#   1. throughput with a zero-latency server: requests per second, and
+#      wall time, CPU time and peak RSS beside a Python asyncio + aiohttp
+#      client (scripts/bench/generate_aiohttp.py) on the same requests;
 #   2. client memory per request in flight with 10,000 in flight (peak RSS
 #      minus the RSS of a one-request run, divided by the peak in flight);
 #   3. --concurrency auto against a KV cache of 159,277 tokens with ~1k-token
@@ -13,7 +15,9 @@
 # 50000, part 1), BENCH_INFLIGHT (default 10000, part 2), BENCH_KV_REQS
 # (default 600, part 3), BENCH_SWEEP (default "16 32 48 64 96 150"; empty:
 # --concurrency auto alone, for the ETA), BENCH_KEEP (a folder to keep part
-# 3's progress logs in).
+# 3's progress logs in), BENCH_ANCHOR_REQS (default 20000: part 1's
+# requests beside the Python asyncio+aiohttp client), BENCH_PYTHON (default
+# /usr/bin/python3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -23,6 +27,10 @@ INFLIGHT="${BENCH_INFLIGHT:-10000}"
 KVREQS="${BENCH_KV_REQS:-600}"
 SWEEP="${BENCH_SWEEP-16 32 48 64 96 150}"
 PARTS="${BENCH_PARTS:-1 2 3}"
+ANCHOR_REQS="${BENCH_ANCHOR_REQS:-20000}"
+((ANCHOR_REQS <= REQS)) || ANCHOR_REQS=$REQS
+declare -A ANCHOR ANCHOR_RSS
+PY="${BENCH_PYTHON:-/usr/bin/python3}" # Debian's, where python3-aiohttp installs
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 WORK="$(mktemp -d)"
 SIMPID=""
@@ -74,6 +82,25 @@ if part 1; then
     "$GEN" --url "$URL" --max-tokens 16 --concurrency "$conc" "$WORK/tp.jsonl" > /dev/null 2> "$WORK/tp.err"
     RPS[$conc]="$(summary "$WORK/tp.err" | sed -E 's/.*\(([0-9.]+) req\/s.*/\1/')"
   done
+  # Beside the reference client (scripts/bench/generate_aiohttp.py, asyncio +
+  # aiohttp), on the same server, the first ANCHOR_REQS records, concurrency
+  # 256: wall time, CPU time (user+sys) and peak RSS of each.
+  if "$PY" -c 'import aiohttp' 2>/dev/null; then
+    head -n "$ANCHOR_REQS" "$WORK/tp.jsonl" > "$WORK/anchor.jsonl"
+    TIMEFORMAT='%3R %3U %3S'
+    # timed NAME CMD...: "wall cpu" of CMD into ANCHOR[NAME], its peak RSS (KiB) into ANCHOR_RSS[NAME]
+    timed() {
+      local name=$1; shift
+      { time /usr/bin/time -f '%M' -o "$WORK/anchor.rss" "$@" < "$WORK/anchor.jsonl" > "$WORK/anchor.out" 2> "$WORK/anchor.err"; } 2> "$WORK/anchor.time"
+      ANCHOR[$name]="$(awk '{ printf "%s %.3f", $1, $2 + $3 }' "$WORK/anchor.time")"
+      ANCHOR_RSS[$name]="$(tail -1 "$WORK/anchor.rss")"
+      [[ "$(wc -l < "$WORK/anchor.out")" == "$ANCHOR_REQS" ]] || { note "$name wrote $(wc -l < "$WORK/anchor.out") answers, not $ANCHOR_REQS"; cat "$WORK/anchor.err" >&2; }
+    }
+    timed generate "$GEN" --url "$URL" --max-tokens 16 --concurrency 256 -q -
+    timed python "$PY" scripts/bench/generate_aiohttp.py "$URL" 256 16
+  else
+    note "$PY has no aiohttp (apt-get install python3-aiohttp): the reference client's row is skipped"
+  fi
   stop_sim
 fi
 
@@ -155,6 +182,14 @@ printf '%-58s %s\n' "------------------------------------------------------" "--
 if part 1; then
   printf '%-58s %s (target >= 5,000)\n' "requests/s, zero-latency sim, --concurrency auto" "${RPS[auto]}"
   printf '%-58s %s\n' "requests/s, zero-latency sim, --concurrency 64" "${RPS[64]}"
+  if [[ -n "${ANCHOR[python]:-}" ]]; then
+    read -r GW GC <<< "${ANCHOR[generate]}"
+    read -r PW PC <<< "${ANCHOR[python]}"
+    printf '%-58s %s s wall, %s s CPU, peak RSS %s KiB\n' "generate, $ANCHOR_REQS requests at concurrency 256" "$GW" "$GC" "${ANCHOR_RSS[generate]}"
+    printf '%-58s %s s wall, %s s CPU, peak RSS %s KiB\n' "python asyncio+aiohttp, the same" "$PW" "$PC" "${ANCHOR_RSS[python]}"
+    printf '%-58s %s (target >= 6x)\n' "  python's time over generate's: wall, CPU" \
+      "$(awk -v gw="$GW" -v gc="$GC" -v pw="$PW" -v pc="$PC" 'BEGIN { printf "%.1fx, %.1fx", pw / gw, pc / gc }')"
+  fi
 fi
 if part 2; then
   printf '%-58s %s KiB (%s in flight; peak RSS %s KiB, one request %s KiB; target <= 20)\n' \
