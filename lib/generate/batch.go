@@ -16,6 +16,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -282,7 +283,7 @@ func (c *collector) resultLine(j *job, res *backend.Result, attempts int) []byte
 		if c.cfg.inputFormat == formatOpenAIBatch && !gjson.GetBytes(j.line, record.FieldID).Exists() {
 			// The record contract keys on "id": with it, budget-cut,
 			// dedupe-resume and tokstat take the result as they are.
-			members = append(members, member{record.FieldID, appendString(nil, j.req.ID)})
+			members = append(members, member{record.FieldID, jsonl.AppendString(nil, j.req.ID)})
 		}
 		return addMembers(j.line, members, j.collides)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -187,7 +188,7 @@ func TestBudgetReachedOnlyWithNothingInFlight(t *testing.T) {
 
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote\" back\\ slash", "nl\n tab\t cr\r bell\x07", "ünïcødé 日本", "bad \xff utf8", "</script>"} {
-		raw := appendString(nil, s)
+		raw := jsonl.AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatalf("%q -> %s: %v", s, raw, err)

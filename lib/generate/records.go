@@ -3,7 +3,6 @@ package generate
 import (
 	"bytes"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/tidwall/sjson"
 
@@ -60,9 +59,9 @@ func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []m
 	if res.OutputIDs != nil {
 		add(record.FieldOutputIDs, jsonl.AppendIntArray(nil, res.OutputIDs))
 	}
-	add("text", appendString(nil, res.Text))
+	add("text", jsonl.AppendString(nil, res.Text))
 	if res.Reasoning != "" {
-		add("reasoning", appendString(nil, res.Reasoning))
+		add("reasoning", jsonl.AppendString(nil, res.Reasoning))
 	}
 	if len(res.ReasoningDetails) > 0 {
 		add("reasoning_details", res.ReasoningDetails)
@@ -70,7 +69,7 @@ func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []m
 	if len(res.ToolCalls) > 0 && !bytes.Equal(res.ToolCalls, []byte("null")) {
 		add("tool_calls", res.ToolCalls)
 	}
-	add(record.FieldFinishReason, appendString(nil, res.FinishReason))
+	add(record.FieldFinishReason, jsonl.AppendString(nil, res.FinishReason))
 	if len(res.NativeFinishReason) > 0 {
 		add("native_finish_reason", res.NativeFinishReason)
 	}
@@ -97,17 +96,17 @@ func promptTokensOf(j *job, res *backend.Result) int {
 func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte {
 	b := make([]byte, 0, 160+len(c.paramsJSON))
 	b = append(b, `{"backend":`...)
-	b = appendString(b, c.backendName)
+	b = jsonl.AppendString(b, c.backendName)
 	model := res.Model
 	if model == "" {
 		model = c.cfg.model
 	}
 	if model != "" {
 		b = append(b, `,"model":`...)
-		b = appendString(b, model)
+		b = jsonl.AppendString(b, model)
 	}
 	b = append(b, `,"endpoint":`...)
-	b = appendString(b, j.server.url)
+	b = jsonl.AppendString(b, j.server.url)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(attempts), 10)
 	b = append(b, `,"latency_ms":`...)
@@ -129,11 +128,11 @@ func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte 
 func errorMember(e *backend.Error, attempts int, chargedUSD float64) []byte {
 	b := make([]byte, 0, 96+len(e.Message))
 	b = append(b, `{"kind":`...)
-	b = appendString(b, e.Kind)
+	b = jsonl.AppendString(b, e.Kind)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"message":`...)
-	b = appendString(b, e.Message)
+	b = jsonl.AppendString(b, e.Message)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(attempts), 10)
 	b = append(b, `,"retryable":`...)
@@ -145,48 +144,3 @@ func errorMember(e *backend.Error, attempts int, chargedUSD float64) []byte {
 	}
 	return append(b, '}')
 }
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
-// encoding/json does, so that every line stays valid JSON.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"

@@ -95,6 +95,7 @@ type Reader struct {
 	err      error
 	stats    Stats
 	maxLine  int
+	rows     bool // the current file is Parquet: its records are rows, not lines
 }
 
 // Open prepares to read names in order ("-" or no names: stdin). Every file is
@@ -110,6 +111,10 @@ func Open(stdin io.Reader, names []string, opt Options) (*Reader, error) {
 	}
 	if maxLine > MaxLineLimit {
 		return nil, exitcode.Usagef("line cap %d is above the limit of 1 GiB", maxLine)
+	}
+	names, err := expandFolders(names)
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range names {
 		if n == "-" {
@@ -128,7 +133,7 @@ func checkReadable(name string) error {
 		return exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))
 	}
 	if fi.IsDir() {
-		return exitcode.NoInputf("%s is a directory, not a JSONL file", name)
+		return exitcode.NoInputf("%s is a directory with no .parquet file beneath it (a folder is read as its Parquet shards, in name order), not a JSONL file", name)
 	}
 	if !fi.Mode().IsRegular() {
 		// A named pipe must not be opened twice: opening blocks until a
@@ -303,9 +308,10 @@ func (r *Reader) openNext() bool {
 		r.err = r.readError(err)
 		return false
 	}
-	if ahead {
+	if ahead && src.rows == nil {
 		src.readAhead(r.beforeRead)
 	}
+	r.rows = src.rows != nil
 	r.cur = src
 	return true
 }
@@ -352,6 +358,13 @@ func (r *Reader) readError(err error) error {
 		}
 		return exitcode.DataErrorf("%s: %v: convert it first, e.g. iconv -f UTF-16 -t UTF-8 %s > %s.utf8", r.Name(), err, file, file)
 	}
+	var pq *parquetError
+	if errors.As(err, &pq) {
+		return exitcode.DataErrorf("%s: %v (the Parquet file is damaged or truncated: download or write it again%s)", r.Name(), pq, r.rowsBefore())
+	}
+	if errors.Is(err, errParquetStream) {
+		return exitcode.Usagef("%s: %v", r.Name(), err)
+	}
 	var dec *decodeError
 	if errors.As(err, &dec) {
 		return exitcode.DataErrorf("%s: %v (the compressed file is damaged or truncated: restore it or compress it again%s)",
@@ -367,6 +380,14 @@ func (r *Reader) posOrName() string {
 		return r.Name()
 	}
 	return r.Pos()
+}
+
+// rowsBefore tells how many rows of a damaged Parquet file were read.
+func (r *Reader) rowsBefore() string {
+	if n := r.lineNo - 1; n > 0 {
+		return fmt.Sprintf("; the %d row(s) before were read", n)
+	}
+	return ""
 }
 
 // linesBefore tells how much of a damaged file was read, so that the user
@@ -424,8 +445,13 @@ func (r *Reader) Name() string {
 // Line is the current line number in the current file, from 1.
 func (r *Reader) Line() int64 { return r.lineNo }
 
-// Pos is "FILE:LINE" for messages.
-func (r *Reader) Pos() string { return fmt.Sprintf("%s:%d", r.Name(), r.lineNo) }
+// Pos is "FILE:LINE" for messages; in a Parquet file, "FILE: row N".
+func (r *Reader) Pos() string {
+	if r.rows {
+		return fmt.Sprintf("%s: row %d", r.Name(), r.lineNo)
+	}
+	return fmt.Sprintf("%s:%d", r.Name(), r.lineNo)
+}
 
 // Err returns the error that stopped Next, if any.
 func (r *Reader) Err() error { return r.err }

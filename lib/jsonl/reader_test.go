@@ -312,7 +312,7 @@ func TestReaderBadFiles(t *testing.T) {
 		root  bool // whether the case holds when running as root
 	}{
 		{name: "missing", files: []string{good, filepath.Join(dir, "nope.jsonl")}, parts: []string{"open " + dir + "/nope.jsonl: no such file or directory"}, root: true},
-		{name: "directory", files: []string{dir}, parts: []string{dir + " is a directory"}, root: true},
+		{name: "directory", files: []string{dir}, parts: []string{dir + " is a directory with no .parquet file"}, root: true},
 		{name: "unreadable", files: []string{unreadable}, parts: []string{"open " + unreadable + ": permission denied"}},
 	}
 	for _, tc := range tests {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -78,6 +79,7 @@ func (e *hookError) Error() string { return e.err.Error() }
 // source is one open input: the file, its decompressor and the line splitter.
 type source struct {
 	lines   *lineSplitter
+	rows    *parquetRows // non-nil: a Parquet file, read row by row instead of lines
 	closer  []io.Closer
 	served  int64     // results of lines.next so far
 	prepare prepareFn // makes a line ready for Next
@@ -113,7 +115,11 @@ func (s *source) next() (prepared, error) {
 
 // nextLine is the splitter's next line, and whether it is the file's first.
 func (s *source) nextLine() (line []byte, first bool, err error) {
-	line, err = s.lines.next()
+	if s.rows != nil {
+		line, err = s.rows.next()
+	} else {
+		line, err = s.lines.next()
+	}
 	first = s.served == 0
 	s.served++
 	if torn, ok := err.(*tornError); ok {
@@ -220,6 +226,9 @@ func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error, 
 	}
 	if enc := utf16Encoding(head); enc != "" {
 		return nil, &encodingError{enc}
+	}
+	if IsParquet(head) {
+		return src, src.openParquet(raw, hook)
 	}
 	var r io.Reader = br
 	switch {
@@ -366,4 +375,24 @@ func (l *lineSplitter) read() {
 			l.err = err
 		}
 	}
+}
+
+// openParquet makes src read raw, a Parquet file, row by row. Parquet keeps
+// its index at the end, so raw must be a regular file (a named one, or stdin
+// redirected from one), not a pipe.
+func (s *source) openParquet(raw io.Reader, hook func() error) error {
+	f, ok := raw.(*os.File)
+	if !ok {
+		return errParquetStream
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return errParquetStream
+	}
+	rows, err := openParquet(f, hook)
+	if err != nil {
+		return err
+	}
+	s.rows = rows
+	s.closer = append(s.closer, rows)
+	return nil
 }
