@@ -39,6 +39,10 @@
 #   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--temperature 0.6"; with the
 #                            openai backend "--model NAME --tokenizer DIR" (the
 #                            model folder, for output_ids)
+#   SYNTHPIPE_TURNS          last (default: one answer per prompt) or all: regenerate
+#                            every assistant turn of each conversation on the
+#                            model's own answers (agent and tool-calling data;
+#                            tokenize-prompts and generate --turns all)
 #   SYNTHPIPE_SHARED         1: other runs use the server too (generate --shared:
 #                            a server that reports no load is shared by probing
 #                            its queue); fanout.sh sets it, and a shard always is
@@ -72,6 +76,19 @@ tokenize_extra=(${SYNTHPIPE_TOKENIZE_ARGS:-})
 generate_extra=(${SYNTHPIPE_GENERATE_ARGS:-})
 shared_flags=()
 case ${SYNTHPIPE_SHARED:-} in 1 | true | yes) shared_flags=(--shared) ;; esac
+case ${SYNTHPIPE_TURNS:-last} in
+last) ;;
+all)
+	tokenize_extra+=(--turns all)
+	generate_extra+=(--turns all)
+	# SGLang: each turn's prompt is rendered, and its answer read, with the model's tokenizer.
+	[ "${SYNTHPIPE_BACKEND:-sglang}" = sglang ] && generate_extra+=(--tokenizer "${SYNTHPIPE_TOKENIZER:-}")
+	;;
+*)
+	echo "run-dataset.sh: SYNTHPIPE_TURNS=$SYNTHPIPE_TURNS: want last or all" >&2
+	exit 64
+	;;
+esac
 
 # The tools read SYNTHPIPE_<FLAG> as defaults for their flags: generate would
 # take SYNTHPIPE_TOKENIZER as its own --tokenizer, dedupe-resume a stray
