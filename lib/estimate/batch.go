@@ -1,15 +1,17 @@
 package estimate
 
-import "math"
+import (
+	"math"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
+)
 
 // job is one request of a simulated run: its prompt and answer in tokens.
 type job struct{ prompt, answer int }
 
-// capacity is what an SGLang server says it holds.
-type capacity struct {
-	kvTokens   int // max_total_num_tokens: the KV cache shared by running requests
-	maxRunning int // max_running_requests
-}
+// kvCapacity is what an SGLang server says it holds: generate's sizing
+// (lib/capacity) reads the same figures.
+type kvCapacity = capacity.KV
 
 // batchRun is the outcome of a simulated run on one server, in decode steps:
 // a step gives one token to every running request, whatever their number,
@@ -35,16 +37,12 @@ func (r batchRun) fullBatch() float64 {
 	return 1
 }
 
-// queueMargin is generate's: it keeps 10% more requests in flight than the
-// KV cache holds, so that the server never waits for the client.
-const queueMargin = 0.10
-
 // clientConcurrency is how many requests generate --concurrency auto keeps
 // in flight against a server: as many as the KV cache holds given the mean
 // prompt and the mean number of answer tokens a running request holds,
 // E[L^2]/2E[L], plus the queue margin, capped by max_running_requests plus
-// the margin (see generate's kvSizer).
-func clientConcurrency(jobs []job, c capacity) int {
+// the margin: capacity.KV.Size, as generate's.
+func clientConcurrency(jobs []job, c kvCapacity) int {
 	if len(jobs) == 0 {
 		return 1
 	}
@@ -55,22 +53,7 @@ func clientConcurrency(jobs []job, c capacity) int {
 		sum += a
 		sumSq += a * a
 	}
-	n := float64(len(jobs))
-	held := prompt / n
-	if sum > 0 {
-		held += sumSq / (2 * sum)
-	}
-	return concurrencyFor(held, c)
-}
-
-// concurrencyFor is generate's sizing for requests holding held KV tokens
-// each on average.
-func concurrencyFor(held float64, c capacity) int {
-	conc := int(math.Ceil(float64(c.kvTokens) / max(held, 1) * (1 + queueMargin)))
-	if c.maxRunning > 0 {
-		conc = min(conc, int(math.Ceil(float64(c.maxRunning)*(1+queueMargin))))
-	}
-	return max(conc, 1)
+	return c.Size(prompt/float64(len(jobs)), capacity.Held(sum, sumSq)).N
 }
 
 // client is how generate feeds a server: conc requests in flight at most
@@ -94,22 +77,20 @@ type client struct {
 // tuneInterval is how often generate re-sizes its requests in flight.
 const tuneInterval = 1.0
 
-// generateMaxTokens is generate's --max-tokens when the estimate is not told.
-const generateMaxTokens = 4096
-
 // orDefaultMaxTokens is n, or generate's default when n is 0.
 func orDefaultMaxTokens(n int) int {
 	if n > 0 {
 		return n
 	}
-	return generateMaxTokens
+	return capacity.DefaultMaxTokens
 }
 
 // warmupConcurrency is generate's first choice of requests in flight: as if
 // answers were uniform up to maxTokens (mean maxTokens/2, a running request
 // holding maxTokens/3 on average), beside the first record's prompt.
-func warmupConcurrency(first job, c capacity, maxTokens int) int {
-	return concurrencyFor(float64(first.prompt)+float64(maxTokens)/3, c)
+func warmupConcurrency(first job, c kvCapacity, maxTokens int) int {
+	_, held := capacity.Prior(float64(maxTokens))
+	return c.Size(float64(first.prompt), held).N
 }
 
 func (cl client) reserving() bool { return cl.budget >= 0 && cl.reserve > 0 }
@@ -141,7 +122,7 @@ type life struct{ steps, tokens int64 }
 // token counts, so the model jumps from event to event: its cost grows
 // with the number of requests, not of tokens. When lives is not nil, it
 // receives each job's life (lives[i] for jobs[i]).
-func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
+func simulateBatch(jobs []job, c kvCapacity, cl client, lives []life) batchRun {
 	conc := cl.conc
 	if cl.warmupConc > 0 && cl.step.known() {
 		conc = cl.warmupConc
@@ -149,8 +130,8 @@ func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
 	now := 0.0 // seconds, when cl.step is known
 	run := batchRun{concurrency: cl.conc}
 	var spent, reserved int64 // under a budget: answers done, reservations in flight
-	kv := c.kvTokens
-	maxRunning := c.maxRunning
+	kv := c.Tokens
+	maxRunning := c.MaxRunning
 	if maxRunning <= 0 {
 		maxRunning = math.MaxInt
 	}
@@ -250,4 +231,20 @@ func simulateBatch(jobs []job, c capacity, cl client, lives []life) batchRun {
 		clear(running[len(kept):])
 		running = kept
 	}
+}
+
+// Concurrency is what the estimate takes generate --concurrency auto to
+// keep in flight against a server of capacity kv for requests of these
+// prompt and answer lengths (in pairs): warmup before any answer is known
+// (maxTokens its limit), settled once they all are. generate's tests hold
+// it to what generate does.
+func Concurrency(kv capacity.KV, prompts, answers []int, maxTokens int) (warmup, settled int) {
+	jobs := make([]job, len(prompts))
+	for i := range prompts {
+		jobs[i] = job{prompt: prompts[i], answer: answers[i]}
+	}
+	if len(jobs) == 0 {
+		return 1, 1
+	}
+	return warmupConcurrency(jobs[0], kv, maxTokens), clientConcurrency(jobs, kv)
 }

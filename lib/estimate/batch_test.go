@@ -9,22 +9,22 @@ func TestSimulateBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		jobs        []job
-		cap         capacity
+		cap         kvCapacity
 		conc        int
 		steps       int64
 		retractions int64
 	}{
 		// Room for all: the run lasts as long as the longest answer.
-		{"room for all", []job{{10, 10}, {10, 20}, {10, 30}, {10, 40}}, capacity{1000, 100}, 4, 40, 0},
+		{"room for all", []job{{10, 10}, {10, 20}, {10, 30}, {10, 40}}, kvCapacity{Tokens: 1000, MaxRunning: 100}, 4, 40, 0},
 		// One request at a time: the answers add up.
-		{"one at a time", []job{{10, 10}, {10, 20}, {10, 30}}, capacity{1000, 1}, 3, 60, 0},
-		{"client sends one", []job{{10, 10}, {10, 20}, {10, 30}}, capacity{1000, 100}, 1, 60, 0},
+		{"one at a time", []job{{10, 10}, {10, 20}, {10, 30}}, kvCapacity{Tokens: 1000, MaxRunning: 1}, 3, 60, 0},
+		{"client sends one", []job{{10, 10}, {10, 20}, {10, 30}}, kvCapacity{Tokens: 1000, MaxRunning: 100}, 1, 60, 0},
 		// Two requests of 80+20 fit in 200 tokens; the third's prompt
 		// does not fit beside them, so it waits for both.
-		{"KV bound", []job{{80, 20}, {80, 20}, {80, 20}}, capacity{200, 100}, 3, 40, 0},
+		{"KV bound", []job{{80, 20}, {80, 20}, {80, 20}}, kvCapacity{Tokens: 200, MaxRunning: 100}, 3, 40, 0},
 		// Three prompts of 50 fit (150 + 3 < 200), but their answers
 		// outgrow the cache: the newest is retracted and redone later.
-		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, capacity{200, 100}, 3, 40 + 40 - 16, 1},
+		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, kvCapacity{Tokens: 200, MaxRunning: 100}, 3, 40 + 40 - 16, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := simulateBatch(tc.jobs, tc.cap, client{conc: tc.conc, budget: -1}, nil)
@@ -47,7 +47,7 @@ func TestSimulateBatch(t *testing.T) {
 func TestSimulateBatchBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 50 {
-		c := capacity{kvTokens: 2000 + rng.IntN(50000), maxRunning: 1 + rng.IntN(300)}
+		c := kvCapacity{Tokens: 2000 + rng.IntN(50000), MaxRunning: 1 + rng.IntN(300)}
 		var jobs []job
 		longest, tokens := 0, 0
 		for range 1 + rng.IntN(400) {
@@ -60,8 +60,8 @@ func TestSimulateBatchBounds(t *testing.T) {
 		if run.tokens != int64(tokens) {
 			t.Fatalf("trial %d: %d tokens generated, want %d", trial, run.tokens, tokens)
 		}
-		if run.steps < int64(longest) || run.steps < int64(tokens/c.maxRunning) || run.steps > int64(tokens) {
-			t.Fatalf("trial %d: %d steps for %d tokens, longest %d, %d running at most", trial, run.steps, tokens, longest, c.maxRunning)
+		if run.steps < int64(longest) || run.steps < int64(tokens/c.MaxRunning) || run.steps > int64(tokens) {
+			t.Fatalf("trial %d: %d steps for %d tokens, longest %d, %d running at most", trial, run.steps, tokens, longest, c.MaxRunning)
 		}
 	}
 }
@@ -72,7 +72,7 @@ func TestSimulateBatchBounds(t *testing.T) {
 // next request's reservation does not fit.
 func TestSimulateBatchBudgetReservations(t *testing.T) {
 	jobs := []job{{10, 10}, {10, 10}, {10, 10}, {10, 10}, {10, 10}}
-	c := capacity{1000, 100}
+	c := kvCapacity{Tokens: 1000, MaxRunning: 100}
 	free := simulateBatch(jobs, c, client{conc: 5, budget: -1}, nil)
 	if free.steps != 10 {
 		t.Errorf("without a budget: %d steps, want 10", free.steps)
@@ -96,10 +96,10 @@ func TestSimulateBatchBudgetReservations(t *testing.T) {
 func TestClientConcurrency(t *testing.T) {
 	jobs := []job{{100, 100}, {100, 300}}
 	// Held per request: 100 prompt + E[L^2]/2E[L] = (1e4+9e4)/(2*400) = 125.
-	if got := clientConcurrency(jobs, capacity{kvTokens: 22000}); got != 108 {
+	if got := clientConcurrency(jobs, kvCapacity{Tokens: 22000}); got != 108 {
 		t.Errorf("concurrency %d, want 22,000/225 = 97.8 plus 10%%, rounded up", got)
 	}
-	if got := clientConcurrency(jobs, capacity{kvTokens: 22000, maxRunning: 45}); got != 50 {
+	if got := clientConcurrency(jobs, kvCapacity{Tokens: 22000, MaxRunning: 45}); got != 50 {
 		t.Errorf("concurrency %d, want max_running 45 plus 10%%, rounded up", got)
 	}
 }
@@ -132,7 +132,7 @@ func TestMakespan(t *testing.T) {
 // per running request give those two figures back.
 func TestFitStepTiming(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	c := capacity{kvTokens: 159277, maxRunning: 1024}
+	c := kvCapacity{Tokens: 159277, MaxRunning: 1024}
 	truth := stepTiming{fixed: 0.002, perRequest: 10e-6}
 	var jobs []job
 	for range 400 {

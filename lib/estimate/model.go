@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
 )
 
 // backendKind says how a backend's time and money are modelled.
@@ -28,7 +30,7 @@ type backendModel struct {
 	model string // OpenRouter: the model id
 
 	// SGLang.
-	cap        capacity
+	cap        kvCapacity
 	step       stepTiming // decode step time, when the source gives it directly
 	hourlyCost float64    // USD per hour of the server, 0: unknown
 
@@ -167,14 +169,6 @@ func (b *backendModel) runTime(jobs []job, left int64, reserve int) (secs float6
 	}
 }
 
-// AIMD start and ceiling of generate against an API that says nothing of
-// its capacity: 16 requests in flight, one more per window of successes
-// (+1/n per answer), 1,024 at most.
-const (
-	aimdStart = 16
-	aimdMax   = 1024
-)
-
 // makespan is the time an API takes for jobs sent in order, each taking
 // overhead plus its answer at rate tokens per second, with generate's
 // requests in flight: cl.conc when fixed, else its AIMD window growing with
@@ -184,7 +178,7 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 	var h finishHeap
 	now := 0.0
 	var spent, reserved int64
-	window := float64(aimdStart)
+	window := float64(capacity.AIMDStart)
 	slots := func() int {
 		if cl.conc > 0 {
 			return cl.conc
@@ -209,7 +203,7 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 		}
 		f := heap.Pop(&h).(finish)
 		now = f.at
-		window = min(window+1/window, aimdMax)
+		window = min(window+1/window, capacity.AIMDMax)
 		if cl.reserving() {
 			spent += int64(f.prompt + f.answer)
 			reserved -= int64(f.prompt + cl.reserve)

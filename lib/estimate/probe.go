@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
@@ -37,15 +38,15 @@ func serverError(what string, err error) error {
 
 // serverCapacity reads an SGLang server's KV cache and running request
 // limit from /server_info.
-func serverCapacity(ctx context.Context, url, key string) (capacity, error) {
+func serverCapacity(ctx context.Context, url, key string) (kvCapacity, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	info, err := backend.NewSGLang(backend.Options{APIKey: key}).ServerInfo(ctx, url)
 	if err != nil {
-		return capacity{}, serverError(backend.WithoutUserinfo(url)+"/server_info", err)
+		return kvCapacity{}, serverError(backend.WithoutUserinfo(url)+"/server_info", err)
 	}
-	c := capacity{kvTokens: max(info.MaxTotalTokens, info.TokenCapacity), maxRunning: info.MaxRunningRequests}
-	if c.kvTokens <= 0 {
+	c := capacity.FromServerInfo(info)
+	if c.Tokens <= 0 {
 		return c, exitcode.TempFailf("%s/server_info says nothing of the KV cache (max_total_num_tokens): is it an SGLang server?", backend.WithoutUserinfo(url))
 	}
 	return c, nil

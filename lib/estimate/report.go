@@ -279,7 +279,7 @@ func describeBackend(b *backendModel) backendReport {
 	switch b.kind {
 	case kindSGLang:
 		r.Kind = "sglang"
-		r.KVTokens, r.MaxRunning = b.cap.kvTokens, b.cap.maxRunning
+		r.KVTokens, r.MaxRunning = b.cap.Tokens, b.cap.MaxRunning
 		if b.step.known() {
 			r.StepSeconds = ptr(b.step.fixed)
 			r.StepSecondsPerRequest = ptr(b.step.perRequest)

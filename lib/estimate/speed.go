@@ -31,7 +31,7 @@ const minFitAnswers = 8
 // runs holds each dataset's done records in file order; each is replayed
 // on its own, as the datasets ran one after another, under the budget they
 // presumably ran with and the --max-tokens their records say.
-func fitStepTiming(runs []timedRun, c capacity, budget int64) (stepTiming, bool) {
+func fitStepTiming(runs []timedRun, c kvCapacity, budget int64) (stepTiming, bool) {
 	first, ok := fitOnce(runs, c, budget, stepTiming{})
 	if !ok {
 		return first, false
@@ -53,7 +53,7 @@ type timedRun struct {
 
 // fitOnce replays the runs (with generate's first second when step is
 // known) and fits the latencies to what each request lived through.
-func fitOnce(runs []timedRun, c capacity, budget int64, step stepTiming) (stepTiming, bool) {
+func fitOnce(runs []timedRun, c kvCapacity, budget int64, step stepTiming) (stepTiming, bool) {
 	var rows [][3]float64 // 1, steps, tokens
 	var ys []float64
 	for _, run := range runs {

@@ -24,6 +24,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -76,8 +77,8 @@ const (
 
 // defaultMaxTokens applies without --max-tokens. SGLang's own default (128)
 // truncates answers silently, so generate always sends a limit and names it
-// in its start-up line.
-const defaultMaxTokens = 4096
+// in its start-up line; estimate assumes the same.
+const defaultMaxTokens = capacity.DefaultMaxTokens
 
 // Environment variables holding API keys, in the order they are tried.
 var apiKeyEnv = []string{"OPENROUTER_API_KEY", "OPENAI_API_KEY"}

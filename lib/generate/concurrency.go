@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
 
@@ -28,14 +28,9 @@ func (fixedLimit) onSuccess()       {}
 func (fixedLimit) onRateLimit()     {}
 func (f fixedLimit) String() string { return fmt.Sprintf("concurrency %d (fixed)", int(f)) }
 
-// AIMD bounds for servers that say nothing of their capacity.
-const (
-	aimdStart = 16
-	aimdMax   = 1024
-	// aimdCutEvery keeps one burst of 429s from halving the limit again and
-	// again: the requests already in flight answer 429 together.
-	aimdCutEvery = time.Second
-)
+// aimdCutEvery keeps one burst of 429s from halving the limit again and
+// again: the requests already in flight answer 429 together.
+const aimdCutEvery = time.Second
 
 // aimd is additive increase, multiplicative decrease: one more request in
 // flight after a window of successes, half as many on a 429, as TCP does.
@@ -45,7 +40,7 @@ type aimd struct {
 	lastCut time.Time
 }
 
-func newAIMD() *aimd { return &aimd{cur: aimdStart} }
+func newAIMD() *aimd { return &aimd{cur: capacity.AIMDStart} }
 
 func (a *aimd) limit() int {
 	a.mu.Lock()
@@ -55,7 +50,7 @@ func (a *aimd) limit() int {
 
 func (a *aimd) onSuccess() {
 	a.mu.Lock()
-	a.cur = min(a.cur+1/a.cur, aimdMax)
+	a.cur = min(a.cur+1/a.cur, capacity.AIMDMax)
 	a.mu.Unlock()
 }
 
@@ -68,30 +63,24 @@ func (a *aimd) onRateLimit() {
 	a.mu.Unlock()
 }
 
-// queueMargin is the share of requests sent beyond what the KV cache holds,
-// so that a finished request is replaced at once from the server's queue
-// instead of after a round trip.
-const queueMargin = 0.10
-
 // kvSizer sizes the requests in flight to what an SGLang server's KV cache
 // holds: too few leaves the batch short, too many only queue (or get
 // retracted and recomputed) on the server while their client-side timeouts
 // run.
 type kvSizer struct {
-	kvTokens   int // token capacity of the KV cache
-	maxRunning int
-	mu         sync.Mutex
-	cur        int // what this run alone would keep in flight
-	why        string
-	share      serverShare
-	reported   int     // the target last said in the log, 0: none yet
-	fits       float64 // requests the cache holds at once; those beyond queue
+	kv       capacity.KV
+	mu       sync.Mutex
+	cur      int // what this run alone would keep in flight
+	why      string
+	share    serverShare
+	reported int     // the target last said in the log, 0: none yet
+	fits     float64 // requests the cache holds at once; those beyond queue
 }
 
 // newKVSizer sizes for a server's capacity; resize sets the first target
 // once the first prompt is known.
 func newKVSizer(info *backend.ServerInfo) *kvSizer {
-	return &kvSizer{kvTokens: max(info.TokenCapacity, info.MaxTotalTokens), maxRunning: info.MaxRunningRequests, cur: 1}
+	return &kvSizer{kv: capacity.FromServerInfo(info), cur: 1}
 }
 
 func (k *kvSizer) limit() int {
@@ -109,22 +98,10 @@ func (*kvSizer) onRateLimit() {}
 // resize recomputes the target from the mean prompt length and the mean
 // number of generated tokens a running request holds.
 func (k *kvSizer) resize(meanPrompt, kvShare float64) {
-	perRequest := max(meanPrompt+kvShare, 1)
-	fit := float64(k.kvTokens) / perRequest
-	n := int(math.Ceil(fit * (1 + queueMargin)))
-	why := fmt.Sprintf("KV %s tokens / (%s prompt + %s held by answers) = %.0f fit, +%.0f%% queue margin",
-		cliutil.Thousands(int64(k.kvTokens)), cliutil.Thousands(int64(meanPrompt)), cliutil.Thousands(int64(kvShare)), fit, queueMargin*100)
-	if k.maxRunning > 0 {
-		capped := int(math.Ceil(float64(k.maxRunning) * (1 + queueMargin)))
-		if n > capped {
-			// The figure said is the one used: the cap, with the same margin.
-			n = capped
-			why = fmt.Sprintf("%s; capped at max_running_requests %d, +%.0f%% queue margin", why, k.maxRunning, queueMargin*100)
-		}
-	}
+	t := k.kv.Size(meanPrompt, kvShare)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.cur, k.why, k.fits = max(n, 1), why, fit
+	k.cur, k.why, k.fits = t.N, t.Why, t.Fits
 	if k.share.on && k.share.limit == 0 {
 		k.share.begin(float64(k.cur))
 	}

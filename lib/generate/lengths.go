@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
 )
 
 // lengthModel learns how long answers are. Completed answers alone are a
@@ -118,8 +120,8 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	maxT := float64(m.maxTokens)
 	est := lengthEstimate{samples: completed, maxTokens: maxT, decodeRate: rate}
 	if len(done) == 0 {
-		prior := maxT / 2
-		est.mean, est.kvShare = prior, prior*2/3 // uniform on [0, max]
+		prior, held := capacity.Prior(maxT)
+		est.mean, est.kvShare = prior, held
 		for _, age := range ages {
 			low := generated(rate, fixed, age, maxT)
 			est.inFlightDone += low
@@ -149,7 +151,7 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 	}
 	n := float64(len(done) + len(lows))
 	est.mean = sum / n
-	est.kvShare = sumSq / n / (2 * est.mean)
+	est.kvShare = capacity.Held(sum, sumSq)
 	m.setMean(est.mean)
 	return est
 }

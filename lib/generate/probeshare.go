@@ -25,7 +25,7 @@ import (
 // latency of an answer (Q/(R+Q) = W/L; L is the mean latency of this run's
 // recent answers, all runs' answers being alike). One run alone, sized as
 // concurrency.go says, keeps a tenth of what the cache holds queued
-// (queueMargin), about 9% of what it holds in flight.
+// (capacity.QueueMargin), about 9% of what it holds in flight.
 //
 // A run probes every quarter of an answer's latency (probeEvery) and reads
 // the mean queued share of its probes of the last half latency (at least

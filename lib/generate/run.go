@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -279,7 +280,7 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 		info, err := serverInfo(ctx, be, u)
 		switch {
 		case err != nil:
-			note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, aimdStart)
+			note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
 			srv.limiter = newAIMD()
 			var be *backend.Error
 			if errors.As(err, &be) && be.Kind == backend.KindConnect {
@@ -287,7 +288,7 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 				srv.markUnreachable(shortCause(be))
 			}
 		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
-			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, aimdStart)
+			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
 			srv.limiter = newAIMD()
 		default:
 			// Sized from the first record's prompt once it is read.
