@@ -2,7 +2,8 @@
 # make demo: the whole synthpipe pipeline on the bundled sample prompts and the
 # bundled Kimi-K2.5 tokenizer, against the built-in simulated SGLang server.
 #
-# For each dataset of the sample (chat, code, math, tools), all four at once
+# For each dataset of the sample (chat, code, math, tools as JSONL, sharegpt as
+# a folder of Parquet shards), all five at once
 # against the one simulator (as scripts/fanout.sh runs them), it runs
 #   tokenize-prompts | dedupe-resume | generate | budget-cut -o DATASET/out.jsonl --append
 # with a token budget per dataset (generate refuses to start a request the
@@ -21,7 +22,7 @@ export PATH="$PWD/bin:$PATH"
 demo=${DEMO_DIR:-$(mktemp -d /tmp/synthpipe-demo.XXXXXX)}
 mkdir -p "$demo"
 budget=${DEMO_BUDGET:-40k}
-datasets=(chat code math tools)
+datasets=(chat code math tools sharegpt)
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
 [ -n "${NO_COLOR:-}" ] || [ "${TERM:-dumb}" = dumb ] && say() { printf '\n== %s\n' "$*" >&2; }
@@ -35,6 +36,16 @@ for _ in $(seq 100); do [ -s "$demo/url" ] && break; sleep 0.05; done
 url=$(cat "$demo/url")
 echo "llm-sim listening at $url" >&2
 
+# prompts_of names a dataset's prompts: the bundled JSONL, or for sharegpt a
+# folder of Parquet shards as the Hugging Face Hub publishes a dataset.
+prompts_of() {
+	if [ -d "scripts/demo-data/$1" ]; then
+		echo "scripts/demo-data/$1"
+	else
+		echo "lib/bundle/prompts/$1.jsonl.zst"
+	fi
+}
+
 # run_all runs every dataset's pipeline at once; each one's messages go to
 # its run.log, and the last lines of each are shown when all are done.
 run_all() {
@@ -43,7 +54,7 @@ run_all() {
 		mkdir -p "$demo/$d"
 		(
 			set -o pipefail
-			tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "lib/bundle/prompts/$d.jsonl.zst" |
+			tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "$(prompts_of "$d")" |
 				dedupe-resume --done "$demo/$d/out.jsonl" |
 				generate --backend sglang --url "$url" --max-tokens 1500 --errors "$demo/$d/errors.jsonl" --progress-interval 2s \
 					--token-budget "$budget" --already "$demo/$d/out.jsonl" --status-file "$demo/$d/status.json" |
@@ -66,17 +77,17 @@ run_all() {
 	return "$status"
 }
 
-say "first run: the four datasets at once, each up to its budget of $budget tokens"
+say "first run: the five datasets at once, each up to its budget of $budget tokens"
 time run_all watch
 
 say "second run: the same command resumes; nothing is done twice"
 run_all
 
 say "tokstat: per dataset, with budget use"
-tokstat --by dataset --budget "$budget" "$demo"/{chat,code,math,tools}/out.jsonl
+tokstat --by dataset --budget "$budget" "$demo"/{chat,code,math,tools,sharegpt}/out.jsonl
 
 say "to-train: SpecForge conversations for the draft model"
-to-train --format specforge "$demo"/{chat,code,math,tools}/out.jsonl >"$demo/train.jsonl"
+to-train --format specforge "$demo"/{chat,code,math,tools,sharegpt}/out.jsonl >"$demo/train.jsonl"
 echo "wrote $demo/train.jsonl ($(wc -l <"$demo/train.jsonl") samples)" >&2
 
 say "the whole job on one screen: tokstat $demo (from the status files)"

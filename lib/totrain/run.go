@@ -2,6 +2,11 @@ package totrain
 
 import (
 	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,14 +61,12 @@ func run(c *cli.Context) (err error) {
 	if err := files.Check(); err != nil {
 		return err
 	}
-	out, finishOutput, err := jsonl.OpenOutput(c.String(flagOutput), false, c.App.Writer, cliutil.Warner(c))
+	out, finishOutput, err := openSamples(c.String(flagOutput), conv.format, c.App.Writer, cliutil.Warner(c))
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if ferr := finishOutput(); err == nil {
-			err = ferr
-		}
+		err = finishOutput(err)
 	}()
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
@@ -131,3 +134,56 @@ func run(c *cli.Context) (err error) {
 	}
 	return nil
 }
+
+// sampleWriter is where samples go: JSONL, or a Parquet file.
+type sampleWriter interface {
+	Write(sample []byte) error
+	Flush() error
+}
+
+// openSamples opens the output: -o FILE.parquet writes Parquet (tokens only:
+// a SpecForge conversation's tool calls are free-form JSON, which a Parquet
+// schema cannot hold), anything else JSONL. finish ends it, given the run's
+// error, and returns the run's error or its own: a Parquet file is put in
+// place only when the run succeeded.
+func openSamples(path, format string, stdout io.Writer, warn func(string)) (sampleWriter, func(error) error, error) {
+	if !strings.EqualFold(filepath.Ext(path), ".parquet") {
+		w, finish, err := jsonl.OpenOutput(path, false, stdout, warn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return w, func(err error) error {
+			if ferr := finish(); err == nil {
+				err = ferr
+			}
+			return err
+		}, nil
+	}
+	if format != formatTokens {
+		return nil, nil, cliutil.Usagef("-o %s: Parquet output is for --format tokens (SpecForge conversations carry free-form JSON tool calls): write --format %s as JSONL", path, format)
+	}
+	pw, err := jsonl.CreateParquet(path, tokensSchema)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parquetSamples{pw}, func(err error) error {
+		if err != nil {
+			pw.Abandon()
+			return err
+		}
+		return pw.Close()
+	}, nil
+}
+
+// tokensSchema is --format tokens as Parquet columns.
+var tokensSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.BinaryTypes.String},
+	{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
+	{Name: "loss_mask", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
+}, nil)
+
+// parquetSamples is a Parquet file as a sampleWriter: it has nothing to
+// flush (a Parquet file is readable only once whole).
+type parquetSamples struct{ *jsonl.ParquetWriter }
+
+func (parquetSamples) Flush() error { return nil }

@@ -11,3 +11,8 @@ trap 'rm -rf "$work"' EXIT
 cp "$here/package.json" "$here/gen.mjs" "$work/"
 (cd "$work" && npm install --no-audit --no-fund --silent >/dev/null)
 node "$work/gen.mjs" "$out"
+# make demo reads the conversation dataset as a folder of shards.
+if [ -z "${1:-}" ]; then
+	rm -rf "$here/../demo-data/sharegpt/data"
+	cp -r "$out/hf/data" "$here/../demo-data/sharegpt/"
+fi
