@@ -12,6 +12,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 const (
@@ -105,7 +106,21 @@ a schema is beyond that encoder, e.g. oneOf). SGLang and vLLM serve the model
 through that code. With auto, the default, tools are so declared when the chat
 template reads tools_ts_str (Kimi-K2.5's does; Kimi-K2's and K2-Thinking's do
 not), and passed as given otherwise. --with-text writes the rendered prompt as
-prompt_text, to diff against another pipeline's rendering.`,
+prompt_text, to diff against another pipeline's rendering.
+
+--thinking renders each conversation with thinking on or off and writes the
+setting on the record as "thinking": true or false (with effort levels, also
+"reasoning_effort"), which generate and to-train then follow. on and off are
+every record; mix:P turns thinking on for a share P of them, chosen per
+record by the first 8 bytes of SHA-256 of "synthpipe-thinking", NUL,
+--thinking-seed, NUL and the id, read as a fraction of 2^64 (on when below
+P): every tool and every rerun with the same seed chooses the same. The
+setting reaches the template as the variables thinking and enable_thinking
+(Kimi-K2.5 and DeepSeek read the first, Qwen3 the second);
+effort:low=1,medium=2,high=1 picks a reasoning_effort level per record by
+weight instead (gpt-oss), the same hash choosing. A "text" record is
+already rendered and gets no setting. A draft trained only on answers with
+thinking on does poorly with it off: mix:P gives it both.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
 				Usage: "the model's tokenizer: a model `DIR` (tokenizer.json or tiktoken.model, tokenizer_config.json, chat_template.jinja), one tokenizer file, or builtin:kimi-k2.5 (required)"},
@@ -126,6 +141,7 @@ prompt_text, to diff against another pipeline's rendering.`,
 			&cli.StringFlag{Name: flagMaxPromptTokens, EnvVars: []string{cliutil.EnvName(flagMaxPromptTokens)},
 				Usage: "drop (or --truncate) prompts longer than `N` tokens (4k, 32768; default: no limit)"},
 			&cli.StringFlag{Name: flagTruncate, Usage: "cut prompts over --max-prompt-tokens instead of dropping them, keeping the `SIDE`: left (keeps the end) or right (keeps the start)"},
+			thinking.Flags()[0], thinking.Flags()[1],
 			cliutil.IDPathFlag(),
 			&cli.StringFlag{Name: flagIDPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
 			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records"},
@@ -143,6 +159,8 @@ prompt_text, to diff against another pipeline's rendering.`,
 				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 lib/bundle/prompts/chat.jsonl.zst | head -c 600"},
 			{Comment: "the whole pipeline, resumable, with thinking off and long prompts dropped",
 				Command: "tokenize-prompts --tokenizer ~/models/Qwen3-8B --template-arg enable_thinking=false --max-prompt-tokens 8k prompts.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append"},
+			{Comment: "30% of the prompts with thinking on, the same 30% on every rerun, for a draft that serves both modes",
+				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 --thinking mix:0.3 prompts.jsonl | generate --url URL > out.jsonl"},
 			{Comment: "the prompts as rendered, to diff against a Python pipeline's apply_chat_template",
 				Command: "tokenize-prompts --tokenizer ~/models/Kimi-K2.5 --with-text tools.jsonl | jq -r .prompt_text > ours.txt"},
 			{Comment: "one output per dataset with GNU parallel ({/..}: the name without .jsonl.zst)",

@@ -9,6 +9,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // Values of --turns.
@@ -92,6 +93,12 @@ func parse(c *cli.Context) (*config, error) {
 	}
 	if cfg.convert.render.Now, err = chat.ParseDate(c.String(flagDate)); err != nil {
 		return nil, cliutil.Usagef("--%s %v", flagDate, err)
+	}
+	if cfg.convert.thinking, err = thinking.FromFlags(c); err != nil {
+		return nil, err
+	}
+	if k := thinking.ConflictingTemplateArg(cfg.convert.render.Extra); k != "" && cfg.convert.thinking.IsSet() {
+		return nil, cliutil.Usagef("--%s %s: --%s sets %s per record; give one or the other", flagTemplateArg, k, thinking.FlagThinking, k)
 	}
 	if cfg.convert.tok, err = chat.LoadTokenizer(c.String(flagTokenizer)); err != nil {
 		return nil, err

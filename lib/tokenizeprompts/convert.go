@@ -11,6 +11,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
@@ -29,6 +30,7 @@ type converter struct {
 	maxTokens    int  // 0: no limit
 	truncate     string
 	withText     bool // --with-text: write the rendered prompt as prompt_text
+	thinking     thinking.Mode
 }
 
 // sourceLine is one input record and where it was read.
@@ -45,7 +47,8 @@ type converted struct {
 	tokens    int // prompt tokens written (after --truncate)
 	fullCount int // prompt tokens before --truncate
 	tooLong   bool
-	err       error // the record is invalid
+	thinking  *thinking.Choice // the setting it was rendered with, nil for none
+	err       error            // the record is invalid
 }
 
 // errEmptyPrompt refuses a prompt that tokenizes to nothing ({"text": ""}):
@@ -75,6 +78,12 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 		res.err = err
 		return res
 	}
+	var idJSON []byte
+	if res.id, idJSON, err = cv.recordID(f, p); err != nil {
+		res.err = err
+		return res
+	}
+	choice := cv.choice(res.id, p)
 	var ids []int
 	var msgs []byte
 	var text string
@@ -85,7 +94,7 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 		text = p.text
 		ids = cv.tok.AppendEncode(sc.ids[:0], p.text, cv.parseSpecial)
 	default:
-		msgs, text, ids, err = cv.renderConversation(p, sc.ids[:0])
+		msgs, text, ids, err = cv.renderConversation(p, choice, sc.ids[:0])
 	}
 	sc.ids = ids
 	if err != nil {
@@ -94,11 +103,6 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	}
 	if len(ids) == 0 {
 		res.err = errEmptyPrompt
-		return res
-	}
-	var idJSON []byte
-	if res.id, idJSON, err = cv.recordID(f, p); err != nil {
-		res.err = err
 		return res
 	}
 	res.fullCount = len(ids)
@@ -117,16 +121,31 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	if !cv.withText {
 		text = ""
 	}
-	res.out = cv.outputLine(f, p, idJSON, msgs, text, ids)
+	res.out = cv.outputLine(f, p, idJSON, msgs, text, ids, choice)
+	res.thinking = choice
 	return res
+}
+
+// choice is the thinking setting the record is rendered with: none without
+// --thinking, and none for a prompt already rendered ("text"), which no
+// template variable reaches.
+func (cv *converter) choice(id string, p *prompt) *thinking.Choice {
+	if !cv.thinking.IsSet() || p.isText() {
+		return nil
+	}
+	c := cv.thinking.Choose(id)
+	return &c
 }
 
 // renderConversation renders the messages with the template and encodes the
 // text, appending the ids to dst. Special tokens are always recognised here:
 // the template writes them.
-func (cv *converter) renderConversation(p *prompt, dst []int) (msgs []byte, text string, ids []int, err error) {
+func (cv *converter) renderConversation(p *prompt, choice *thinking.Choice, dst []int) (msgs []byte, text string, ids []int, err error) {
 	msgs = p.messagesJSON()
 	opt := cv.render
+	if choice != nil {
+		opt.Extra = choice.WithTemplateArgs(opt.Extra)
+	}
 	opt.Messages = msgs
 	opt.Tools = p.tools
 	// A kept final answer is rendered as a finished turn, not followed by
@@ -186,7 +205,7 @@ func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, e
 // outputLine writes the record of the contract: id, messages, tools,
 // input_ids, prompt_tokens, prompt_text (with --with-text), then the source's
 // other fields in their order.
-func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int) []byte {
+func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int, choice *thinking.Choice) []byte {
 	b := make([]byte, 0, len(f.line)+len(msgs)+len(text)+7*len(ids)+64)
 	b = append(b, `{"`+record.FieldID+`":`...)
 	b = append(b, idJSON...)
@@ -215,6 +234,9 @@ func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte
 		b = append(b, `,"`+record.FieldPromptText+`":`...)
 		b = append(b, jsonString(text)...)
 	}
+	if choice != nil {
+		b = choice.AppendFields(b)
+	}
 	for _, m := range f.members {
 		if cv.written(string(m.Key), p) {
 			continue
@@ -242,6 +264,9 @@ func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
 	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText, record.FieldConversationTurns:
 		return true // a prompt_text of an earlier run would not be this prompt's
+	}
+	if cv.thinking.IsSet() && !p.isText() && (key == thinking.FieldThinking || key == thinking.FieldReasoningEffort) {
+		return true // this run's choice replaces the source's
 	}
 	return slices.Contains(p.consumed, key) || slices.Contains(responseFields, key)
 }

@@ -193,6 +193,7 @@ type summary struct {
 	longest, longestDropped                    int
 	longestID, longestDroppedID                string
 	limitReached                               bool
+	thinking                                   thinkingTally
 }
 
 // add counts one record; an invalid one ends the run unless skipInvalid.
@@ -211,6 +212,7 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 		}
 	default:
 		s.written++
+		s.thinking.add(r.thinking)
 		s.tokens += int64(r.tokens)
 		if r.tokens != r.fullCount {
 			s.truncated++
@@ -240,6 +242,10 @@ func (s *summary) String(cfg *config) string {
 	}
 	if invalid := s.invalid + s.skippedLines; invalid > 0 {
 		fmt.Fprintf(&b, "; skipped %s invalid", cliutil.Thousands(invalid))
+	}
+	if cfg.convert.thinking.IsSet() {
+		b.WriteString("; ")
+		b.WriteString(s.thinking.String(cfg.convert.thinking))
 	}
 	if s.limitReached {
 		fmt.Fprintf(&b, "; stopped at --limit %s", cliutil.Thousands(cfg.limit))
