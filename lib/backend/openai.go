@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -373,7 +374,7 @@ func toolCallsJSON(calls []toolCallDelta) json.RawMessage {
 		}
 		out[i] = call{ID: c.id, Type: typ, Function: function{Name: c.name, Arguments: string(c.arguments)}, index: c.index}
 	}
-	slices.SortStableFunc(out, func(a, b call) int { return int(a.index - b.index) })
+	slices.SortStableFunc(out, func(a, b call) int { return cmp.Compare(a.index, b.index) }) // a difference of int64s overflows
 	b, _ := json.Marshal(out)
 	return b
 }

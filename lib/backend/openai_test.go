@@ -314,3 +314,26 @@ func TestReasoningDetailsMerge(t *testing.T) {
 		t.Fatalf("a large number lost precision: %s", r.json())
 	}
 }
+
+// TestToolCallsExtremeIndexes: tool calls are ordered by index whatever its
+// size: a difference of two int64 indexes overflows, so it is never what
+// the order is computed from.
+func TestToolCallsExtremeIndexes(t *testing.T) {
+	call := func(idx, id string) string {
+		return `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":` + idx + `,"id":"` + id + `","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}`
+	}
+	s := newStub(t, answerSSE(sseOf(call("9223372036854775807", "last"), call("-9223372036854775808", "first"), call("0", "middle"),
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`, "[DONE]")))
+	res, err := NewOpenAI(Options{Stream: true}).Do(ctxTimeout(t), s.URL, chatReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	gjson.ParseBytes(res.ToolCalls).ForEach(func(_, c gjson.Result) bool {
+		ids = append(ids, c.Get("id").String())
+		return true
+	})
+	if strings.Join(ids, ",") != "first,middle,last" {
+		t.Fatalf("tool calls in the order %v, want first,middle,last", ids)
+	}
+}

@@ -47,7 +47,7 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	for i, rank := range ranks.Array() {
 		num := func(field string) (float64, bool) {
 			v := rank.Get(field)
-			return v.Float(), v.Type == gjson.Number
+			return v.Float(), v.Type == gjson.Number && sane(v.Float()) // 1e999 reads as +Inf
 		}
 		waiting, okW := num("num_waiting_reqs")
 		var running float64

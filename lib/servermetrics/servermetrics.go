@@ -310,17 +310,26 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// value is a gauge's reading, when it is one: a count, a rate or a ratio is
+// finite and not negative, and a reading of NaN, Inf or -3 is no reading
+// (one would make every figure computed from it NaN, for the whole run).
 func value(m *dto.Metric) (float64, bool) {
+	var v float64
 	switch {
 	case m.GetGauge() != nil:
-		return m.GetGauge().GetValue(), true
+		v = m.GetGauge().GetValue()
 	case m.GetUntyped() != nil:
-		return m.GetUntyped().GetValue(), true
+		v = m.GetUntyped().GetValue()
 	case m.GetCounter() != nil:
-		return m.GetCounter().GetValue(), true
+		v = m.GetCounter().GetValue()
+	default:
+		return 0, false
 	}
-	return 0, false
+	return v, sane(v)
 }
+
+// sane reports whether a reading can be a count, a rate or a ratio.
+func sane(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
 // String is the snapshot in a person's words, e.g.
 // "48 running, 0 queued, KV 91%, 1,250 tok/s"; gauges the server did not

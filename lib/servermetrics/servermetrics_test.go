@@ -163,7 +163,54 @@ func FuzzParse(f *testing.F) {
 		if err == nil && (len(s.Has) == 0 || s.Ranks < 1) {
 			t.Errorf("accepted %q with nothing in it: %+v", text, s)
 		}
+		checkSane(t, text, s)
 		_ = s.String()
+	})
+}
+
+// checkSane fails when a snapshot holds a figure that is not a finite
+// count, rate or ratio: what generate shares a server by is computed from
+// them, and one NaN would make its limit NaN for the rest of the run.
+func checkSane(t *testing.T, input string, s Snapshot) {
+	t.Helper()
+	for name, v := range map[string]float64{"Running": s.Running, "Queued": s.Queued, "TokenUsage": s.TokenUsage,
+		"MaxTokenUsage": s.MaxTokenUsage, "GenThroughput": s.GenThroughput, "UsedTokens": s.UsedTokens, "CacheHitRate": s.CacheHitRate} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			t.Errorf("%s is %v from %q", name, v, input)
+		}
+	}
+}
+
+// TestInsaneReadingsIgnored: NaN, Inf and negative gauges (a broken
+// exporter) are no reading; the sane ones beside them are kept.
+func TestInsaneReadingsIgnored(t *testing.T) {
+	text := "sglang:num_running_reqs NaN\nsglang:num_queue_reqs +Inf\nsglang:token_usage -3\nsglang:gen_throughput 120\n"
+	s, err := Parse(strings.NewReader(text), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSane(t, text, s)
+	if s.Has[NumRunningReqs] || s.Has[NumQueueReqs] || s.Has[TokenUsage] || s.GenThroughput != 120 {
+		t.Fatalf("insane readings kept, or the sane one lost: %+v", s)
+	}
+	for _, body := range []string{`{"loads":[{"num_running_reqs":1e999,"num_waiting_reqs":0}]}`, `{"loads":[{"num_running_reqs":3,"num_waiting_reqs":-1e999}]}`} {
+		if s, err := parseLoadReport(strings.NewReader(body), SourceLoads); err == nil {
+			t.Errorf("%s accepted as %+v", body, s)
+		}
+	}
+}
+
+func FuzzParseLoadReport(f *testing.F) {
+	for _, s := range []string{loadsTwoRanks, getLoadTwoRanks, `{"loads":[{"num_running_reqs":1e999,"num_waiting_reqs":0}]}`, "[]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, src := range []string{SourceLoads, SourceGetLoad} {
+			s, err := parseLoadReport(strings.NewReader(body), src)
+			if err == nil {
+				checkSane(t, body, s)
+			}
+		}
 	})
 }
 
