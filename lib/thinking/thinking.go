@@ -105,7 +105,7 @@ func Parse(spec, seed string) (Mode, error) {
 		}
 		m.share, m.levels = 1, levels
 	default:
-		return m, fmt.Errorf("%q: want on, off, mix:P or effort:LEVEL=W,...", spec)
+		return m, fmt.Errorf("%q: want on, off, mix:P or effort:LEVEL=W[,LEVEL=W]", spec)
 	}
 	if (kind == "on" || kind == "off") && arg != "" {
 		return m, fmt.Errorf("%q: %s takes no value", spec, kind)
