@@ -27,6 +27,7 @@ const (
 	flagStepTime          = "step-time"
 	flagPerTokenTime      = "per-token-time"
 	flagPrefillTime       = "prefill-time-per-token"
+	flagPrefixCache       = "prefix-cache"
 	flagIncremental       = "incremental-streaming"
 	flagVocabSize         = "vocab-size"
 	flagEOSTokenID        = "eos-token-id"
@@ -65,8 +66,9 @@ API (/generate, /server_info, /model_info, /health, /abort_request) and the
 OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models, and
 OpenRouter's /api/v1/key with --key-limit and --key-usage). GET /metrics
 answers SGLang's Prometheus gauges (num_running_reqs, num_queue_reqs,
-token_usage, gen_throughput, num_used_tokens, cache_hit_rate) to a client
-that accepts text/plain, one series per --dp-size rank; GET /v1/loads and
+token_usage, gen_throughput, num_used_tokens, cache_hit_rate; the counters
+prompt_tokens_total, cached_tokens_total, generation_tokens_total) to a
+client that accepts text/plain, one series per --dp-size rank; GET /v1/loads and
 GET /get_load answer SGLang's JSON load reports, which SGLang serves even
 without --enable-metrics (--no-metrics and --load-reports none hide them
 all, to stand for a server that reports no load). It batches
@@ -79,7 +81,8 @@ Answers are deterministic: output token i of a prompt depends only on the
 prompt and i, so a test can check that every answer belongs to its own
 request. Answer lengths follow --lengths; time follows --step-time,
 --per-token-time and --prefill-time-per-token (all zero: as fast as the
-machine allows). --fault KIND=P injects failures with probability P per
+machine allows). With --prefix-cache, a prompt's part already in the cache
+(a conversation's earlier turn and its answer) costs no prefill time. --fault KIND=P injects failures with probability P per
 request; a request header X-Sim-Fault: KIND forces one.
 
 It listens only on loopback addresses. When it is ready it prints its base URL
@@ -98,7 +101,8 @@ aborted) and it exits 0.`,
 			&cli.IntFlag{Name: flagDPSize, Value: 1, Usage: "data-parallel ranks `N`, each with its own batch and KV cache of --max-total-tokens; requests go to them in turn and /metrics labels each with dp_rank (SGLang --dp-size)"},
 			&cli.DurationFlag{Name: flagStepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
 			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
-			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted (`DURATION`)"},
+			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted and not found in the prefix cache (`DURATION`)"},
+			&cli.IntFlag{Name: flagPrefixCache, Usage: "keep a radix-style prefix cache of `TOKENS` (0: none, as SGLang's --disable-radix-cache): the part of a prompt it holds (an earlier prompt, or an earlier prompt and its answer) is not prefilled again and is reported as cached_tokens; least recently used entries are evicted when it is full"},
 			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
 			&cli.BoolFlag{Name: flagNoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
 			&cli.StringFlag{Name: flagLoadReports, Value: "all", Usage: "SGLang's JSON load reports to serve, `WHICH`: all (/v1/loads and /get_load, as recent releases), get_load (as older ones) or none (as the oldest releases, or a proxy that passes on only requests; with --no-metrics no load is reported at all)"},

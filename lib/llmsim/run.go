@@ -121,6 +121,7 @@ func simConfig(c *cli.Context) (sim.Config, error) {
 	cfg.StepTime = c.Duration(flagStepTime)
 	cfg.PerTokenTime = c.Duration(flagPerTokenTime)
 	cfg.PrefillTimePerToken = c.Duration(flagPrefillTime)
+	cfg.PrefixCacheTokens = c.Int(flagPrefixCache)
 	cfg.IncrementalStreaming = c.Bool(flagIncremental)
 	cfg.NoMetrics = c.Bool(flagNoMetrics)
 	switch which := c.String(flagLoadReports); which {

@@ -33,6 +33,15 @@ type Config struct {
 	// sampling_params.max_new_tokens (SGLang's default is 128).
 	DefaultMaxNewTokens int
 
+	// PrefixCacheTokens is the size in tokens of the prefix cache (0: none,
+	// as SGLang with --disable-radix-cache). A prompt that starts with
+	// ids the cache holds, an earlier prompt or an earlier prompt with its
+	// answer, has that part prefilled for free (PrefillTimePerToken counts
+	// only the rest) and reports it as cached_tokens. The least recently
+	// used entries are evicted when it is full. Only prompts with token
+	// ids, and chat prompts (cut into pseudo-tokens per message), use it.
+	PrefixCacheTokens int
+
 	// StepTime is the fixed wall time of one decode step.
 	StepTime time.Duration
 	// PerTokenTime is added to a step for every request in the batch, so a
@@ -187,6 +196,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxTotalTokens <= 1:
 		return errors.New("sim: MaxTotalTokens must be at least 2")
+	case c.PrefixCacheTokens < 0:
+		return errors.New("sim: PrefixCacheTokens must not be negative")
 	case c.MaxRunningRequests <= 0:
 		return errors.New("sim: MaxRunningRequests must be positive")
 	case c.DataParallel < 0:

@@ -35,13 +35,21 @@
 // Chat prompts are not tokenized: their length is estimated as one token per
 // started 4 bytes of the role names and message texts. /generate with text
 // uses the same estimate; with input_ids the prompt length is exact.
-// Prefix caching is not modelled, so cached_tokens is always 0.
+//
+// With Config.PrefixCacheTokens the engine keeps a radix-style prefix cache
+// of what it has computed (prompts, and prompts with their answers): the
+// part of a prompt the cache holds is not prefilled again (the step time
+// counts only the rest), is reported as cached_tokens, and the least
+// recently used entries are evicted when the cache is full. Chat prompts
+// are cut into pseudo-tokens per message for it.
 //
 // GET /metrics answers the engine counters (Stats) as JSON, or, to a client
 // that accepts text/plain (a Prometheus scraper), SGLang's gauges in the
 // Prometheus text format: sglang:gen_throughput (tokens per second over the
 // latest 40 decode steps), num_running_reqs, num_queue_reqs, token_usage,
-// num_used_tokens and cache_hit_rate (always 0), one series per
+// num_used_tokens and cache_hit_rate (the prefix cache's share of the
+// latest admitted prompts), the counters prompt_tokens_total,
+// cached_tokens_total and generation_tokens_total, one series per
 // data-parallel rank (Config.DataParallel, labelled dp_rank when there are
 // several; each rank is a scheduler of its own and requests are dealt to the
 // ranks in turn).

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,10 +29,16 @@ const (
 type request struct {
 	rid          string
 	promptTokens int
-	plan         plan
-	stream       bool
-	internal     bool // health checks: not counted in Stats
-	arrived      time.Time
+	// promptIDs are the prompt's token ids (pseudo ids for chat prompts),
+	// what the prefix cache matches; nil keeps the request out of it.
+	promptIDs []int
+	// cacheAnswer: the answer's ids follow the prompt's in the model's
+	// sequence, so they are cached with it (not for pseudo ids).
+	cacheAnswer bool
+	plan        plan
+	stream      bool
+	internal    bool // health checks: not counted in Stats
+	arrived     time.Time
 
 	// eng is the rank's engine that took r; set by submit.
 	eng *engine
@@ -40,6 +47,12 @@ type request struct {
 	state     reqState
 	generated int
 	heldKV    int
+
+	// cached is how many prompt tokens the prefix cache held when the
+	// request was first admitted (SGLang's cached_tokens); admitted tells
+	// that it was. cached is read by handlers.
+	cached   atomic.Int64
+	admitted bool
 
 	// retractions counts how often the engine pushed r back to the queue;
 	// handlers read it for num_retractions in stream chunks.
@@ -81,6 +94,11 @@ type engine struct {
 	closed        bool
 	stats         Stats
 	tput          throughput
+	// cache is the prefix cache, nil when Config.PrefixCacheTokens is 0;
+	// hitRate is the share of the prompt tokens of the latest admission
+	// batch it held, SGLang's cache_hit_rate gauge.
+	cache   *prefixCache
+	hitRate float64
 
 	wake chan struct{}
 	stop chan struct{}
@@ -96,12 +114,16 @@ func newEngine(cfg *Config) *engine {
 // stoppedEngine is an engine whose loop has not started: requests submitted
 // to it wait until start, so a test can fill the queue before the first step.
 func stoppedEngine(cfg *Config) *engine {
-	return &engine{
+	e := &engine{
 		cfg:      cfg,
 		inflight: make(map[string]*request),
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 	}
+	if cfg.PrefixCacheTokens > 0 {
+		e.cache = newPrefixCache(cfg.PrefixCacheTokens)
+	}
+	return e
 }
 
 func (e *engine) start() {
@@ -310,6 +332,7 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 	defer e.mu.Unlock()
 
 	capacity := e.cfg.MaxTotalTokens
+	hit, computed := 0, 0
 	for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxRunningRequests && !e.holdAdmission {
 		r := e.waiting[0]
 		// A retracted request recomputes its prompt and what it had
@@ -324,7 +347,14 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 		r.heldKV = held
 		e.usedKV += held
 		e.running = append(e.running, r)
-		prefilled += held
+		cached := e.admitCached(r)
+		hit += cached
+		computed += held - cached
+	}
+	prefilled = computed
+	e.stats.PrefilledTokens += int64(computed)
+	if hit+computed > 0 && e.cache != nil {
+		e.hitRate = float64(hit) / float64(hit+computed)
 	}
 
 	// Every running request needs one more KV slot this step; retract the
@@ -370,6 +400,11 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 	kept := e.running[:0]
 	for _, r := range e.running {
 		if end, fin := r.plan.end(); r.generated >= end {
+			if e.cache != nil && r.cacheAnswer && fin.kind != finishAbort {
+				// The answer's KV stays too: a next turn that repeats
+				// it finds it.
+				e.cache.insert(append(slices.Clip(r.promptIDs), r.plan.ids(0, r.generated)...))
+			}
 			e.usedKV -= r.heldKV
 			r.heldKV = 0
 			if fin.kind == finishAbort && !r.internal {
@@ -391,6 +426,26 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 	clear(e.running[len(kept):])
 	e.running = kept
 	return true, batch, prefilled
+}
+
+// admitCached looks r's prompt up in the prefix cache as r is admitted and
+// returns how many of its tokens need no prefill. At least the last prompt
+// token is always computed (its logits start the answer), as in SGLang.
+// The prompt is cached at once, so that requests admitted after it share it.
+func (e *engine) admitCached(r *request) int {
+	if e.cache == nil || len(r.promptIDs) == 0 {
+		return 0
+	}
+	cached := min(e.cache.match(r.promptIDs), r.promptTokens-1)
+	e.cache.insert(r.promptIDs)
+	if !r.admitted {
+		r.admitted = true
+		r.cached.Store(int64(cached))
+		if !r.internal {
+			e.stats.CachedTokens += int64(cached)
+		}
+	}
+	return cached
 }
 
 // snapshotStats copies the counters and adds the current gauges.

@@ -66,6 +66,8 @@ type rankLoad struct {
 	tput float64 // generation throughput, tokens per second
 	// waitingPrompt is the waiting requests' prompt tokens.
 	waitingPrompt int
+	// hitRate is the prefix cache's share of the latest admitted prompts.
+	hitRate float64
 }
 
 func (s *Server) rankLoads() []rankLoad {
@@ -74,6 +76,7 @@ func (s *Server) rankLoads() []rankLoad {
 		loads[i].st = e.snapshotStats()
 		e.mu.Lock()
 		loads[i].tput = e.tput.last
+		loads[i].hitRate = e.hitRate
 		for _, r := range e.waiting {
 			loads[i].waitingPrompt += r.promptTokens
 		}
@@ -90,7 +93,10 @@ func (s *Server) kvUsage(l rankLoad) float64 {
 // writePrometheus answers /metrics the way SGLang started with
 // --enable-metrics does, with the gauges that describe its load: one series
 // per data-parallel rank, labelled dp_rank when there are several, as
-// SGLang labels them. Prefix caching is not modelled, so cache_hit_rate is 0.
+// SGLang labels them. cache_hit_rate is the prefix cache's share of the
+// prompt tokens of the latest batch admitted (SGLang's, from its prefill
+// log), and the counters prompt_tokens_total, cached_tokens_total (by
+// cache_source, "device" here) and generation_tokens_total add up the run.
 func (s *Server) writePrometheus(w http.ResponseWriter) {
 	loads := s.rankLoads()
 	labels := make([]string, len(loads))
@@ -112,7 +118,20 @@ func (s *Server) writePrometheus(w http.ResponseWriter) {
 	gauge("token_usage", "The token usage.", s.kvUsage)
 	gauge("gen_throughput", "The generation throughput (token/s).", func(l rankLoad) float64 { return l.tput })
 	gauge("num_queue_reqs", "The number of requests in the waiting queue.", func(l rankLoad) float64 { return float64(l.st.Queued) })
-	gauge("cache_hit_rate", "The prefix cache hit rate.", func(rankLoad) float64 { return 0 })
+	gauge("cache_hit_rate", "The prefix cache hit rate.", func(l rankLoad) float64 { return l.hitRate })
+	counter := func(name, help, extra string, value func(l rankLoad) int64) {
+		fmt.Fprintf(&b, "# HELP sglang:%s %s\n# TYPE sglang:%s counter\n", name, help, name)
+		for i, l := range loads {
+			lab := labels[i]
+			if extra != "" {
+				lab = "{" + extra + "," + lab[1:]
+			}
+			fmt.Fprintf(&b, "sglang:%s%s %d\n", name, lab, value(l))
+		}
+	}
+	counter("prompt_tokens_total", "Number of prefill tokens processed.", "", func(l rankLoad) int64 { return l.st.PromptTokens })
+	counter("cached_tokens_total", "Number of cached prompt tokens.", `cache_source="device"`, func(l rankLoad) int64 { return l.st.CachedTokens })
+	counter("generation_tokens_total", "Number of generation tokens processed.", "", func(l rankLoad) int64 { return l.st.TokensGenerated })
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte(b.String()))
@@ -154,7 +173,7 @@ func (s *Server) handleLoads(w http.ResponseWriter, r *http.Request) {
 		out.Loads = append(out.Loads, load{
 			DPRank: i, Running: l.st.Running, Waiting: l.st.Queued, Total: l.st.Running + l.st.Queued,
 			UsedTokens: l.st.KVUsed, MaxTotalTokens: s.cfg.MaxTotalTokens, TokenUsage: s.kvUsage(l),
-			GenThroughput: l.tput, MaxRunningReqs: s.cfg.MaxRunningRequests,
+			GenThroughput: l.tput, CacheHitRate: l.hitRate, MaxRunningReqs: s.cfg.MaxRunningRequests,
 		})
 		out.Aggregate.Running += l.st.Running
 		out.Aggregate.Waiting += l.st.Queued

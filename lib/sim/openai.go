@@ -21,6 +21,7 @@ type chatInput struct {
 	model        string
 	key          uint64
 	promptTokens int
+	promptIDs    []int // pseudo ids of the messages, for the prefix cache
 	params       genParams
 	stream       bool
 	reasoning    reasoningRequest
@@ -51,6 +52,7 @@ func (s *Server) parseChat(doc gjson.Result) (chatInput, error) {
 	}
 	var prompt strings.Builder
 	for _, m := range messages.Array() {
+		start := prompt.Len()
 		prompt.WriteString(m.Get("role").String())
 		prompt.WriteByte('\n')
 		content := m.Get("content")
@@ -62,6 +64,9 @@ func (s *Server) parseChat(doc gjson.Result) (chatInput, error) {
 			prompt.WriteString(content.String())
 		}
 		prompt.WriteByte('\n')
+		// Cut per message: conversations that share their first
+		// messages share their first pseudo ids.
+		in.promptIDs = appendPseudoIDs(in.promptIDs, prompt.String()[start:])
 	}
 	text := prompt.String()
 	in.key = keyOfText(text)
@@ -278,6 +283,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	pl := s.newPlan(in.key, in.params)
 	delay := s.applyLateFault(fault, &pl, true)
 	req := newRequest("gen-"+s.newRID(), in.promptTokens, pl, in.stream)
+	req.promptIDs = in.promptIDs
 	if err := s.engine.submit(req); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, errorBody(openaiDialect, http.StatusServiceUnavailable, err.Error(), nil))
 		return
@@ -363,6 +369,7 @@ func (c *chatCall) usage(completion int) *chatUsage {
 	u.Cost = math.Round(cost*1e12) / 1e12
 	c.s.key.add(u.Cost)
 	u.CompletionTokensDetails.ReasoningTokens = min(c.reasoning, completion)
+	u.PromptTokensDetails.CachedTokens = int(c.req.cached.Load())
 	return u
 }
 

@@ -72,6 +72,8 @@ func (rk *ranks) snapshotStats() Stats {
 		t.Retractions += s.Retractions
 		t.PromptTokens += s.PromptTokens
 		t.TokensGenerated += s.TokensGenerated
+		t.CachedTokens += s.CachedTokens
+		t.PrefilledTokens += s.PrefilledTokens
 		t.Steps += s.Steps
 		t.QueuedSteps += s.QueuedSteps
 		t.RunningSteps += s.RunningSteps

@@ -52,6 +52,14 @@ type Stats struct {
 	// PromptTokens and TokensGenerated count prompt and output tokens.
 	PromptTokens    int64 `json:"prompt_tokens"`
 	TokensGenerated int64 `json:"tokens_generated"`
+	// CachedTokens counts the prompt tokens the prefix cache held when
+	// their request was first admitted (Config.PrefixCacheTokens);
+	// divided by PromptTokens, the run's cache hit rate.
+	CachedTokens int64 `json:"cached_tokens"`
+	// PrefilledTokens counts the tokens computed at admission, what the
+	// prefill time is charged for: prompts less what the cache held, and
+	// again after a retraction.
+	PrefilledTokens int64 `json:"prefilled_tokens"`
 	// Steps counts decode steps.
 	Steps int64 `json:"steps"`
 	// QueuedSteps and RunningSteps add up, over the decode steps, the

@@ -21,6 +21,7 @@ type generateInput struct {
 	rid           string
 	key           uint64
 	promptTokens  int
+	promptIDs     []int // the ids, or pseudo ids of the text, for the prefix cache
 	params        genParams
 	stream        bool
 	returnLogprob bool
@@ -75,9 +76,10 @@ func (s *Server) parseGenerate(doc gjson.Result) (generateInput, error) {
 		if len(list) == 0 {
 			return in, errors.New("input_ids must not be empty")
 		}
-		in.key, in.promptTokens = keyOfIDs(list), len(list)
+		in.key, in.promptTokens, in.promptIDs = keyOfIDs(list), len(list), list
 	case text.Type == gjson.String:
 		in.key, in.promptTokens = keyOfText(text.Str), estimateTokens(text.Str)
+		in.promptIDs = appendPseudoIDs(nil, text.Str)
 	default:
 		return in, errors.New("Either text, input_ids or input_embeds should be provided.")
 	}
@@ -216,6 +218,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	pl := s.newPlan(in.key, in.params)
 	delay := s.applyLateFault(fault, &pl, false)
 	req := newRequest(in.rid, in.promptTokens, pl, in.stream)
+	req.promptIDs, req.cacheAnswer = in.promptIDs, doc.Get("input_ids").IsArray()
 	if err := s.engine.submit(req); err != nil {
 		if errors.Is(err, errDuplicateRID) {
 			s.reject(w, sglangDialect, http.StatusBadRequest, fmt.Sprintf("Duplicate request ID detected: rid=%s is already in flight.", in.rid))
@@ -260,6 +263,7 @@ func (s *Server) generateChunk(req *request, in generateInput, from, to int, fin
 			WeightVersion:    "default",
 			NumRetractions:   req.retractions.Load(),
 			CompletionTokens: to,
+			CachedTokens:     int(req.cached.Load()),
 		},
 	}
 	if fin.kind != finishNone {
@@ -346,7 +350,7 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 		"stream_interval":              1,
 		"incremental_streaming_output": cfg.IncrementalStreaming,
 		"random_seed":                  cfg.Seed,
-		"disable_radix_cache":          true,
+		"disable_radix_cache":          cfg.PrefixCacheTokens == 0,
 		"tp_size":                      1,
 		"dp_size":                      1,
 		// scheduler_info.

@@ -128,6 +128,17 @@ func estimateTokens(text string) int {
 	return n
 }
 
+// appendPseudoIDs appends the pseudo token ids of text the prefix cache
+// matches for prompts it cannot tokenize: one id per started 4 bytes (the
+// estimate's tokens), each a hash of its bytes. Texts that share a start
+// share their first ids.
+func appendPseudoIDs(ids []int, text string) []int {
+	for i := 0; i < len(text); i += 4 {
+		ids = append(ids, int(keyOfText(text[i:min(i+4, len(text))])>>1))
+	}
+	return ids
+}
+
 // rng is a splitmix64 stream: tiny, deterministic and good enough for
 // lengths and fault draws.
 type rng struct{ state uint64 }
