@@ -29,7 +29,7 @@ build:
 test:
 	bash scripts/ensure-test-deps.sh
 	$(MAKE) --no-print-directory vet fmt-check tidy-check staticcheck
-	$(GO) test -timeout 20m ./...
+	$(GO) test -timeout 30m ./...
 
 # The suite must pass on a loaded machine every time: RUNS runs of it with
 # stress-ng (or busy loops) on every core. Long: the lead runs it before a
