@@ -32,6 +32,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // Request is one generation request.
@@ -44,6 +46,12 @@ type Request struct {
 	Messages json.RawMessage
 	Tools    json.RawMessage
 	Params   Params
+	// Thinking is the record's thinking setting (generate --thinking, or
+	// the record's own "thinking"), nil for none: OpenAI-style backends
+	// send it as the provider's reasoning switch and as the chat
+	// template's variables. SGLang's native API takes ids already
+	// rendered with it.
+	Thinking *thinking.Choice
 }
 
 // Params are the sampling parameters common to the backends. nil pointers

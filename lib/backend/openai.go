@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // OpenAI is OpenAI-compatible chat completions: OpenRouter (base
@@ -55,7 +57,12 @@ type chatRequest struct {
 	samplingFields
 	Seed      *int64         `json:"seed,omitempty"`
 	Reasoning *chatReasoning `json:"reasoning,omitempty"`
-	Stream    bool           `json:"stream,omitempty"`
+	// ChatTemplateKwargs carries a record's thinking setting to servers
+	// that render the chat template themselves (vLLM, SGLang): the
+	// variables enable_thinking and thinking, or reasoning_effort.
+	// OpenRouter reads the reasoning switch instead.
+	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs,omitempty"`
+	Stream             bool                       `json:"stream,omitempty"`
 	// StreamOptions asks for usage in the last chunk; without it OpenAI and
 	// vLLM streams carry no token counts.
 	StreamOptions *chatStreamOptions `json:"stream_options,omitempty"`
@@ -67,6 +74,9 @@ type chatRequest struct {
 }
 
 type chatReasoning struct {
+	// Enabled is OpenRouter's reasoning switch: sent only for a record's
+	// thinking setting (false turns reasoning off on models that can).
+	Enabled   *bool  `json:"enabled,omitempty"`
 	Effort    string `json:"effort,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
 }
@@ -99,6 +109,10 @@ func (b *openAI) requestBody(req *Request) ([]byte, error) {
 	if p.ReasoningEffort != "" || p.ReasoningMaxTokens > 0 {
 		body.Reasoning = &chatReasoning{Effort: p.ReasoningEffort, MaxTokens: p.ReasoningMaxTokens}
 	}
+	if req.Thinking != nil {
+		body.Reasoning = thinkingReasoning(req.Thinking, body.Reasoning)
+		body.ChatTemplateKwargs = req.Thinking.TemplateArgs()
+	}
 	if b.opts.Stream {
 		body.StreamOptions = &chatStreamOptions{IncludeUsage: true}
 	}
@@ -107,6 +121,26 @@ func (b *openAI) requestBody(req *Request) ([]byte, error) {
 		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
 	}
 	return mergeExtra(out, p.Extra)
+}
+
+// thinkingReasoning is the reasoning object of a record's thinking setting
+// (OpenRouter's reasoning.enabled and reasoning.effort): off sends
+// {"enabled": false} alone, since an effort or a token limit would turn
+// reasoning back on; on keeps --reasoning-effort and --reasoning-max-tokens;
+// a level chosen by --thinking effort:... replaces --reasoning-effort.
+func thinkingReasoning(c *thinking.Choice, flags *chatReasoning) *chatReasoning {
+	on := c.Thinking
+	r := &chatReasoning{Enabled: &on}
+	if !on {
+		return r
+	}
+	if flags != nil {
+		r.Effort, r.MaxTokens = flags.Effort, flags.MaxTokens
+	}
+	if c.Effort != "" {
+		r.Effort = c.Effort
+	}
+	return r
 }
 
 // Do sends req to POST {base}/chat/completions. finish_reason "error" (a

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 const chatAnswerOK = `{"id":"gen-1","model":"qwen/qwen3-8b","object":"chat.completion",
@@ -74,6 +76,34 @@ func TestOpenAIExtraOverridesAndRemoves(t *testing.T) {
 	}
 	assertJSONEqual(t, s.lastBody(t), `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":99,
 		"reasoning":{"effort":"low","exclude":true},"provider":{"order":["deepinfra"],"allow_fallbacks":false},"enforce_distillable_text":true}`)
+}
+
+// TestOpenAIThinking checks that a record's thinking setting reaches the
+// server both ways it is read: OpenRouter's reasoning switch, and the chat
+// template's variables for servers that render the template (vLLM,
+// SGLang). Off drops --reasoning-effort, which would turn reasoning on.
+func TestOpenAIThinking(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		choice thinking.Choice
+		want   string
+	}{
+		{"on", thinking.Choice{Thinking: true}, `"reasoning":{"enabled":true,"effort":"low"},"chat_template_kwargs":{"enable_thinking":true,"thinking":true}`},
+		{"off", thinking.Choice{}, `"reasoning":{"enabled":false},"chat_template_kwargs":{"enable_thinking":false,"thinking":false}`},
+		{"effort", thinking.Choice{Thinking: true, Effort: "high"}, `"reasoning":{"enabled":true,"effort":"high"},"chat_template_kwargs":{"reasoning_effort":"high"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStub(t, answerJSON(200, chatAnswerOK))
+			req := chatReq()
+			req.Params.ReasoningEffort = "low"
+			req.Thinking = &tc.choice
+			if _, err := NewOpenAI(Options{Model: "m"}).Do(ctxTimeout(t), s.URL, req); err != nil {
+				t.Fatal(err)
+			}
+			assertJSONEqual(t, s.lastBody(t), `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":`+
+				fmt.Sprint(req.Params.MaxTokens)+`,`+tc.want+`,"usage":{"include":true}}`)
+		})
+	}
 }
 
 func TestOpenAIAnswer(t *testing.T) {

@@ -108,6 +108,24 @@ func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool
 	})
 }
 
+// WithArgs returns a copy of m whose template sees args as well as its
+// own variables (args win): a record's thinking setting, for one render.
+// m is not changed, since workers share it.
+func (m *Model) WithArgs(args map[string]json.RawMessage) *Model {
+	if len(args) == 0 {
+		return m
+	}
+	c := *m
+	c.Extra = make(map[string]json.RawMessage, len(m.Extra)+len(args))
+	for k, v := range m.Extra {
+		c.Extra[k] = v
+	}
+	for k, v := range args {
+		c.Extra[k] = v
+	}
+	return &c
+}
+
 // Encode tokenizes rendered template output. Special-token strings are
 // recognised: the template writes them on purpose, and apply_chat_template
 // encodes its output the same way.

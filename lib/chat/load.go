@@ -12,6 +12,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/bundle"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
@@ -115,7 +116,7 @@ func LoadTemplate(name, tokenizerPath, fromTokenizer string) (*Template, error) 
 	if err != nil {
 		return nil, exitcode.DataErrorf("chat template: %v", err)
 	}
-	tpl := &Template{Template: t, readsDeclaration: readsDeclaration.MatchString(src)}
+	tpl := &Template{Template: t, readsDeclaration: readsDeclaration.MatchString(src), ThinkingSwitch: thinking.SwitchIn(src)}
 	tpl.TypeScript = tpl.readsDeclaration
 	return tpl, nil
 }

@@ -54,6 +54,9 @@ type Template struct {
 	TypeScript bool
 	// readsDeclaration: the template's source names tools_ts_str.
 	readsDeclaration bool
+	// ThinkingSwitch is the thinking variable the template reads
+	// (enable_thinking, thinking, reasoning_effort), "" for none.
+	ThinkingSwitch string
 }
 
 // SetToolDeclaration applies a --tool-declaration value ("" is auto). A nil

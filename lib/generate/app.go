@@ -103,6 +103,21 @@ kept byte for byte; a stale "error" member of a record re-fed from an errors
 file is dropped. Truncated (finish_reason length), empty and aborted answers
 stay in the output and are counted.
 
+Thinking. A record's thinking setting is generated as it says: "thinking"
+and "reasoning_effort", written by tokenize-prompts --thinking, which
+rendered its prompt so. An OpenAI-compatible server gets it as OpenRouter's
+reasoning switch (reasoning.enabled false, or true with --reasoning-effort
+and --reasoning-max-tokens; with effort levels, reasoning.effort) and as the
+chat template variables vLLM and SGLang pass to the template
+(chat_template_kwargs: enable_thinking and thinking, or reasoning_effort);
+--tokenizer and --turns all render each turn with it. --thinking
+on|off|mix:P|effort:... chooses a setting for records without one, by the
+same seeded hash of the id as tokenize-prompts (--thinking-seed), and writes
+it on the record, for to-train. A record whose setting --thinking would
+choose otherwise is refused (exit 65, or counted with --skip-invalid), and
+so is a record without one on --backend sglang, whose input_ids were
+rendered already: run tokenize-prompts --thinking.
+
 Concurrency. --concurrency auto (the default) sizes the requests in flight per
 server. Against SGLang it reads /server_info (KV cache tokens, running
 request limit) and keeps as many requests in flight as the KV cache holds
@@ -317,6 +332,8 @@ stops with exit 77, naming the Location.`,
 				Command: "generate --url http://gpu1:30000 --url http://gpu2:30000 --errors err.jsonl < req.jsonl > out.jsonl; generate --url http://gpu1:30000 --errors err2.jsonl < err.jsonl >> out.jsonl"},
 			{Comment: "OpenRouter with a spending cap, one dataset per job with GNU parallel",
 				Command: "parallel 'generate --backend openai --url https://openrouter.ai/api/v1 --model deepseek/deepseek-r1 --cost-budget 20 --errors {.}.err.jsonl < {} > {.}.out.jsonl' ::: data/*.jsonl"},
+			{Comment: "a draft for both modes: 30% of the prompts with thinking on (the same 30% on every rerun), recorded for to-train",
+				Command: "generate --backend openai --url https://openrouter.ai/api/v1 --model qwen/qwen3-8b --thinking mix:0.3 chat.jsonl > out.jsonl"},
 			{Comment: "a cron line that resumes every hour",
 				Command: "0 * * * * cd /data && flock -n .lock sh -c 'dedupe-resume --done out.jsonl req.jsonl | generate -q --url http://gpu1:30000 --errors err.jsonl | budget-cut --tokens 10M --already out.jsonl >> out.jsonl'"},
 		},

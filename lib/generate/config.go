@@ -19,6 +19,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // config is generate's flags, checked.
@@ -67,6 +68,7 @@ type config struct {
 	tokenizer   string // model folder for re-tokenizing answers, "" for none
 	declaration string // --tool-declaration: how tools reach the template with --tokenizer
 	turnsAll    bool   // --turns all: regenerate whole conversations
+	thinking    thinking.Mode
 
 	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
 
@@ -142,6 +144,7 @@ func parse(c *cli.Context) (*config, error) {
 		declaration:   c.String(chat.FlagToolDeclaration),
 		turnsAll:      c.String(flagTurns) == turnsAll,
 	}
+	var err error
 	kind, ok := backend.Lookup(c.String(flagBackend))
 	if !ok {
 		return nil, cliutil.Usagef("--%s %q: want %s", flagBackend, c.String(flagBackend), orList(backend.Names()))
@@ -167,6 +170,12 @@ func parse(c *cli.Context) (*config, error) {
 	if err := checkTurns(c, cfg, batchInput); err != nil {
 		return nil, err
 	}
+	if cfg.thinking, err = thinking.FromFlags(c); err != nil {
+		return nil, err
+	}
+	if cfg.thinking.IsSet() && batchInput {
+		return nil, cliutil.Usagef("--%s is for records (--input-format %s): an OpenAI Batch body sets its own reasoning", thinking.FlagThinking, formatRecords)
+	}
 	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput && !cfg.turnsAll {
 		return nil, cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
 			flagTokenizer, orList(backendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
@@ -174,7 +183,6 @@ func parse(c *cli.Context) (*config, error) {
 	if err := (*chat.Template)(nil).SetToolDeclaration(cfg.declaration); err != nil {
 		return nil, err
 	}
-	var err error
 	if cfg.params, err = sampling(c); err != nil {
 		return nil, err
 	}

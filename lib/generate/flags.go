@@ -8,6 +8,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // defaultBackend is --backend's default.
@@ -61,6 +62,7 @@ func flags() []cli.Flag {
 			Usage: "`WHICH` turns to generate: last (one answer per record) or all (regenerate every assistant turn of a tokenize-prompts --turns all conversation " +
 				"on the model's own answers; the source's tool results are spliced in; sglang needs --tokenizer)"},
 		chat.ToolDeclarationFlag(),
+		thinking.Flags()[0], thinking.Flags()[1],
 		// Failures.
 		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors),
 			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},

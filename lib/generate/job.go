@@ -10,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // job is one request record on its way through the run. It is kept small:
@@ -26,6 +27,9 @@ type job struct {
 	kvTokens        int                  // what this request is expected to hold on its server
 	params          []byte               // gen.params of a request with its own sampling parameters (openai-batch), else nil
 	conv            *conversation.Source // the conversation to regenerate (--turns all), else nil
+	// newThinking: the thinking setting (req.Thinking) was chosen by this
+	// run's --thinking, not read from the record, and is written on it.
+	newThinking bool
 }
 
 // responseKeys are the members generate adds; a record that already has one
@@ -54,15 +58,16 @@ var errEmptyPrompt = errors.New(`"input_ids" is empty: there is no prompt to ans
 
 // parser turns input lines into jobs.
 type parser struct {
-	kind   *backend.Kind
-	turns  bool // --turns all: each record is a conversation
-	id     record.IDPath
-	params backend.Params
-	batch  *batchInput // --input-format openai-batch, else nil
+	kind     *backend.Kind
+	turns    bool // --turns all: each record is a conversation
+	thinking thinking.Mode
+	id       record.IDPath
+	params   backend.Params
+	batch    *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
-	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params, turns: cfg.turnsAll}
+	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params, turns: cfg.turnsAll, thinking: cfg.thinking}
 }
 
 // parse validates line as one JSON object and builds its job; line is
@@ -75,6 +80,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 	line = bytes.Clone(line)
 	var (
 		idRaw, inputIDs, messages, tools, promptTok []byte
+		thinkingMembers                             []byte // the record's own setting, as an object's members
 		hasError, collides                          bool
 		id                                          = p.id.Match()
 	)
@@ -90,6 +96,8 @@ func (p *parser) parse(line []byte) (*job, error) {
 			promptTok = m.Value
 		case record.FieldError:
 			hasError = true
+		case thinking.FieldThinking, thinking.FieldReasoningEffort:
+			thinkingMembers = fmt.Appendf(thinkingMembers, `,%q:%s`, m.Key, m.Value)
 		default:
 			if responseKeys[string(m.Key)] {
 				collides = true
@@ -168,12 +176,54 @@ func (p *parser) parse(line []byte) (*job, error) {
 			return nil, err
 		}
 	}
+	if err := p.setThinking(j, thinkingMembers); err != nil {
+		return nil, err
+	}
 	j.req.Params = p.params
 	j.line = line
 	if hasError {
 		j.line = dropStaleError(j.line)
 	}
 	return j, nil
+}
+
+// setThinking gives j the thinking setting it is generated with: the
+// record's own (tokenize-prompts --thinking rendered its prompt so), else
+// the one --thinking chooses for its id. A record whose setting differs
+// from --thinking's choice is refused rather than generated either way,
+// and so is a prompt already rendered into token ids without a setting,
+// which no request field can change.
+func (p *parser) setThinking(j *job, members []byte) error {
+	var c thinking.Choice
+	var ok bool
+	var err error
+	if members != nil {
+		members[0] = '{'
+		c, ok, err = thinking.FromRecord(append(members, '}'))
+	}
+	if err != nil {
+		return err
+	}
+	if ok {
+		if p.thinking.IsSet() {
+			if want := p.thinking.Choose(j.req.ID); want != c {
+				return fmt.Errorf("the record was rendered with %s but --%s %s chooses %s for its id: give generate the --%s and --%s tokenize-prompts had, or leave --%s out to follow the record",
+					c, thinking.FlagThinking, p.thinking, want, thinking.FlagThinking, thinking.FlagSeed, thinking.FlagThinking)
+			}
+		}
+		j.req.Thinking = &c
+		return nil
+	}
+	if !p.thinking.IsSet() {
+		return nil
+	}
+	if p.kind.Input == backend.TokenIDs && !p.turns {
+		return fmt.Errorf(`no %q on the record: its input_ids were rendered without --%s, and --%s %s sends them as they are (run tokenize-prompts --%s %s)`,
+			thinking.FieldThinking, thinking.FlagThinking, flagBackend, p.kind.Name, thinking.FlagThinking, p.thinking)
+	}
+	c = p.thinking.Choose(j.req.ID)
+	j.req.Thinking, j.newThinking = &c, true
+	return nil
 }
 
 // parseIDs reads a JSON array of non-negative integers.

@@ -9,6 +9,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // member is one JSON member to add to a record.
@@ -81,6 +82,21 @@ func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []m
 		add(record.FieldUsage, res.Usage)
 	}
 	add("gen", c.genMember(j, res, attempts))
+	return appendThinking(ms, j)
+}
+
+// appendThinking adds the thinking setting this run chose for j (see
+// thinking.Choice.AppendFields), so that to-train renders the record as
+// it was generated. A setting read from the record is there already.
+func appendThinking(ms []member, j *job) []member {
+	if !j.newThinking {
+		return ms
+	}
+	c := j.req.Thinking
+	ms = append(ms, member{thinking.FieldThinking, strconv.AppendBool(nil, c.Thinking)})
+	if c.Effort != "" {
+		ms = append(ms, member{thinking.FieldReasoningEffort, jsonl.AppendString(nil, c.Effort)})
+	}
 	return ms
 }
 

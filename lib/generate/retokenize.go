@@ -24,17 +24,28 @@ type retokenizer struct {
 
 // outputIDs returns the ids of res as an answer to j.
 func (r *retokenizer) outputIDs(j *job, res *backend.Result) []int {
-	prompt, err := r.model.Render(j.req.Messages, j.req.Tools, true)
+	model := modelFor(r.model, j)
+	prompt, err := model.Render(j.req.Messages, j.req.Tools, true)
 	if err == nil {
 		var full string
-		if full, err = r.model.Render(withAnswer(j.req.Messages, res), j.req.Tools, false); err == nil && strings.HasPrefix(full, prompt) {
+		if full, err = model.Render(withAnswer(j.req.Messages, res), j.req.Tools, false); err == nil && strings.HasPrefix(full, prompt) {
 			// The template closes the turn with a newline the model never
 			// generates: the answer ends at its end-of-turn token.
-			return r.model.Encode(strings.TrimRight(full[len(prompt):], "\n"))
+			return model.Encode(strings.TrimRight(full[len(prompt):], "\n"))
 		}
 	}
 	r.fallbacks.Add(1)
 	return r.model.Encode(res.Reasoning + res.Text)
+}
+
+// modelFor is model as it renders j: with the template variables of j's
+// thinking setting, so that an answer generated with thinking off is
+// rendered with it off.
+func modelFor(model *chat.Model, j *job) *chat.Model {
+	if j.req.Thinking == nil {
+		return model
+	}
+	return model.WithArgs(j.req.Thinking.TemplateArgs())
 }
 
 // withAnswer is messages with the answer appended as an assistant turn,

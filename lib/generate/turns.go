@@ -127,7 +127,7 @@ func (t *turnRunner) prepare(j *job, wk *conversation.Walk) error {
 		j.req.Messages, j.req.Tools = wk.Messages(), wk.Tools()
 		return nil
 	}
-	text, err := t.model.Render(wk.Messages(), wk.Tools(), true)
+	text, err := modelFor(t.model, j).Render(wk.Messages(), wk.Tools(), true)
 	if err != nil {
 		return fmt.Errorf("chat template: %w", err)
 	}
@@ -190,5 +190,6 @@ func (c *collector) handleConversation(o *outcome) {
 		ms = append(ms, member{m.Key, m.Raw})
 	}
 	ms = append(ms, member{"gen", c.genMember(j, o.res, o.attempts)})
+	ms = appendThinking(ms, j)
 	c.emit(j.seq, outLine{addMembers(j.line, ms, true), true})
 }

@@ -111,10 +111,34 @@ func parseReasoning(doc gjson.Result) reasoningRequest {
 	if doc.Get("include_reasoning").Bool() {
 		rr.enabled = true
 	}
+	thinkingKwargs(doc.Get("chat_template_kwargs"), &rr)
 	if rr.effort == "none" {
 		rr.enabled = false
 	}
 	return rr
+}
+
+// thinkingKwargs reads the chat template variables that vLLM and SGLang
+// servers pass to a thinking model's template: enable_thinking (Qwen3),
+// thinking (Kimi, DeepSeek) or reasoning_effort (gpt-oss). A false one
+// turns reasoning off whatever else the request says, as the template
+// then closes the reasoning block before the answer.
+func thinkingKwargs(kw gjson.Result, rr *reasoningRequest) {
+	if !kw.IsObject() {
+		return
+	}
+	for _, name := range []string{"enable_thinking", "thinking"} {
+		switch v := kw.Get(name); v.Type {
+		case gjson.True:
+			rr.enabled = true
+		case gjson.False:
+			rr.enabled = false
+			return
+		}
+	}
+	if e := kw.Get("reasoning_effort").String(); e != "" {
+		rr.enabled, rr.effort = true, e
+	}
 }
 
 // chosenTool returns the function the answer calls: the one named by

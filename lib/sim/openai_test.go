@@ -100,6 +100,38 @@ func TestChatReasoningAndTools(t *testing.T) {
 	}
 }
 
+// TestChatThinkingSwitch checks the ways a request turns thinking on or
+// off: OpenRouter's reasoning.enabled, and the chat template variables
+// vLLM and SGLang take (chat_template_kwargs), a false one winning.
+func TestChatThinkingSwitch(t *testing.T) {
+	cfg := Default()
+	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 40}
+	cfg.ReasoningShare = 0.25
+	_, url := startSim(t, cfg)
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want int // reasoning tokens
+	}{
+		{"enabled", map[string]any{"reasoning": map[string]any{"enabled": true}}, 10},
+		{"disabled", map[string]any{"reasoning": map[string]any{"enabled": false}}, 0},
+		{"enable_thinking", map[string]any{"chat_template_kwargs": map[string]any{"enable_thinking": true}}, 10},
+		{"thinking false wins", map[string]any{"reasoning": map[string]any{"effort": "high"}, "chat_template_kwargs": map[string]any{"thinking": false}}, 0},
+		{"effort kwarg", map[string]any{"chat_template_kwargs": map[string]any{"reasoning_effort": "high"}}, 20},
+		{"none", map[string]any{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, body := post(t, url+"/v1/chat/completions", chatBody(tc.body))
+			if n := gjson.GetBytes(body, "usage.completion_tokens_details.reasoning_tokens").Int(); n != int64(tc.want) {
+				t.Errorf("reasoning tokens %d, want %d: %s", n, tc.want, body)
+			}
+			if has := gjson.GetBytes(body, "choices.0.message.reasoning").String() != ""; has != (tc.want > 0) {
+				t.Errorf("reasoning text present %v, want %v: %s", has, tc.want > 0, body)
+			}
+		})
+	}
+}
+
 func TestChatStream(t *testing.T) {
 	cfg := Default()
 	cfg.Lengths = LengthDist{Kind: LengthFixed, Fixed: 30}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -201,6 +202,15 @@ func (m Mode) pickLevel(u float64) string {
 	return m.levels[len(m.levels)-1].name
 }
 
+// String is the choice as the record writes it: "thinking true",
+// "thinking false" or "reasoning_effort high".
+func (c Choice) String() string {
+	if c.Effort != "" {
+		return FieldReasoningEffort + " " + c.Effort
+	}
+	return FieldThinking + " " + strconv.FormatBool(c.Thinking)
+}
+
 // TemplateArgs are the template variables of the choice.
 func (c Choice) TemplateArgs() map[string]json.RawMessage {
 	if c.Effort != "" {
@@ -246,6 +256,30 @@ func ConflictingTemplateArg(extra map[string]json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// switchRef finds a template's own use of a thinking variable: the name
+// not after a dot or a quote (message.thinking and message['thinking'] are
+// a turn's reasoning, not the switch).
+var switchRef = regexp.MustCompile(`(?:^|[^.\w'"])(` + varEnableThinking + `|` + varThinking + `|` + varEffort + `)\b`)
+
+// SwitchIn names the thinking variable a chat template's source reads, or
+// "" when it reads none: such a template renders a conversation
+// differently with thinking on and off, so a record must say which.
+func SwitchIn(templateSource string) string {
+	if m := switchRef.FindStringSubmatch(templateSource); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// ArgValues describes the values of a thinking variable, for messages:
+// "LEVEL" for reasoning_effort, "true or false" for the others.
+func ArgValues(name string) string {
+	if name == varEffort {
+		return "LEVEL"
+	}
+	return "true or false"
 }
 
 // FromRecord reads the choice a record carries. ok is false when it has no

@@ -46,6 +46,19 @@ chat template and tokenized (--tokenizer is then required); the answer is
 everything the template renders after the generation prompt, end-of-turn
 tokens included.
 
+Each record is rendered with the thinking setting it was generated with
+("thinking", and "reasoning_effort" with effort levels: tokenize-prompts and
+generate --thinking write them), through the template variables thinking
+and enable_thinking, or reasoning_effort; --format specforge writes the
+setting on the sample for the trainer's template. A record that carries no
+setting, rendered by a template that reads one of those variables, is
+refused (exit 65, or counted with --skip-invalid): it may have been
+generated either way, and an answer made without thinking trained as if
+with it teaches the draft the wrong thing. When a whole input was made one
+way, --template-arg enable_thinking=false (or thinking=..., or
+reasoning_effort=...) says so; a --template-arg that contradicts a record's
+own setting refuses that record.
+
 Tools reach the template as --tool-declaration says, as in tokenize-prompts:
 give both the same value, so that a sample's prompt is the prompt that was
 generated from (for Kimi-K2.5, the TypeScript declaration its tokenizer

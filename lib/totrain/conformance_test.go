@@ -229,6 +229,9 @@ func generatedRecord(t *testing.T, c referenceCase) []byte {
 		"id":       c.Name,
 		"messages": messagesJSON(c.Messages[:len(c.Messages)-1]),
 		"text":     last.Content,
+		// The references render with the templates' defaults: thinking on,
+		// the effort unset. The record says so, as generate writes it.
+		"thinking": true,
 	}
 	if len(c.Tools) > 0 {
 		rec["tools"] = c.Tools

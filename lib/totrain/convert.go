@@ -1,6 +1,7 @@
 package totrain
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 const (
@@ -36,6 +38,47 @@ type converter struct {
 	format string
 	model  *chat.Model // nil when no --tokenizer was given
 	idPath string
+	// templateArgs are the --template-arg values, for telling a record's
+	// thinking setting from one set for all records.
+	templateArgs map[string]json.RawMessage
+}
+
+// recordThinking reads the thinking setting rec was generated with (see
+// synthpipe-records(7)); ok is false when the record has none.
+func recordThinking(rec []byte) (c thinking.Choice, ok bool, err error) {
+	c, ok, err = thinking.FromRecord(rec)
+	if err != nil {
+		err = fmt.Errorf("%v: the setting the answer was generated with cannot be told, so the record is not rendered either way", err)
+	}
+	return c, ok, err
+}
+
+// renderModel is the model as it renders rec: with the template variables
+// of the record's thinking setting. A record without one is rendered as
+// the template and --template-arg say only when that cannot be the other
+// way: when the template reads no thinking switch, or --template-arg sets
+// it for every record. A --template-arg that contradicts the record's own
+// setting is refused for that record.
+func (c *converter) renderModel(rec []byte) (*chat.Model, error) {
+	choice, ok, err := recordThinking(rec)
+	if err != nil {
+		return nil, err
+	}
+	set := thinking.ConflictingTemplateArg(c.templateArgs)
+	if !ok {
+		if sw := c.thinkingSwitch(); sw != "" && set == "" {
+			return nil, fmt.Errorf(`no %q on the record, and the chat template reads %s: the setting the answer was generated with cannot be told, so the record is not rendered either way (generate and tokenize-prompts --thinking record it; for an input made all one way, say which with --template-arg %s=%s)`,
+				thinking.FieldThinking, sw, sw, thinking.ArgValues(sw))
+		}
+		return c.model, nil
+	}
+	args := choice.TemplateArgs()
+	if set != "" {
+		if v, both := args[set]; !both || !bytes.Equal(v, c.templateArgs[set]) {
+			return nil, fmt.Errorf("the record was generated with %s but --template-arg sets %s=%s: drop that --template-arg (each record carries its own setting)", choice, set, c.templateArgs[set])
+		}
+	}
+	return c.model.WithArgs(args), nil
 }
 
 // convert appends the sample for rec to dst.
@@ -84,6 +127,10 @@ func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, err
 	if err != nil {
 		return dst, err
 	}
+	choice, hasChoice, err := recordThinking(rec)
+	if err != nil {
+		return dst, err
+	}
 	dst = append(dst, `{"id":`...)
 	dst = append(dst, idRaw...)
 	dst = append(dst, `,"conversations":`...)
@@ -91,6 +138,9 @@ func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, err
 	if tools := gjson.GetBytes(rec, "tools"); tools.IsArray() {
 		dst = append(dst, `,"tools":`...)
 		dst = append(dst, tools.Raw...)
+	}
+	if hasChoice { // for the trainer's template: the setting the answer was made with
+		dst = choice.AppendFields(dst)
 	}
 	return append(dst, '}'), nil
 }
@@ -174,19 +224,23 @@ func (c *converter) renderTokens(rec []byte) (ids []int, prompt int, err error) 
 	if t := gjson.GetBytes(rec, "tools"); t.IsArray() {
 		tools = json.RawMessage(t.Raw)
 	}
-	full, err := c.model.Render(conv, tools, false)
+	model, err := c.renderModel(rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	full, err := model.Render(conv, tools, false)
 	if err != nil {
 		return nil, 0, fmt.Errorf("chat template: %w", err)
 	}
-	head, err := c.model.Render(msgs, tools, true)
+	head, err := model.Render(msgs, tools, true)
 	if err != nil {
 		return nil, 0, fmt.Errorf("chat template: %w", err)
 	}
 	if !strings.HasPrefix(full, head) {
 		return nil, 0, fmt.Errorf("the chat template renders the conversation with its answer differently from the prompt it was generated from, so the answer's tokens cannot be told apart")
 	}
-	ids = c.model.Encode(full)
-	headIDs := c.model.Encode(head)
+	ids = model.Encode(full)
+	headIDs := model.Encode(head)
 	if len(headIDs) > len(ids) || !equalInts(ids[:len(headIDs)], headIDs) {
 		return nil, 0, fmt.Errorf("the prompt's tokens are not a prefix of the whole conversation's (a token spans the start of the answer)")
 	}
@@ -215,4 +269,13 @@ func joinArrays(a, b string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, b[1:]...)
+}
+
+// thinkingSwitch is the thinking variable the chat template reads, "" for
+// none (or no template).
+func (c *converter) thinkingSwitch() string {
+	if c.model.Template == nil {
+		return ""
+	}
+	return c.model.Template.ThinkingSwitch
 }

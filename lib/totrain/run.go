@@ -23,12 +23,12 @@ type tally struct {
 
 func run(c *cli.Context) (err error) {
 	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath)}
-	if err := checkFormat(conv.format); err != nil {
+	if err = checkFormat(conv.format); err != nil {
 		return err
 	}
 	// Checked even without --tokenizer, where they would go unused: a typo
 	// must not pass silently.
-	if _, err := chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
+	if conv.templateArgs, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
 		return err
 	}
 	templateClock, err := chat.ParseDate(c.String(flagDate))
