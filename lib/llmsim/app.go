@@ -28,6 +28,7 @@ const (
 	flagPerTokenTime      = "per-token-time"
 	flagPrefillTime       = "prefill-time-per-token"
 	flagPrefixCache       = "prefix-cache"
+	flagAnswerFormat      = "answer-format"
 	flagIncremental       = "incremental-streaming"
 	flagVocabSize         = "vocab-size"
 	flagEOSTokenID        = "eos-token-id"
@@ -82,7 +83,10 @@ prompt and i, so a test can check that every answer belongs to its own
 request. Answer lengths follow --lengths; time follows --step-time,
 --per-token-time and --prefill-time-per-token (all zero: as fast as the
 machine allows). With --prefix-cache, a prompt's part already in the cache
-(a conversation's earlier turn and its answer) costs no prefill time. --fault KIND=P injects failures with probability P per
+(a conversation's earlier turn and its answer) costs no prefill time.
+With --answer-format kimi-k2.5 answers follow Kimi-K2.5's output format, so
+that a conversation regenerated turn by turn (generate --turns all) goes
+through tool loops as with the model. --fault KIND=P injects failures with probability P per
 request; a request header X-Sim-Fault: KIND forces one.
 
 It listens only on loopback addresses. When it is ready it prints its base URL
@@ -107,6 +111,7 @@ aborted) and it exits 0.`,
 			&cli.BoolFlag{Name: flagNoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
 			&cli.StringFlag{Name: flagLoadReports, Value: "all", Usage: "SGLang's JSON load reports to serve, `WHICH`: all (/v1/loads and /get_load, as recent releases), get_load (as older ones) or none (as the oldest releases, or a proxy that passes on only requests; with --no-metrics no load is reported at all)"},
 			&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
+			&cli.StringFlag{Name: flagAnswerFormat, Value: "words", Usage: "how answers are written, `FORMAT`: words (ids from the prompt's hash, shown as words) or kimi-k2.5 (a /generate answer to input_ids in the bundled Kimi-K2.5 tokenizer's ids as the model writes it: reasoning after a prompt ending in <think>, then </think>, then content, or calls of the declared tools the last user turn names, as functions.NAME:INDEX, then <|im_end|>; chat answers call the named tools under the same ids)"},
 			&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Usage: "end-of-sequence token `ID`"},
 			&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Usage: "`SEED` for answer lengths and injected faults"},
 			&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX] or file:PATH"},
@@ -139,6 +144,8 @@ aborted) and it exits 0.`,
 				Command: "llm-sim --port 30000 --lengths lognormal:2300,0.6,10240 --per-token-time 20us --step-time 10ms"},
 			{Comment: "a flaky server for a retry test; a script waits for url.txt",
 				Command: "llm-sim --url-file url.txt --fault http500=0.05 --fault rate_limit=0.05 --fault reset=0.02 &"},
+			{Comment: "a server that answers in Kimi-K2.5's format and keeps a prefix cache, for conversations regenerated turn by turn",
+				Command: "llm-sim --url-file url.txt --answer-format kimi-k2.5 --prefix-cache 200000 --prefill-time-per-token 20us &"},
 			{Comment: "the whole pipeline against it",
 				Command: `generate --url "$(cat url.txt)" --max-tokens 512 < req.jsonl > out.jsonl`},
 		},

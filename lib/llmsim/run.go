@@ -122,6 +122,14 @@ func simConfig(c *cli.Context) (sim.Config, error) {
 	cfg.PerTokenTime = c.Duration(flagPerTokenTime)
 	cfg.PrefillTimePerToken = c.Duration(flagPrefillTime)
 	cfg.PrefixCacheTokens = c.Int(flagPrefixCache)
+	switch f := c.String(flagAnswerFormat); f {
+	case "words":
+		cfg.AnswerFormat = sim.AnswerWords
+	case sim.AnswerKimiK25:
+		cfg.AnswerFormat = f
+	default:
+		return cfg, cliutil.Usagef("--%s %q: say words or %s", flagAnswerFormat, f, sim.AnswerKimiK25)
+	}
 	cfg.IncrementalStreaming = c.Bool(flagIncremental)
 	cfg.NoMetrics = c.Bool(flagNoMetrics)
 	switch which := c.String(flagLoadReports); which {

@@ -77,6 +77,13 @@ type Config struct {
 	// EOSText is how the EOS token renders in text when a request asks for
 	// no_stop_trim and skip_special_tokens=false.
 	EOSText string
+	// AnswerFormat is how answers are written: AnswerWords (the default)
+	// or AnswerKimiK25, where a /generate answer to input_ids is written in
+	// the bundled Kimi-K2.5 tokenizer's ids as the model writes it
+	// (reasoning, </think>, content or tool calls, <|im_end|> as its EOS,
+	// whatever EOSTokenID says; see kimiFormat) and chat answers call the
+	// tools the last user turn names, under Kimi's functions.NAME:INDEX ids.
+	AnswerFormat string
 	// Seed makes answer lengths and injected faults reproducible. Two servers
 	// with the same Seed answer the same requests identically.
 	Seed uint64
@@ -196,6 +203,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxTotalTokens <= 1:
 		return errors.New("sim: MaxTotalTokens must be at least 2")
+	case c.AnswerFormat != AnswerWords && c.AnswerFormat != AnswerKimiK25:
+		return fmt.Errorf("sim: AnswerFormat %q is none of %q (words) and %q", c.AnswerFormat, AnswerWords, AnswerKimiK25)
 	case c.PrefixCacheTokens < 0:
 		return errors.New("sim: PrefixCacheTokens must not be negative")
 	case c.MaxRunningRequests <= 0:

@@ -26,6 +26,15 @@
 // Config.Lengths with a generator seeded by Config.Seed and the prompt. A test
 // can therefore verify that every response belongs to its own request.
 //
+// With Config.AnswerFormat kimi-k2.5 a /generate answer to input_ids is
+// written in the bundled Kimi-K2.5 tokenizer's ids as the model writes it:
+// reasoning (after a prompt that ends with <think>), </think>, then content
+// or a tool-call section calling the declared tools the last user turn
+// names (functions.NAME:INDEX), then <|im_end|>; chat answers call the same
+// tools under the same ids. Still a function of the prompt and the seed, so
+// a conversation regenerated turn by turn goes through tool loops as it
+// would with the model.
+//
 // Faults (HTTP 500, 429 with Retry-After, connection resets, hangs, slow
 // first tokens, mid-stream errors, garbage and HTML bodies, SGLang-style
 // aborts, OpenRouter 402/403) are injected with configured probabilities,

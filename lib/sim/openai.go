@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -26,6 +27,9 @@ type chatInput struct {
 	stream       bool
 	reasoning    reasoningRequest
 	tool         string // function to call, "" for a plain answer
+	// calls are the functions the answer calls under Kimi's ids
+	// (Config.AnswerFormat kimi-k2.5): those the last user turn names.
+	calls []string
 }
 
 // reasoningRequest is OpenRouter's reasoning object (also reached through
@@ -91,6 +95,9 @@ func (s *Server) parseChat(doc gjson.Result) (chatInput, error) {
 	in.stream = doc.Get("stream").Bool()
 	in.reasoning = parseReasoning(doc)
 	in.tool = chosenTool(doc)
+	if s.kimi != nil && in.tool == "" {
+		in.calls = namedTools(doc)
+	}
 	return in, nil
 }
 
@@ -157,6 +164,28 @@ func chosenTool(doc gjson.Result) string {
 		return tools.Get("0.function.name").String()
 	}
 	return ""
+}
+
+// namedTools are the request's tools its last message, when it is the
+// user's, names (see namedIn).
+func namedTools(doc gjson.Result) []string {
+	msgs := doc.Get("messages").Array()
+	last := msgs[len(msgs)-1]
+	if last.Get("role").String() != "user" {
+		return nil
+	}
+	text := last.Get("content").String()
+	if c := last.Get("content"); c.IsArray() {
+		text = ""
+		for _, part := range c.Array() {
+			text += part.Get("text").String()
+		}
+	}
+	var tools []string
+	for _, t := range doc.Get("tools").Array() {
+		tools = append(tools, t.Get("function.name").String())
+	}
+	return namedIn(tools, text)
 }
 
 // reasoningTokens is how many of the answer's content tokens are reasoning.
@@ -332,9 +361,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	ans := answerAt(&req.plan, res.outputLen, c.reasoning, res.finish)
 	msg := &chatMessage{Role: "assistant", Content: &ans.content}
 	c.fillReasoning(msg, ans.reasoning)
-	if in.tool != "" {
+	if c.calling() {
 		msg.Content = nil
-		msg.ToolCalls = []toolCall{c.toolCall(ans.content)}
+		msg.ToolCalls = c.toolCalls(ans.content)
 	}
 	resp := c.envelope("chat.completion")
 	finish := c.finishReason(res.finish)
@@ -358,7 +387,7 @@ func (c *chatCall) envelope(object string) chatResponse {
 
 func (c *chatCall) finishReason(f finishReason) string {
 	switch {
-	case c.in.tool != "":
+	case c.calling():
 		return "tool_calls"
 	case f.kind == finishLength:
 		return "length"
@@ -377,10 +406,23 @@ func (c *chatCall) fillReasoning(msg *chatMessage, text string) {
 	msg.ReasoningDetails = []reasoningDetail{{Type: "reasoning.text", Text: text, Format: "unknown", Index: 0}}
 }
 
-func (c *chatCall) toolCall(content string) toolCall {
+// calling tells that the answer calls tools.
+func (c *chatCall) calling() bool { return c.in.tool != "" || len(c.in.calls) > 0 }
+
+// toolCalls are the answer's calls: the tool_choice function with the
+// answer's text as its input, or the named tools under Kimi's ids.
+func (c *chatCall) toolCalls(content string) []toolCall {
 	args, _ := json.Marshal(map[string]string{"input": content})
-	return toolCall{ID: "call_" + c.req.rid[len(c.req.rid)-12:], Type: "function",
-		Function: toolFunction{Name: c.in.tool, Arguments: string(args)}}
+	if c.in.tool != "" {
+		return []toolCall{{ID: "call_" + c.req.rid[len(c.req.rid)-12:], Type: "function",
+			Function: toolFunction{Name: c.in.tool, Arguments: string(args)}}}
+	}
+	calls := make([]toolCall, len(c.in.calls))
+	for i, name := range c.in.calls {
+		calls[i] = toolCall{Index: i, ID: fmt.Sprintf("functions.%s:%d", name, i), Type: "function",
+			Function: toolFunction{Name: name, Arguments: string(args)}}
+	}
+	return calls
 }
 
 // usage counts every output token, the EOS included, as SGLang's
@@ -426,7 +468,7 @@ func (c *chatCall) stream(w http.ResponseWriter, r *http.Request, delay time.Dur
 		if delta.Content == nil && delta.Reasoning == nil {
 			return nil
 		}
-		if c.in.tool != "" {
+		if c.calling() {
 			// Tool arguments are sent whole at the end.
 			delta.Content = nil
 			if delta.Reasoning == nil {
@@ -457,9 +499,9 @@ func (c *chatCall) stream(w http.ResponseWriter, r *http.Request, delay time.Dur
 		return
 	}
 	last := &chatMessage{Role: "assistant", Content: &empty}
-	if c.in.tool != "" {
+	if c.calling() {
 		last.Content = nil
-		last.ToolCalls = []toolCall{c.toolCall(final.content)}
+		last.ToolCalls = c.toolCalls(final.content)
 	}
 	finish := c.finishReason(res.finish)
 	c.sendDelta(sse, last, &finish)

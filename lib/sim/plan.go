@@ -77,6 +77,12 @@ type plan struct {
 	eosAtEnd bool // the last of them is the EOS id
 	finish   finishReason
 
+	// explicit is the whole natural answer, its EOS last, when the answer
+	// is written in a model's format (Config.AnswerFormat); kimi writes
+	// and shows it. Both nil: ids from the prompt's hash, shown as words.
+	explicit []int
+	kimi     *kimiFormat
+
 	// failAt >= 0 makes the engine end the request with failure after
 	// failAt tokens; injected mid-stream errors and aborts use it.
 	failAt  int
@@ -87,6 +93,22 @@ type plan struct {
 // natural is the answer length drawn from the length distribution.
 func makePlan(cfg *Config, key uint64, natural int, p genParams) plan {
 	pl := plan{key: key, params: p, vocab: cfg.VocabSize, eos: cfg.EOSTokenID, eosText: cfg.EOSText, failAt: -1}
+	pl.decide(natural)
+	return pl
+}
+
+// makeKimiPlan plans the answer to prompt written as Kimi-K2.5 writes it.
+func makeKimiPlan(cfg *Config, k *kimiFormat, prompt []int, key uint64, natural int, p genParams) plan {
+	pl := plan{key: key, params: p, vocab: cfg.VocabSize, eos: k.imEnd, failAt: -1, kimi: k}
+	pl.explicit = k.answer(prompt, key, natural, cfg.ReasoningShare)
+	pl.decide(len(pl.explicit) - 1)
+	return pl
+}
+
+// decide sets the answer's length and finish reason from its natural
+// length (the tokens before its EOS) and the sampling parameters.
+func (pl *plan) decide(natural int) {
+	p := pl.params
 	limit := p.maxNew
 	if !p.ignoreEOS && natural < limit {
 		limit = natural
@@ -94,21 +116,20 @@ func makePlan(cfg *Config, key uint64, natural int, p genParams) plan {
 	if len(p.stopIDs) > 0 || len(p.stopStrs) > 0 {
 		var text strings.Builder
 		for i := 0; i < limit; i++ {
-			id := contentID(key, i, pl.vocab, pl.eos)
+			id := pl.contentAt(i)
 			if slices.Contains(p.stopIDs, id) {
 				pl.total = i + 1
 				pl.finish = finishReason{kind: finishStop, byID: true, matchedID: id}
-				return pl
+				return
 			}
 			if len(p.stopStrs) == 0 {
 				continue
 			}
-			text.WriteByte(' ')
-			text.WriteString(wordOf(id))
+			text.WriteString(pl.render([]int{id}))
 			if s, ok := endsWithStop(text.String(), p.stopStrs); ok {
 				pl.total = i + 1
 				pl.finish = finishReason{kind: finishStop, matchedStr: s}
-				return pl
+				return
 			}
 		}
 	}
@@ -116,11 +137,36 @@ func makePlan(cfg *Config, key uint64, natural int, p genParams) plan {
 		pl.total = natural + 1
 		pl.eosAtEnd = true
 		pl.finish = finishReason{kind: finishStop, byID: true, matchedID: pl.eos}
-		return pl
+		return
 	}
 	pl.total = p.maxNew
 	pl.finish = finishReason{kind: finishLength, length: p.maxNew}
-	return pl
+}
+
+// contentAt is answer id i when it is not the final EOS.
+func (p *plan) contentAt(i int) int {
+	switch {
+	case p.explicit != nil && i < len(p.explicit)-1:
+		return p.explicit[i]
+	case p.kimi != nil:
+		return p.kimi.word(p.key, i)
+	}
+	return contentID(p.key, i, p.vocab, p.eos)
+}
+
+// render shows ids as text: words, or the model's tokens decoded without
+// its special tokens (unless skip_special_tokens is false).
+func (p *plan) render(ids []int) string {
+	if p.kimi != nil {
+		if !p.params.skipSpecial {
+			s, _ := p.kimi.tok.Decode(ids)
+			return s
+		}
+		return p.kimi.text(ids)
+	}
+	var b strings.Builder
+	renderInto(&b, ids, p.eos)
+	return b.String()
 }
 
 // endsWithStop reports the stop string that appears in text for the first
@@ -162,7 +208,7 @@ func (p *plan) idAt(i int) int {
 	if p.eosAtEnd && i == p.total-1 {
 		return p.eos
 	}
-	return contentID(p.key, i, p.vocab, p.eos)
+	return p.contentAt(i)
 }
 
 // ids returns output ids [from, to).
@@ -183,12 +229,10 @@ func (p *plan) text(n int, fin finishReason) string {
 	if final && fin.kind == finishStop && fin.byID && !p.params.noStopTrim && len(ids) > 0 {
 		ids = ids[:len(ids)-1]
 	}
-	var b strings.Builder
-	renderInto(&b, ids, p.eos)
-	if len(ids) > 0 && ids[len(ids)-1] == p.eos && !p.params.skipSpecial {
-		b.WriteString(p.eosText)
+	s := p.render(ids)
+	if p.kimi == nil && len(ids) > 0 && ids[len(ids)-1] == p.eos && !p.params.skipSpecial {
+		s += p.eosText
 	}
-	s := b.String()
 	if final && fin.kind == finishStop && !fin.byID {
 		if pos := strings.Index(s, fin.matchedStr); pos >= 0 {
 			if p.params.noStopTrim {

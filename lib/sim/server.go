@@ -19,6 +19,7 @@ type Server struct {
 	cfg    Config
 	engine *ranks
 	faults faultPicker
+	kimi   *kimiFormat // Config.AnswerFormat kimi-k2.5, else nil
 	key    keyAccount
 	start  time.Time
 
@@ -90,6 +91,13 @@ func New(cfg Config) (*Server, error) {
 	s.cfg.Lengths.Values = append([]int(nil), cfg.Lengths.Values...)
 	s.engine = newRanks(&s.cfg)
 	s.faults = newFaultPicker(&s.cfg)
+	if cfg.AnswerFormat == AnswerKimiK25 {
+		k, err := loadKimiFormat()
+		if err != nil {
+			return nil, err
+		}
+		s.kimi = k
+	}
 	return s, nil
 }
 

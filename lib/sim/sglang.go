@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -162,6 +161,9 @@ func (s *Server) checkLengths(prompt, maxNew int) error {
 	return nil
 }
 
+// req0IDs tells that a /generate body gives its prompt as token ids.
+func req0IDs(doc gjson.Result) bool { return doc.Get("input_ids").IsArray() }
+
 // newPlan draws the answer length for prompt key and plans the answer.
 func (s *Server) newPlan(key uint64, params genParams) plan {
 	natural := s.cfg.Lengths.sample(newRNG(s.cfg.Seed, key))
@@ -216,9 +218,13 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		in.rid = s.newRID()
 	}
 	pl := s.newPlan(in.key, in.params)
+	if s.kimi != nil && req0IDs(doc) {
+		natural := s.cfg.Lengths.sample(newRNG(s.cfg.Seed, in.key))
+		pl = makeKimiPlan(&s.cfg, s.kimi, in.promptIDs, in.key, natural, in.params)
+	}
 	delay := s.applyLateFault(fault, &pl, false)
 	req := newRequest(in.rid, in.promptTokens, pl, in.stream)
-	req.promptIDs, req.cacheAnswer = in.promptIDs, doc.Get("input_ids").IsArray()
+	req.promptIDs, req.cacheAnswer = in.promptIDs, req0IDs(doc)
 	if err := s.engine.submit(req); err != nil {
 		if errors.Is(err, errDuplicateRID) {
 			s.reject(w, sglangDialect, http.StatusBadRequest, fmt.Sprintf("Duplicate request ID detected: rid=%s is already in flight.", in.rid))
@@ -298,10 +304,9 @@ func (s *Server) streamGenerate(w http.ResponseWriter, r *http.Request, req *req
 	ok := s.follow(r.Context(), req, 0, nil, func(n int) error {
 		var chunk generateOutput
 		if incremental {
-			var b strings.Builder
-			renderInto(&b, req.plan.ids(sent, n), req.plan.eos)
-			chunk = s.generateChunk(req, in, sent, n, none, b.String())
-			sentText += b.Len()
+			text := req.plan.render(req.plan.ids(sent, n))
+			chunk = s.generateChunk(req, in, sent, n, none, text)
+			sentText += len(text)
 		} else {
 			chunk = s.generateChunk(req, in, 0, n, none, req.plan.text(n, none))
 		}
