@@ -21,6 +21,7 @@ const (
 	flagDate          = "date"
 	flagKeepTruncated = "keep-truncated"
 	flagOutput        = "output"
+	flagShow          = "show"
 )
 
 // NewApp returns a fresh to-train command.
@@ -65,7 +66,20 @@ generated from (for Kimi-K2.5, the TypeScript declaration its tokenizer
 writes).
 
 Records that carry an error are skipped, and so are truncated answers
-(finish_reason length) unless --keep-truncated; the summary counts both.`,
+(finish_reason length) unless --keep-truncated; the summary counts both.
+
+--show N (the first N samples) or --show ID (repeatable: --show a --show b)
+prints samples as the trainer will see them instead of writing them: the
+text of the tokens, special tokens as they are spelled (<|im_end|>), the
+trained spans marked, then each span's token count. On a terminal the
+trained text is green and special tokens are bold; with NO_COLOR set, TERM
+dumb, or stdout not a terminal, trained spans are put between [[ and ]].
+--format tokens shows the sample's input_ids and loss_mask as written;
+--format specforge shows the conversation rendered by the chat template as a
+trainer renders it, trained on every assistant turn (from the end of its
+generation prompt to the end of the turn). Both need --tokenizer. Ids that
+no sample has (no such record, or a record skipped above) are named on
+stderr.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge or tokens"},
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
@@ -76,15 +90,21 @@ Records that carry an error are skipped, and so are truncated answers
 			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today): give tokenize-prompts' --date, so that prompts render as they were generated"},
 			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
+			&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
 			cliutil.IDPathFlag(),
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),
 			cliutil.SkipInvalidFlag(),
 		},
+		Environment: []cliutil.EnvVar{
+			{Name: "NO_COLOR", Meaning: "when set and not empty, --show marks trained spans with [[ ]] instead of colours"},
+			{Name: "TERM", Meaning: "when \"dumb\", --show marks trained spans with [[ ]] instead of colours"},
+		},
 		Examples: []cliutil.Example{
 			{Comment: "SpecForge training data from a finished run", Command: "to-train --format specforge out.jsonl > train.jsonl"},
 			{Comment: "token ids and loss masks, keeping truncated answers", Command: "to-train --format tokens --keep-truncated out.jsonl.zst > train-tokens.jsonl"},
 			{Comment: "OpenRouter output (text only) through the model's template", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 openrouter.jsonl > train-tokens.jsonl"},
+			{Comment: "the first 3 samples as the trainer sees them, trained spans marked", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 --show 3 out.jsonl"},
 		},
 		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
 		Action:  run,

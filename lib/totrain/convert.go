@@ -41,6 +41,7 @@ type converter struct {
 	// templateArgs are the --template-arg values, for telling a record's
 	// thinking setting from one set for all records.
 	templateArgs map[string]json.RawMessage
+	eot          *string // the template's end-of-turn text, once found (mask.go)
 }
 
 // recordThinking reads the thinking setting rec was generated with (see

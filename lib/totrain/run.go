@@ -22,29 +22,13 @@ type tally struct {
 }
 
 func run(c *cli.Context) (err error) {
-	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath)}
-	if err = checkFormat(conv.format); err != nil {
-		return err
-	}
-	// Checked even without --tokenizer, where they would go unused: a typo
-	// must not pass silently.
-	if conv.templateArgs, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
-		return err
-	}
-	templateClock, err := chat.ParseDate(c.String(flagDate))
+	conv, err := newConverter(c)
 	if err != nil {
-		return cliutil.Usagef("--%s %v", flagDate, err)
-	}
-	declaration := c.String(chat.FlagToolDeclaration)
-	if err := (*chat.Template)(nil).SetToolDeclaration(declaration); err != nil {
 		return err
 	}
-	if dir := c.String(flagTokenizer); dir != "" {
-		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
-			return err
-		}
-		conv.model.Now = templateClock
-		if err := conv.model.SetToolDeclaration(declaration); err != nil {
+	var show *showFilter
+	if c.IsSet(flagShow) {
+		if show, err = checkShow(c, conv); err != nil {
 			return err
 		}
 	}
@@ -61,21 +45,101 @@ func run(c *cli.Context) (err error) {
 	if err := files.Check(); err != nil {
 		return err
 	}
-	out, finishOutput, err := openSamples(c.String(flagOutput), conv.format, c.App.Writer, cliutil.Warner(c))
-	if err != nil {
-		return err
+	var out sampleWriter
+	var viewer *showWriter
+	if show != nil {
+		viewer = newShowWriter(conv, show, c.App.Writer)
+		out = viewer
+		defer func() {
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+		}()
+	} else {
+		var finishOutput func(error) error
+		if out, finishOutput, err = openSamples(c.String(flagOutput), conv.format, c.App.Writer, cliutil.Warner(c)); err != nil {
+			return err
+		}
+		defer func() {
+			err = finishOutput(err)
+		}()
 	}
-	defer func() {
-		err = finishOutput(err)
-	}()
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	t, err := convertAll(in, conv, out, c.Bool(flagKeepTruncated))
+	if err != nil {
+		return err
+	}
+	if !c.Bool(cliutil.FlagQuiet) {
+		if viewer != nil {
+			cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", showSummary(viewer.shown, show))
+			return nil
+		}
+		t.note(c.App.ErrWriter, c.App.Name, conv.format)
+	}
+	return nil
+}
 
-	keepTruncated := c.Bool(flagKeepTruncated)
+// newConverter builds the converter that the flags ask for, loading the
+// tokenizer and chat template when --tokenizer is given.
+func newConverter(c *cli.Context) (*converter, error) {
+	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath)}
+	if err := checkFormat(conv.format); err != nil {
+		return nil, err
+	}
+	// Checked even without --tokenizer, where they would go unused: a typo
+	// must not pass silently.
+	var err error
+	if conv.templateArgs, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
+		return nil, err
+	}
+	templateClock, err := chat.ParseDate(c.String(flagDate))
+	if err != nil {
+		return nil, cliutil.Usagef("--%s %v", flagDate, err)
+	}
+	declaration := c.String(chat.FlagToolDeclaration)
+	if err := (*chat.Template)(nil).SetToolDeclaration(declaration); err != nil {
+		return nil, err
+	}
+	if dir := c.String(flagTokenizer); dir != "" {
+		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
+			return nil, err
+		}
+		conv.model.Now = templateClock
+		if err := conv.model.SetToolDeclaration(declaration); err != nil {
+			return nil, err
+		}
+	}
+	return conv, nil
+}
+
+// checkShow reads --show and checks what it needs: the tokenizer, to turn
+// ids into text and to render conversations, and no -o, since it writes
+// for a person, not a trainer.
+func checkShow(c *cli.Context, conv *converter) (*showFilter, error) {
+	show, err := parseShow(c.StringSlice(flagShow))
+	if err != nil {
+		return nil, err
+	}
+	if conv.model == nil {
+		return nil, cliutil.Usagef("--show needs --tokenizer DIR (the model's folder, or builtin:kimi-k2.5): the text of the tokens and the chat template come from it")
+	}
+	if conv.format == formatSpecForge && conv.model.Template == nil {
+		return nil, cliutil.Usagef("--show with --format specforge renders conversations with the chat template: not with --template none")
+	}
+	if c.String(flagOutput) != "" {
+		return nil, cliutil.Usagef("--show prints samples for reading on stdout; it writes no training data, so -o does not go with it")
+	}
+	return show, nil
+}
+
+// convertAll converts every record read into a sample for out, and counts
+// what became of them.
+func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncated bool) (tally, error) {
 	scan := record.NewScanner(conv.idPath, true, "")
 	var t tally
 	var buf []byte
@@ -83,7 +147,7 @@ func run(c *cli.Context) (err error) {
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
-				return err
+				return t, err
 			}
 			continue
 		}
@@ -104,35 +168,47 @@ func run(c *cli.Context) (err error) {
 			t.noConversation++
 			continue
 		case errors.Is(err, errNeedsTokenizer):
-			return cliutil.Usagef("%s: %v: --format tokens needs --tokenizer DIR (the model's folder) to tokenize such answers with its chat template", in.Pos(), err)
+			return t, cliutil.Usagef("%s: %v: --format tokens needs --tokenizer DIR (the model's folder) to tokenize such answers with its chat template", in.Pos(), err)
+		}
+		if err == nil {
+			err = out.Write(buf)
+			if errors.Is(err, errShown) {
+				t.written++
+				return t, nil
+			}
+			var invalid invalidSample
+			if errors.As(err, &invalid) {
+				err = invalid.err
+			} else if err != nil {
+				return t, err // the output failed
+			}
 		}
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
-				return err
+				return t, err
 			}
 			continue
-		}
-		if err := out.Write(buf); err != nil {
-			return err
 		}
 		t.written++
 	}
 	if err := in.Err(); err != nil {
-		return err
+		return t, err
 	}
 	// The reader's count includes the lines it skipped itself (too long).
 	t.invalid = in.Stats().Invalid
-	if !c.Bool(cliutil.FlagQuiet) {
-		cliutil.Notef(c.App.ErrWriter, c.App.Name, "wrote %s (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
-			cliutil.Count(t.written, "sample"), conv.format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
-		if t.noConversation > 0 && conv.format != formatTokens {
-			// Pre-rendered "text" prompts have no turns for a conversation
-			// format; their token ids still make a sample.
-			cliutil.Notef(c.App.ErrWriter, c.App.Name, "the %d without messages had a pre-rendered \"text\" prompt, which --format %s cannot write as turns: --format %s keeps those with output_ids (SGLang's answers) as token ids",
-				t.noConversation, conv.format, formatTokens)
-		}
+	return t, nil
+}
+
+// note prints the summary of a run on stderr.
+func (t tally) note(w io.Writer, tool, format string) {
+	cliutil.Notef(w, tool, "wrote %s (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
+		cliutil.Count(t.written, "sample"), format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
+	if t.noConversation > 0 && format != formatTokens {
+		// Pre-rendered "text" prompts have no turns for a conversation
+		// format; their token ids still make a sample.
+		cliutil.Notef(w, tool, "the %d without messages had a pre-rendered \"text\" prompt, which --format %s cannot write as turns: --format %s keeps those with output_ids (SGLang's answers) as token ids",
+			t.noConversation, format, formatTokens)
 	}
-	return nil
 }
 
 // sampleWriter is where samples go: JSONL, or a Parquet file.
