@@ -18,7 +18,9 @@
 #
 # Layout, under $SYNTHPIPE_DATA (default ./data):
 #   DATASET/prompts.jsonl[.zst|.gz]  the prompts (any shape tokenize-prompts reads)
-#   DATASET/out.jsonl                the results (appended, whole records only);
+#   DATASET/out.jsonl                the results (appended, whole records only), each
+#                                    with "dataset": "DATASET" (tokenize-prompts
+#                                    --dataset), for tokstat and estimate --by dataset;
 #                                    shard K of N: DATASET/out.shard-K-of-N.jsonl
 #   DATASET/errors.jsonl             what failed in the last run (retried next run);
 #                                    shard K of N: DATASET/errors.shard-K-of-N.jsonl
@@ -180,7 +182,7 @@ fi
 # A user and password in a URL (http://user:pass@host) are sent, never logged.
 shown_urls=$(printf '%s\n' $url_list | sed -E 's#^([a-zA-Z]+://)[^/]*@#\1#' | paste -sd ' ')
 note "start: budget $budget, backend $backend, $shown_urls"
-tokenize-prompts -q --tokenizer "$tokenizer" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
+tokenize-prompts -q --tokenizer "$tokenizer" --dataset "$dataset" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
 		--token-budget "$budget" --already "$out" --progress-interval 1m --status-file "$status_file" \

@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/sim"
 	"github.com/synthpipe/synthpipe/lib/simtest"
 	"github.com/synthpipe/synthpipe/lib/toolset"
@@ -215,6 +217,11 @@ func TestExamplesRunAsWritten(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\nas written:\n%s\nas run:\n%s\noutput:\n%s", err, ex.script, script, tail(out, 4000))
 			}
+			// Per-dataset figures name the datasets, in the README's layout
+			// too, whose prompts carry no dataset field.
+			if strings.Contains(ex.script, "--by dataset") && strings.Contains(out, record.NoGroup) {
+				t.Errorf("--by dataset put records in %s:\nas run:\n%s\noutput:\n%s", record.NoGroup, script, tail(out, 4000))
+			}
 		})
 	}
 }
@@ -295,18 +302,36 @@ func exampleWorld(t *testing.T) string {
 		write("data/"+name+".jsonl", chatReq(16+2*i, 2))
 	}
 	for i, d := range []string{"chat", "code", "math", "tools", "agent", "writing", "qa", "translate", "sql", "science"} {
-		p := lines(20+2*i%20, 2)
+		// Real prompts rarely name their dataset: its folder does.
+		p := withoutField(t, lines(20+2*i%20, 2), record.FieldDataset)
 		write("data/"+d+"/prompts.jsonl.zst", p)
 		todo := run(p, "tokenize-prompts", tokenizeArgs()...)
 		write("data/"+d+"/todo.jsonl", todo)
 		write("data/"+d+"/todo.jsonl.zst", todo)
 	}
-	write("data/chat/out.jsonl", out)
+	write("data/chat/out.jsonl", withoutField(t, out, record.FieldDataset))
 	// The README's demo folder and trial, as make demo leaves them.
 	for _, d := range []string{"chat", "code", "math", "tools"} {
 		write("demo/"+d+".jsonl", out)
 	}
 	return dir
+}
+
+// withoutField is JSONL lines with field deleted from each.
+func withoutField(t *testing.T, lines []byte, field string) []byte {
+	t.Helper()
+	var out []byte
+	for _, l := range bytes.SplitAfter(lines, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		l, err := sjson.DeleteBytes(bytes.TrimSuffix(l, []byte("\n")), field)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, l...), '\n')
+	}
+	return out
 }
 
 func readAllClose(r interface {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
@@ -146,6 +147,7 @@ func closedPortURL(t *testing.T) string {
 
 // recipeData lays out the bundled sample prompts as the recipes expect
 // them, DATA/DATASET/prompts.jsonl, for the datasets named, and returns DATA.
+// The prompts carry no dataset field: the recipes write it from the folder.
 func recipeData(t *testing.T, datasets ...string) string {
 	t.Helper()
 	data := t.TempDir()
@@ -162,7 +164,12 @@ func recipeData(t *testing.T, datasets ...string) string {
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
 		if b := byDataset[gjson.GetBytes(sc.Bytes(), "dataset").String()]; b != nil {
-			b.Write(sc.Bytes())
+			// Real prompts rarely name their dataset: the folder does.
+			line, err := sjson.DeleteBytes(sc.Bytes(), "dataset")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(line)
 			b.WriteByte('\n')
 		}
 	}
@@ -517,6 +524,17 @@ func TestRecipeFanoutDatasets(t *testing.T) {
 	}
 	if sum <= budget {
 		t.Errorf("the datasets hold %d tokens together: each should have had a budget of %d of its own", sum, budget)
+	}
+	// The README's per-dataset view: a row per dataset, none in (none).
+	code, view, stderr := runTool(t, time.Minute, nil, nil, "tokstat", "--by", "dataset", "--budget", fmt.Sprint(budget),
+		filepath.Join(data, "math", "out.jsonl"), filepath.Join(data, "tools", "out.jsonl"))
+	for _, d := range datasets {
+		if !regexp.MustCompile(`(?m)^` + d + ` `).Match(view) {
+			t.Errorf("tokstat --by dataset: no row for %s:\n%s", d, view)
+		}
+	}
+	if code != 0 || strings.Contains(string(view), "(none)") || len(stderr) > 0 {
+		t.Errorf("tokstat --by dataset: exit %d, want 0, no (none) group and no warning:\n%s%s", code, view, stderr)
 	}
 }
 

@@ -47,8 +47,9 @@ func NewApp() *cli.App {
 		ArgsUsage: "[FILE...]",
 		Description: `estimate reads the records still to do (tokenized records, such as
 dedupe-resume's output; files, or stdin when none or "-"; gzip and zstd are
-read transparently) and prints, per dataset (--by PATH, e.g. dataset) and in
-total, how many records and tokens the rest of the job takes and what it
+read transparently) and prints, per dataset (--by PATH, e.g. dataset; a
+done record without a dataset field counts in the dataset its file's folder
+names, data/chat/out.jsonl: chat) and in total, how many records and tokens the rest of the job takes and what it
 costs on each backend given: the time, the money, and, with --budget, how
 many records fit and what an uncut run would spend past the budget.
 

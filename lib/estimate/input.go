@@ -81,22 +81,40 @@ func (t timings) timedRun() timedRun {
 	return timedRun{jobs: out, maxTokens: t.maxTokens}
 }
 
-// reader reads records, grouping them by the value at --by.
+// reader reads records, grouping them by the value at --by (a record of a
+// done file without a dataset field is in its folder's dataset: see
+// record.Grouper).
 type reader struct {
 	by    string
 	input jsonl.Options
 	scan  *record.Scanner
+	// todo and done group the records to do and the done files' apart,
+	// so that each warns of its own.
+	todo, done *record.Grouper
 }
 
-func (rd *reader) groupOf(line []byte) string {
+func newReader(by string, input jsonl.Options) *reader {
+	return &reader{by: by, input: input, scan: record.NewScanner("", false, ""),
+		todo: record.NewGrouper(by), done: record.NewGrouper(by)}
+}
+
+func (rd *reader) groupOf(g *record.Grouper, in *jsonl.Reader) string {
 	if rd.by == "" {
 		return allGroup
 	}
-	r := gjson.GetBytes(line, rd.by)
-	if !r.Exists() {
-		return "(none)"
+	return g.Of(in.Bytes(), in.Name(), in.Pos())
+}
+
+// warnings are what the groupers have to say once the input is read.
+func (rd *reader) warnings() []string {
+	if rd.by == "" {
+		return nil
 	}
-	return r.String()
+	var out []string
+	for _, w := range rd.done.Warnings() {
+		out = append(out, "done files: "+w)
+	}
+	return append(out, rd.todo.Warnings()...)
 }
 
 // errNoPrompt is a record to do that says nothing of its prompt's size.
@@ -123,7 +141,7 @@ func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error)
 			}
 			continue
 		}
-		name := rd.groupOf(in.Bytes())
+		name := rd.groupOf(rd.todo, in)
 		g := byName[name]
 		if g == nil {
 			g = &group{name: name}
@@ -166,7 +184,7 @@ func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneSta
 			continue
 		}
 		line := in.Bytes()
-		name := rd.groupOf(line)
+		name := rd.groupOf(rd.done, in)
 		d := out[name]
 		if d == nil {
 			d = &doneStats{}

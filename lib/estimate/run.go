@@ -14,7 +14,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
-	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // perMillion turns prices per million tokens into prices per token.
@@ -166,7 +165,7 @@ func run(c *cli.Context) error {
 			return cliutil.Usagef("%v", err)
 		}
 	}
-	rd := &reader{by: cfg.by, input: cfg.input, scan: record.NewScanner("", false, "")}
+	rd := newReader(cfg.by, cfg.input)
 	// A done file not written yet (before a first run) is empty, as in
 	// dedupe-resume --done.
 	existing := jsonl.ExistingFiles(cfg.done, func(path string) {
@@ -186,6 +185,10 @@ func run(c *cli.Context) error {
 		if d := done[g.name]; d != nil {
 			g.done = *d
 		}
+	}
+	warn := cliutil.Warner(c)
+	for _, w := range rd.warnings() {
+		warn(w)
 	}
 	note := func(format string, args ...any) {
 		if !cfg.quiet {

@@ -31,6 +31,7 @@ const (
 	flagLimit             = "limit"
 	flagJobs              = "jobs"
 	flagWithText          = "with-text"
+	flagDataset           = "dataset"
 )
 
 // NewApp returns a fresh tokenize-prompts command.
@@ -143,6 +144,7 @@ thinking on does poorly with it off: mix:P gives it both.`,
 			&cli.StringFlag{Name: flagTruncate, Usage: "cut prompts over --max-prompt-tokens instead of dropping them, keeping the `SIDE`: left (keeps the end) or right (keeps the start)"},
 			thinking.Flags()[0], thinking.Flags()[1],
 			cliutil.IDPathFlag(),
+			&cli.StringFlag{Name: flagDataset, Usage: "write `NAME` as dataset on every record (replacing the source's), so that tokstat and estimate --by dataset count it with its dataset wherever it goes; run-dataset.sh gives the dataset's folder name"},
 			&cli.StringFlag{Name: flagIDPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
 			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records"},
 			&cli.IntFlag{Name: flagJobs, Aliases: []string{"j"}, DefaultText: "one per CPU", Usage: "tokenize with `N` workers (0: one per CPU)"},

@@ -50,6 +50,7 @@ func parse(c *cli.Context) (*config, error) {
 			parseSpecial: !c.Bool(flagNoSpecial),
 			truncate:     c.String(flagTruncate),
 			withText:     c.Bool(flagWithText),
+			dataset:      c.String(flagDataset),
 		},
 	}
 	var err error

@@ -29,7 +29,8 @@ type converter struct {
 	parseSpecial bool // for rendered text records; templates always parse
 	maxTokens    int  // 0: no limit
 	truncate     string
-	withText     bool // --with-text: write the rendered prompt as prompt_text
+	withText     bool   // --with-text: write the rendered prompt as prompt_text
+	dataset      string // --dataset: written as dataset on every record, "" for none
 	thinking     thinking.Mode
 }
 
@@ -203,8 +204,9 @@ func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, e
 }
 
 // outputLine writes the record of the contract: id, messages, tools,
-// input_ids, prompt_tokens, prompt_text (with --with-text), then the source's
-// other fields in their order.
+// input_ids, prompt_tokens, prompt_text (with --with-text), the thinking
+// setting, dataset (with --dataset), then the source's other fields in their
+// order.
 func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int, choice *thinking.Choice) []byte {
 	b := make([]byte, 0, len(f.line)+len(msgs)+len(text)+7*len(ids)+64)
 	b = append(b, `{"`+record.FieldID+`":`...)
@@ -237,6 +239,10 @@ func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte
 	if choice != nil {
 		b = choice.AppendFields(b)
 	}
+	if cv.dataset != "" {
+		b = append(b, `,"`+record.FieldDataset+`":`...)
+		b = append(b, jsonString(cv.dataset)...)
+	}
 	for _, m := range f.members {
 		if cv.written(string(m.Key), p) {
 			continue
@@ -264,6 +270,9 @@ func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
 	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText, record.FieldConversationTurns:
 		return true // a prompt_text of an earlier run would not be this prompt's
+	}
+	if key == record.FieldDataset && cv.dataset != "" {
+		return true // --dataset names the dataset the record is now in
 	}
 	if cv.thinking.IsSet() && !p.isText() && (key == thinking.FieldThinking || key == thinking.FieldReasoningEffort) {
 		return true // this run's choice replaces the source's

@@ -42,8 +42,12 @@ last line was torn. Records that carry an error count as records and errors,
 but not as tokens, as budget-cut --already counts them.
 
 Groups: with --by PATH, one group per value of that gjson path over all the
-input ("(none)" where it is missing); otherwise one group per file when
-several are given. Invalid lines and torn files belong to a file, so with
+input ("(none)" where it is missing, with a warning that says how many and
+where the first is); otherwise one group per file when several are given.
+A dataset is a folder (DATA/DATASET/out.jsonl, as scripts/run-dataset.sh
+lays a job out), so with --by dataset a record without a dataset field,
+read from a file, counts in the dataset its file's folder names
+(data/chat/out.jsonl: chat). Invalid lines and torn files belong to a file, so with
 --by they are counted in the total only. For a file-by-value breakdown run
 tokstat --by once per file.
 

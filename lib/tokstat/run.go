@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
@@ -160,6 +159,7 @@ type collector struct {
 	groups   []*stats
 	byName   map[string]*stats
 	ids      *idset.Set // nil for --total, which needs no duplicates
+	grouper  *record.Grouper
 	perFile  bool
 	nInvalid int
 }
@@ -172,6 +172,7 @@ func newCollector(cfg *config, warn func(string)) *collector {
 		total:   newStats("total"),
 		byName:  map[string]*stats{},
 		perFile: cfg.by == "" && len(cfg.files) > 1,
+		grouper: record.NewGrouper(cfg.by),
 	}
 	if cfg.format != formatTotal {
 		col.ids = idset.New(0)
@@ -190,15 +191,6 @@ func (col *collector) group(name string) *stats {
 		col.groups = append(col.groups, g)
 	}
 	return g
-}
-
-// byValue is the --by group of a record: the value at the path, as text.
-func (col *collector) byValue(line []byte) string {
-	r := gjson.GetBytes(line, col.cfg.by)
-	if !r.Exists() {
-		return "(none)"
-	}
-	return r.String()
 }
 
 func (col *collector) readFile(stdin io.Reader, name string) error {
@@ -228,12 +220,12 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		g := fileGroup
 		key := info.ID
 		if col.cfg.by != "" {
-			name := col.byValue(in.Bytes())
-			g = col.group(name)
+			group := col.grouper.Of(in.Bytes(), name, in.Pos())
+			g = col.group(group)
 			if !col.cfg.dupAcross {
 				// The name's length first: no two (group, id) pairs
 				// make the same key, whatever bytes they hold.
-				key = strconv.Itoa(len(name)) + ":" + name + info.ID
+				key = strconv.Itoa(len(group)) + ":" + group + info.ID
 			}
 		}
 		duplicate := info.HasID && !col.ids.AddString(key)
@@ -269,6 +261,9 @@ func (col *collector) nameInvalid(pos string, cause error) {
 func (col *collector) finish() {
 	if col.cfg.by != "" {
 		sortByName(col.groups)
+		for _, w := range col.grouper.Warnings() {
+			col.warn(w)
+		}
 	}
 	if n := col.total.invalidLines; n > maxShownInvalid {
 		col.warn(fmt.Sprintf("%d invalid lines in all (the first %d are named above)", n, maxShownInvalid))
