@@ -144,3 +144,16 @@ func (s *Source) Turns() int { return len(s.turns) }
 
 // Tools are the conversation's tools, as given to Parse.
 func (s *Source) Tools() json.RawMessage { return s.tools }
+
+// LaterBytes is the size in bytes of the source's turns that later prompts
+// add besides the model's answers: its user and tool turns after the first
+// assistant turn. Budgets read it to expect how a conversation's prompts grow.
+func (s *Source) LaterBytes() int {
+	n := 0
+	for _, m := range s.messages[s.turns[0]:] {
+		if m.role != "assistant" {
+			n += len(m.raw)
+		}
+	}
+	return n
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/answerformat"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // Why a conversation ended: the value of its "ended" member.
@@ -28,6 +29,9 @@ const (
 	// EndUnreadable: the answer does not follow the model's own format
 	// (a malformed tool call), so the next turn cannot be built on it.
 	EndUnreadable = "unreadable_answer"
+	// EndBudget: a budget (generate --token-budget, --cost-budget) was
+	// reached before the next turn; kept with the turns paid for.
+	EndBudget = "budget"
 )
 
 // Turn is one regenerated turn as it was sent and answered.
@@ -200,27 +204,30 @@ type Member struct {
 	Raw []byte
 }
 
-// Output fields of a regenerated conversation (see synthpipe-records(7)).
+// Output fields of a regenerated conversation (see synthpipe-records(7)):
+// lib/record owns them, and the rule that counts their tokens.
 const (
-	FieldConversation       = "conversation"
-	FieldTurns              = "turns"
-	FieldEnded              = "ended"
-	FieldConversationTokens = "conversation_tokens"
+	FieldConversation       = record.FieldConversation
+	FieldTurns              = record.FieldTurns
+	FieldEnded              = record.FieldEnded
+	FieldConversationTokens = record.FieldConversationTokens
 )
 
-// Totals are the token counts of the whole conversation: prompt tokens
-// summed over its turns (every turn sends the conversation so far again),
-// completion tokens summed, and the conversation's own length (its last
-// prompt and last answer: what a trainer sees).
+// Counts are the turns' token counts, as lib/record reads them back.
+func (w *Walk) Counts() []record.TurnCount {
+	c := make([]record.TurnCount, len(w.turns))
+	for i, t := range w.turns {
+		c[i] = record.TurnCount{Prompt: int64(t.PromptTokens), Completion: int64(t.CompletionTokens), FinishReason: t.FinishReason}
+	}
+	return c
+}
+
+// Totals are the conversation's token counts by record.ConversationTotals:
+// prompt and completion tokens summed over its turns (what was spent), and
+// its own length (what a trainer sees).
 func (w *Walk) Totals() (prompt, completion, conversation int) {
-	for _, t := range w.turns {
-		prompt += t.PromptTokens
-		completion += t.CompletionTokens
-	}
-	if n := len(w.turns); n > 0 {
-		conversation = w.turns[n-1].PromptTokens + w.turns[n-1].CompletionTokens
-	}
-	return prompt, completion, conversation
+	p, c, t := record.ConversationTotals(w.Counts())
+	return int(p), int(c), int(t)
 }
 
 // Members are what the output line adds to the source record: the

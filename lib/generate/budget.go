@@ -28,6 +28,10 @@ type ledger struct {
 	limit    float64 // 0: no budget
 	spent    float64
 	reserved float64
+	// pledged is what the conversations in flight expect their later
+	// turns to spend (see pledge): only a new conversation or request
+	// must fit beside it.
+	pledged float64
 	// overReserved counts the answers that spent more than they reserved;
 	// afterReached those that came in once the limit was reached.
 	overReserved, afterReached int
@@ -52,10 +56,65 @@ func (l *ledger) settle(held, spent float64) {
 	}
 }
 
+// pledge is what a conversation in flight (generate --turns all) expects
+// its later turns to spend: each its prompt, grown by an answer a turn, and
+// an answer, at the run's mean answer length (an expectation, not a worst
+// case: at max_tokens a pledge would keep a handful of conversations in
+// flight). A record starts only when its worst case and its pledge fit
+// beside the pledges of the conversations in flight, so that new records do
+// not take the room the later turns of conversations under way need (which
+// would end them all at the budget after a turn or two); a later turn books
+// a reservation of its own, its worst case, and takes its share off its
+// conversation's pledge.
+type pledge struct {
+	tokens, usd float64
+	turns       int
+}
+
+// conversationOutlook is what a pledge expects of a conversation.
+type conversationOutlook struct {
+	laterTurns int
+	meanAnswer float64 // tokens of an answer
+	growth     float64 // tokens the source adds to each later prompt (its user and tool turns), besides the answer
+}
+
+// newPledge is the pledge of a conversation after a first prompt of
+// promptTokens; the caller holds b.mu.
+func (b *budget) newPledge(promptTokens int, c conversationOutlook) pledge {
+	p := pledge{turns: c.laterTurns}
+	meanAnswer := c.meanAnswer
+	for i := 1; i <= c.laterTurns; i++ {
+		prompt := float64(promptTokens) + float64(i)*(meanAnswer+c.growth)
+		p.usd += (prompt + meanAnswer) * b.usdPerToken
+		switch b.mode {
+		case record.CountPrompt:
+			p.tokens += prompt
+		case record.CountCompletion:
+			p.tokens += meanAnswer
+		default:
+			p.tokens += prompt + meanAnswer
+		}
+	}
+	return p
+}
+
+// share is one turn's part of p.
+func (p pledge) share() pledge {
+	if p.turns == 0 {
+		return pledge{}
+	}
+	n := float64(p.turns)
+	return pledge{tokens: p.tokens / n, usd: p.usd / n, turns: 1}
+}
+
 // reservation is what one request holds against the budgets.
 type reservation struct {
 	tokens float64
 	usd    float64
+	// held: it is on the ledgers until committed or cancelled. A
+	// conversation settles each turn as it ends, so that between its
+	// turns it holds nothing.
+	held bool
 }
 
 // budget holds the token and cost ledgers of a run.
@@ -73,6 +132,8 @@ type budget struct {
 	// cancelled); settled is notified whenever one is.
 	held    int
 	settled notice
+	// pledgedTurns counts the later turns pledged (see pledge).
+	pledgedTurns int
 	// failedUSD is what failed attempts were charged (part of cost.spent),
 	// failedCharged how many attempts that was.
 	failedUSD     float64
@@ -118,31 +179,89 @@ var errBudgetReached = errors.New("budget reached")
 // budget, or nothing is in flight and the request still does not fit, and
 // with ctx's cause when dispatching stops meanwhile.
 func (b *budget) reserve(ctx context.Context, promptTokens, maxTokens int) (reservation, error) {
+	r, _, err := b.book(ctx, promptTokens, maxTokens, conversationOutlook{}, nil)
+	return r, err
+}
+
+// reserveConversation books a conversation's first turn as reserve does,
+// and pledges its later turns (see pledge).
+func (b *budget) reserveConversation(ctx context.Context, promptTokens, maxTokens int, c conversationOutlook) (reservation, pledge, error) {
+	return b.book(ctx, promptTokens, maxTokens, c, nil)
+}
+
+// reserveTurn books a later turn of a conversation, which must fit beside
+// what is spent and reserved but not beside the pledges (its own is among
+// them); it takes one turn off p.
+func (b *budget) reserveTurn(ctx context.Context, promptTokens, maxTokens int, p *pledge) (reservation, error) {
+	r, _, err := b.book(ctx, promptTokens, maxTokens, conversationOutlook{}, p)
+	return r, err
+}
+
+// book is reserve, reserveConversation and reserveTurn: a new record
+// (turnOf nil) must fit with its pledge (of c) beside the pledges
+// in flight; a conversation's later turn (turnOf its pledge) beside what is
+// spent and reserved.
+func (b *budget) book(ctx context.Context, promptTokens, maxTokens int, c conversationOutlook, turnOf *pledge) (reservation, pledge, error) {
 	for {
 		settled := b.settled.next()
 		b.mu.Lock()
 		r := b.worstCase(promptTokens, maxTokens) // the price may have been learnt meanwhile
+		p := b.newPledge(promptTokens, c)
+		need := r
+		if turnOf == nil {
+			need.tokens += p.tokens + b.tokens.pledged
+			need.usd += p.usd + b.cost.pledged
+		}
 		reached := b.tokens.reached() || b.cost.reached()
-		fits := !reached && b.tokens.fits(r.tokens) && b.cost.fits(r.usd)
+		fits := !reached && b.tokens.fits(need.tokens) && b.cost.fits(need.usd)
 		if fits {
+			r.held = true
 			b.tokens.reserved += r.tokens
 			b.cost.reserved += r.usd
 			b.held++
+			b.addPledge(p, 1)
+			if turnOf != nil {
+				share := turnOf.share()
+				b.addPledge(share, -1)
+				turnOf.tokens, turnOf.usd, turnOf.turns = turnOf.tokens-share.tokens, turnOf.usd-share.usd, turnOf.turns-share.turns
+			}
 		}
-		held := b.held
+		// A new record waits for the conversations between turns too:
+		// their next turns settle, or they end and free their pledges.
+		busy := b.held > 0 || turnOf == nil && b.pledgedTurns > 0
 		b.mu.Unlock()
 		switch {
 		case fits:
-			return r, nil
-		case reached || held == 0:
-			return reservation{}, errBudgetReached
+			return r, p, nil
+		case reached || !busy:
+			return reservation{}, pledge{}, errBudgetReached
 		}
 		select {
 		case <-settled:
 		case <-ctx.Done():
-			return reservation{}, context.Cause(ctx)
+			return reservation{}, pledge{}, context.Cause(ctx)
 		}
 	}
+}
+
+// addPledge adds (sign 1) or takes off (-1) a pledge; the caller holds b.mu.
+func (b *budget) addPledge(p pledge, sign float64) {
+	b.tokens.pledged += sign * p.tokens
+	b.cost.pledged += sign * p.usd
+	b.pledgedTurns += int(sign) * p.turns
+}
+
+// unpledge takes what is left of a conversation's pledge off the ledgers:
+// it ended, or failed.
+func (b *budget) unpledge(p *pledge) {
+	if p.turns == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.addPledge(*p, -1)
+	*p = pledge{}
+	b.settled.notify()
+	b.mu.Unlock()
 }
 
 // stopReason says why errBudgetReached: for the summary.
@@ -156,8 +275,11 @@ func (b *budget) stopReason() string {
 }
 
 // release takes a settled reservation off the ledgers and wakes a waiting
-// reserve; the caller holds b.mu.
+// reserve; the caller holds b.mu. One not held (settled already) is left.
 func (b *budget) release(r reservation) {
+	if !r.held {
+		return
+	}
 	b.tokens.reserved -= r.tokens
 	b.cost.reserved -= r.usd
 	b.held--
@@ -197,6 +319,13 @@ func (b *budget) chargeFailed(usd float64) (reached bool) {
 	b.failedUSD += usd
 	b.failedCharged++
 	return !before && b.cost.reached()
+}
+
+// reached reports whether the spending has reached a budget.
+func (b *budget) reached() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tokens.reached() || b.cost.reached()
 }
 
 // costReached reports whether the spending has reached the cost budget:

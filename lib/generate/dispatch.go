@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -57,7 +58,7 @@ func (d *dispatcher) run(records <-chan *job) {
 		next = j.seq + 1
 		d.sizeFirst(j)
 		d.limits.enter(heldByBudget)
-		r, err := d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
+		r, err := d.reserve(ctx, j)
 		if errors.Is(err, errBudgetReached) {
 			// What is in flight finishes: it is paid for.
 			d.collector.submit(&outcome{job: j, cut: true})
@@ -73,6 +74,7 @@ func (d *dispatcher) run(records <-chan *job) {
 		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
 		if err != nil {
 			d.budget.cancel(r)
+			d.budget.unpledge(&j.pledge)
 			if errors.Is(err, errNoServer) {
 				d.stops.stop("no server reachable", d.pool.unreachable(), true)
 			}
@@ -83,6 +85,21 @@ func (d *dispatcher) run(records <-chan *job) {
 		d.flight.begin(j)
 		d.workers.start(j)
 	}
+}
+
+// reserve books j's worst case; a conversation pledges its later turns.
+func (d *dispatcher) reserve(ctx context.Context, j *job) (reservation, error) {
+	if j.conv == nil {
+		return d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
+	}
+	c := conversationOutlook{laterTurns: j.conv.Turns() - 1, meanAnswer: d.lengths.cachedMean()}
+	if c.laterTurns > 0 {
+		// About 3 bytes of a message's JSON a token, its markers included.
+		c.growth = float64(j.conv.LaterBytes()) / 3 / float64(c.laterTurns)
+	}
+	r, p, err := d.budget.reserveConversation(ctx, j.promptTokens, j.req.Params.MaxTokens, c)
+	j.pledge = p
+	return r, err
 }
 
 // sizeFirst sizes the KV-bound servers from the first record's prompt, so

@@ -23,6 +23,7 @@ type job struct {
 	hasPromptTokens bool // the record states its prompt size; the server's is not added
 	collides        bool // the record already has response members: replace, do not append
 	reserve         reservation
+	pledge          pledge               // a conversation's later turns (--turns all)
 	server          *server              // the server of the current attempt
 	kvTokens        int                  // what this request is expected to hold on its server
 	params          []byte               // gen.params of a request with its own sampling parameters (openai-batch), else nil

@@ -34,7 +34,6 @@ type outcome struct {
 	// chargedUSD is what its failed attempts were charged.
 	chargedUSD float64
 	walk       *conversation.Walk // the conversation regenerated (--turns all)
-	cost       *float64           // what every turn of walk was charged, when reported
 }
 
 // schedulerOptions is everything a run is built from.

@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -85,16 +86,19 @@ func newTurnRunner(cfg *config, model *chat.Model) (*turnRunner, error) {
 
 // walk regenerates j's conversation, turn after turn, each turn sent as
 // soon as the answer before it is in (while the server still holds its
-// prefix). A turn that fails makes the whole conversation a failure, and a
-// stop cancels it: a later run redoes it whole.
+// prefix). Each turn books its own worst case against the budgets before it
+// is sent and settles what it spent when it is in, as a single request
+// does: the dispatcher booked the first. A turn that fails makes the whole
+// conversation a failure, and a stop cancels it: a later run redoes it
+// whole. A budget reached before a turn ends the conversation there, kept.
 func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 	wk := j.conv.Walk(t.opts)
 	id := j.req.ID
 	defer func() { j.req.ID = id }()
-	var cost float64
-	costKnown := false
+	defer w.budget.unpledge(&j.pledge)
+	sent := 0 // bytes of the messages of the turn before
 	for n := 0; wk.Ended() == ""; n++ {
-		if n > 0 && w.stops.dispatch.Err() != nil {
+		if n > 0 && w.stops.dispatch.Err() != nil && !w.budget.reached() {
 			o.cancelled = true // stopping: no new turn starts
 			return
 		}
@@ -103,21 +107,67 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 			return
 		}
 		if n > 0 {
+			if !t.reserveTurn(w, j, t.promptBound(j, wk, sent), o) {
+				wk.End(conversation.EndBudget)
+				break
+			}
 			j.req.ID = fmt.Sprintf("%s#turn%d", id, n+1) // SGLang's rid: one per request
 		}
+		sent = len(j.req.Messages)
 		o.res, o.err = nil, nil
 		w.send(j, o, n == 0)
 		if o.res == nil {
 			return
 		}
-		if o.res.Cost != nil {
-			cost, costKnown = cost+*o.res.Cost, true
-		}
-		wk.Add(t.turn(j, o))
+		tr := t.turn(j, o)
+		wk.Add(tr)
+		t.settleTurn(w, j, tr, o.res)
 	}
-	o.walk = wk
-	if costKnown {
-		o.cost = &cost
+	if !o.cancelled {
+		o.walk = wk
+	}
+}
+
+// promptBound is the most tokens the next turn's prompt can be: its
+// rendered length on a token-id backend; else the last prompt plus what the
+// messages grew by since, in bytes (a byte-level tokenizer makes at most a
+// token of each byte, and the JSON of a message is longer than the markers
+// a template puts around it).
+func (t *turnRunner) promptBound(j *job, wk *conversation.Walk, sentBytes int) int {
+	if t.tokenIDs {
+		return len(j.req.InputIDs)
+	}
+	last := wk.Turns()[len(wk.Turns())-1]
+	return last.PromptTokens + max(len(j.req.Messages)-sentBytes, 0)
+}
+
+// reserveTurn books the next turn's worst case: its prompt and --max-tokens.
+// false: the conversation goes no further, because a budget is reached (it
+// ends there, kept: its turns were paid for) or the run stops (o.cancelled:
+// a later run redoes it whole).
+func (t *turnRunner) reserveTurn(w *workers, j *job, prompt int, o *outcome) bool {
+	r, err := w.budget.reserveTurn(w.stops.dispatch, prompt, j.req.Params.MaxTokens, &j.pledge)
+	switch {
+	case errors.Is(err, errBudgetReached):
+		w.stops.stop(w.budget.stopReason(), nil, false)
+		return false
+	case err != nil:
+		o.cancelled = true
+		return false
+	}
+	j.reserve = r
+	return true
+}
+
+// settleTurn replaces the turn's reservation with what it spent, by the
+// same rule as any answer: lib/record sums a conversation's turns the same
+// way, so that budget-cut and tokstat count what the budget counted.
+func (t *turnRunner) settleTurn(w *workers, j *job, tr conversation.Turn, res *backend.Result) {
+	tokens := tokenCount(w.cfg.countMode, int64(tr.PromptTokens), int64(tr.CompletionTokens))
+	reached := w.budget.commit(j.reserve, tokens, res)
+	j.reserve = reservation{}
+	if reached {
+		w.stops.stop(w.budget.stopReason(), nil, false)
 	}
 }
 
@@ -165,14 +215,11 @@ func (t *turnRunner) turn(j *job, o *outcome) conversation.Turn {
 
 // handleConversation writes a regenerated conversation: the source record
 // with the conversation, its turns, why it ended and its token counts (see
-// synthpipe-records(7)); the budgets count every turn.
+// synthpipe-records(7)); its turns were counted against the budgets as
+// each ended.
 func (c *collector) handleConversation(o *outcome) {
 	j, wk := o.job, o.walk
-	prompt, completion, _ := wk.Totals()
-	spent := &backend.Result{PromptTokens: prompt, CompletionTokens: completion, Cost: o.cost}
-	if c.budget.commit(j.reserve, tokenCount(c.cfg.countMode, int64(prompt), int64(completion)), spent) {
-		c.stops.stop(c.budget.stopReason(), nil, false)
-	}
+	prompt, completion, _ := wk.Totals() // every turn settled its own tokens and charge
 	for _, t := range wk.Turns() {
 		c.lengths.observe(t.CompletionTokens, o.res.Latency)
 	}

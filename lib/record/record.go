@@ -43,6 +43,17 @@ type Info struct {
 	HasError         bool   // carries an "error" member that is not null
 	Custom           int64  // the number at the Scanner's count path
 	HasCustom        bool
+	// Conversation is set for a regenerated conversation (generate
+	// --turns all): its turns' counts and why it ended. PromptTokens and
+	// CompletionTokens are then summed over its turns (ConversationTotals).
+	Conversation *ConversationInfo
+}
+
+// ConversationInfo is what the tools read of a regenerated conversation.
+type ConversationInfo struct {
+	Turns   []TurnCount
+	Ended   string
+	Trained int64 // its last prompt and last answer: what training sees
 }
 
 // Tokens is the record's token count under mode.
@@ -109,7 +120,7 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 	var (
 		in                                        Info
 		promptTok, complTok, inIDs, outIDs, usage []byte
-		idRaw, finish                             []byte
+		idRaw, finish, turns, ended               []byte
 		id                                        = IDMatch{key: s.idTop}
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
@@ -129,6 +140,10 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 			finish = m.Value
 		case FieldError:
 			in.HasError = !bytes.Equal(m.Value, nullLit)
+		case FieldTurns:
+			turns = m.Value
+		case FieldEnded:
+			ended = m.Value
 		}
 		if s.idTop != nil && bytes.Equal(key, s.idTop) {
 			id.raw = m.Value
@@ -169,7 +184,27 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 	if len(finish) > 0 && finish[0] == '"' {
 		in.FinishReason = finishReason(finish)
 	}
+	if isConversation(turns, ended) {
+		return in, readConversation(&in, turns, ended)
+	}
 	return in, nil
+}
+
+// readConversation counts a regenerated conversation from its turns, by
+// ConversationTotals, whatever its top-level counts say; its finish reason
+// is its last turn's (a conversation cut by the token limit is truncated).
+func readConversation(in *Info, turns, ended []byte) error {
+	ts, err := ReadTurns(turns)
+	if err != nil {
+		return err
+	}
+	c := &ConversationInfo{Turns: ts, Ended: DecodeID(ended)}
+	in.PromptTokens, in.CompletionTokens, c.Trained = ConversationTotals(ts)
+	if n := len(ts); n > 0 && in.FinishReason == "" {
+		in.FinishReason = ts[n-1].FinishReason
+	}
+	in.Conversation = c
+	return nil
 }
 
 var nullLit = []byte("null")
