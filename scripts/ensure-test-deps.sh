@@ -3,24 +3,26 @@
 # installed: GNU parallel (the fan-out recipe, scripts/fanout.sh), flock (the
 # cron recipe, scripts/run-dataset.sh) and OpenSSH's server and client (the
 # fan-out across machines, parallel --sshlogin, is tested against an sshd the
-# test starts on a loopback port), and jq (some test scripts read JSON
-# output with it). make test runs it first, so that
+# test starts on a loopback port), jq (some test scripts read JSON
+# output with it), and Slurm with munge (the job array of scripts/slurm/ is
+# tested on a one-node cluster the test starts). make test runs it first, so that
 # `make test` works on a fresh Debian or Ubuntu machine. As root it installs
 # what is missing with apt-get; otherwise it says what to install and fails.
 set -euo pipefail
 
-# sshd lives in sbin, which a user's PATH may lack.
+# sshd, munged and the Slurm daemons live in sbin, which a user's PATH may lack.
 PATH=$PATH:/usr/sbin:/sbin
 
 # program -> the Debian package that provides it
-declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [jq]=jq)
+declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [jq]=jq
+	[slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm [munged]=munge)
 
 # missing_packages prints the packages whose programs are not on PATH.
 missing_packages() {
 	local program
 	for program in "${!package_of[@]}"; do
 		command -v "$program" >/dev/null 2>&1 || echo "${package_of[$program]}"
-	done
+	done | sort -u
 }
 
 mapfile -t missing < <(missing_packages)
@@ -44,7 +46,8 @@ apt_failed() {
 	exit 1
 }
 apt-get update -qq || apt_failed update
-apt-get install -y -qq --no-install-recommends "${missing[@]}" || apt_failed install
+# Another apt-get may hold dpkg's lock for a while: wait for it.
+apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}" || apt_failed install
 if [ -n "$(missing_packages)" ]; then
 	echo "ensure-test-deps: apt-get installed ${missing[*]}, yet $(missing_packages | tr '\n' ' ')is still not on PATH ($PATH)" >&2
 	exit 1
