@@ -72,8 +72,9 @@ var exampleSubstitutions = [][2]string{
 // readmeSkips are the README blocks (by their first command) that are not
 // pipelines to paste, and why.
 var readmeSkips = map[string]string{
-	"make demo":    "make targets: make test is this suite itself, and make demo runs the tools these examples run",
-	"make install": "installs into /usr/local or fetches from the network (go install ...@latest): not for a test",
+	"make demo":                 "make targets: make test is this suite itself, and make demo runs the tools these examples run",
+	"make install":              "installs into /usr/local or fetches from the network (go install ...@latest): not for a test",
+	"export SYNTHPIPE_SCRIPTS=": "sbatch lines for a Slurm cluster with SGLang: TestRecipeSlurmArray submits the same jobs (the server, the array after it, the server's scancel after the array) to a cluster it starts, with llm-sim as the server",
 }
 
 type example struct {

@@ -255,6 +255,9 @@ for up to --drain-timeout, writes them, and exits 130, 143 or 129; requests
 waiting to retry (a back-off, a Retry-After) are cancelled at once, and a
 second signal stops everything at once. Ctrl-C of a whole pipeline loses none of them:
 budget-cut, to-train and tokstat read on until generate has written them.
+A scheduler that sends SIGTERM and then SIGKILL after a grace period (Slurm's
+KillWait, on preemption, requeue or scancel) needs --drain-timeout below
+that grace; scripts/slurm/run-array.sbatch sets it.
 The lines also say where the dataset stands against its budgets, earlier
 runs' --already tokens included, the soft failures among the answers
 (truncated, empty, aborted: counts and shares), the retries so far and the
