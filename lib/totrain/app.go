@@ -22,6 +22,9 @@ const (
 	flagKeepTruncated = "keep-truncated"
 	flagOutput        = "output"
 	flagShow          = "show"
+	flagDraftVocab    = "draft-vocab"
+	flagDraftVocabOut = "draft-vocab-out"
+	flagTargetVocab   = "target-vocab"
 )
 
 // NewApp returns a fresh to-train command.
@@ -79,7 +82,27 @@ dumb, or stdout not a terminal, trained spans are put between [[ and ]].
 trainer renders it, trained on every assistant turn (from the end of its
 generation prompt to the end of the turn). Both need --tokenizer. Ids that
 no sample has (no such record, or a record skipped above) are named on
-stderr.`,
+stderr.
+
+The draft's vocabulary. An EAGLE-3 draft predicts over a reduced vocabulary
+chosen by token frequency in its training data. --draft-vocab N (with
+--format tokens) counts the loss-masked tokens of the samples written and
+writes the mapping to --draft-vocab-out FILE as JSON: draft_vocab_size,
+target_vocab_size, d2t (draft id i is target id i + d2t[i]), t2d (a boolean
+per target id) and counts ([id, count] pairs, in the order first seen). It is
+SpecForge's choice (generate_vocab_mapping_file and
+process_token_dict_to_mappings) on the same samples in the same order: the N
+most frequent tokens, ties going to the token seen first (within a sample,
+the lower id); with fewer than N distinct tokens, the lowest ids below N not
+seen are added with count 0. The target's size is --target-vocab, or
+vocab_size in the config.json of --tokenizer DIR (t2d must be as long as the
+model's embedding, often longer than the tokenizer). The file is written
+whole when the run ends. SpecForge loads a .pt made from it by
+
+  python3 -c 'import json,sys,torch; m=json.load(open(sys.argv[1])); torch.save({"d2t": torch.tensor(m["d2t"]), "t2d": torch.tensor(m["t2d"])}, sys.argv[2])' vocab.json vocab.pt
+
+(a SpecForge draft model reads it with load_vocab_mapping(PATH); the
+training scripts that have --vocab-mapping-path take it there).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge or tokens"},
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
@@ -91,6 +114,9 @@ stderr.`,
 			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
+			&cli.IntFlag{Name: flagDraftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},
+			&cli.StringFlag{Name: flagDraftVocabOut, Usage: "write the --draft-vocab mapping to `FILE` as JSON (draft_vocab_size, target_vocab_size, d2t, t2d, counts), once the run succeeds"},
+			&cli.IntFlag{Name: flagTargetVocab, Usage: "the target model's vocabulary size `N` for --draft-vocab (default: vocab_size in --tokenizer DIR's config.json)"},
 			cliutil.IDPathFlag(),
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),
@@ -105,6 +131,7 @@ stderr.`,
 			{Comment: "token ids and loss masks, keeping truncated answers", Command: "to-train --format tokens --keep-truncated out.jsonl.zst > train-tokens.jsonl"},
 			{Comment: "OpenRouter output (text only) through the model's template", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 openrouter.jsonl > train-tokens.jsonl"},
 			{Comment: "the first 3 samples as the trainer sees them, trained spans marked", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 --show 3 out.jsonl"},
+			{Comment: "token ids and a 32k-token draft vocabulary chosen from their answers", Command: "to-train --format tokens --tokenizer ./Qwen3-8B --draft-vocab 32000 --draft-vocab-out vocab.json out.jsonl > train-tokens.jsonl"},
 		},
 		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
 		Action:  run,

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/thinking"
@@ -42,6 +43,11 @@ type converter struct {
 	// thinking setting from one set for all records.
 	templateArgs map[string]json.RawMessage
 	eot          *string // the template's end-of-turn text, once found (mask.go)
+	// vocab counts the loss-masked tokens of the samples written, for
+	// --draft-vocab; nil without it.
+	vocab *draftvocab.Counter
+	// answer is the last sample's loss-masked ids, while vocab is counted.
+	answer []int
 }
 
 // recordThinking reads the thinking setting rec was generated with (see
@@ -182,6 +188,12 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 			return dst, errNoAnswer
 		}
 		ids = joinArrays(in.Raw, out.Raw)
+		if c.vocab != nil {
+			c.answer = c.answer[:0]
+			if err := json.Unmarshal([]byte(out.Raw), &c.answer); err != nil {
+				return dst, record.TokenIDsError(record.FieldOutputIDs, []byte(out.Raw))
+			}
+		}
 	} else {
 		if c.model == nil {
 			return dst, errNeedsTokenizer
@@ -192,6 +204,7 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 		}
 		prompt, answer = p, len(all)-p
 		ids = jsonl.AppendIntArray(nil, all)
+		c.answer = append(c.answer[:0], all[p:]...)
 	}
 	dst = append(dst, `{"id":`...)
 	dst = append(dst, idRaw...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
@@ -32,6 +33,13 @@ func run(c *cli.Context) (err error) {
 			return err
 		}
 	}
+	vocab, err := parseVocabJob(c, conv.format, show != nil)
+	if err != nil {
+		return err
+	}
+	if vocab != nil {
+		conv.vocab = draftvocab.NewCounter()
+	}
 	opt, err := cliutil.InputOptions(c)
 	if err != nil {
 		return err
@@ -42,6 +50,9 @@ func run(c *cli.Context) (err error) {
 		files.Stdout(c.App.Writer)
 	}
 	files.Output("-o", c.String(flagOutput), false)
+	if vocab != nil {
+		files.Output("--"+flagDraftVocabOut, vocab.out, false)
+	}
 	if err := files.Check(); err != nil {
 		return err
 	}
@@ -74,12 +85,21 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var vocabNote string
+	if vocab != nil {
+		if vocabNote, err = vocab.write(conv.vocab); err != nil {
+			return err
+		}
+	}
 	if !c.Bool(cliutil.FlagQuiet) {
 		if viewer != nil {
 			cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", showSummary(viewer.shown, show))
 			return nil
 		}
 		t.note(c.App.ErrWriter, c.App.Name, conv.format)
+		if vocabNote != "" {
+			cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", vocabNote)
+		}
 	}
 	return nil
 }
@@ -188,6 +208,9 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 				return t, err
 			}
 			continue
+		}
+		if conv.vocab != nil {
+			conv.vocab.AddSample(conv.answer)
 		}
 		t.written++
 	}
