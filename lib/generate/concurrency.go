@@ -314,6 +314,25 @@ type shareControl struct {
 	servers []*server       // by --url, as the view's; nil where not KV-sized
 	note    func(string, ...any)
 	said    []bool // the first reading was reported
+	// mu guards servers, which a server whose capacity is read late
+	// joins (add).
+	mu sync.Mutex
+}
+
+// add hands the readings of srv, sized from its KV cache by a limiter
+// that already shares (its capacity was read after the run started), to
+// that limiter.
+func (c *shareControl) add(srv *server) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range c.pool.servers {
+		if s == srv {
+			c.servers[i] = srv
+		}
+	}
 }
 
 // newShareControl makes every KV-sized server share; the view's first
@@ -326,6 +345,7 @@ func newShareControl(p *pool, servers []*server, be backend.Backend, probes bool
 			k.startSharing()
 			c.servers[i], any = srv, true
 		}
+		any = any || srv.needInfo // it may turn out to be KV-sized (add)
 	}
 	if !any {
 		return nil
@@ -339,6 +359,8 @@ func (c *shareControl) every() time.Duration {
 	if c == nil {
 		return 0
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	every := time.Duration(0)
 	for _, srv := range c.servers {
 		if srv == nil {
@@ -361,12 +383,22 @@ func (c *shareControl) every() time.Duration {
 // metrics, and will not be asked again: the server is then probed until ctx
 // ends.
 func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.Snapshot) {
-	if c == nil || c.servers[i] == nil {
+	if c == nil {
 		return
 	}
+	c.mu.Lock()
 	srv := c.servers[i]
+	c.mu.Unlock()
+	if srv == nil {
+		return
+	}
 	k := srv.limiter.(*kvSizer)
 	if !k.sharing() || k.probing() {
+		return
+	}
+	if snap != nil && countsUnusable(snap) {
+		// The server reports its load, but this reading's counts are
+		// none (the view counts and says it): the limit stands.
 		return
 	}
 	first := !c.said[i]
@@ -391,4 +423,12 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 	}
 	k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, c.pool.held(srv))
 	c.pool.wake()
+}
+
+// countsUnusable reports whether snap's running or queued requests were
+// read as NaN, Inf or a negative count, and so left out.
+func countsUnusable(snap *servermetrics.Snapshot) bool {
+	_, running := snap.Unusable[servermetrics.NumRunningReqs]
+	_, queued := snap.Unusable[servermetrics.NumQueueReqs]
+	return running || queued
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
 
 // sharingRuns are n runs against one server of 159,277 KV tokens, ~3,320
@@ -133,4 +134,40 @@ func TestShareWithoutMetricsKeepsTheCeiling(t *testing.T) {
 	if c.every() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") || !strings.Contains(notes[0], "--shared probes") {
 		t.Fatalf("readings every %v, notes %q", c.every(), notes)
 	}
+}
+
+// FuzzShareFromLoadReports feeds whatever a server may answer at /metrics,
+// /v1/loads or /get_load through the parser and, when it is a reading the
+// sharing rule takes, through the rule: the limit stays a count between 1
+// and the ceiling, whatever was read (one NaN once made it NaN for good).
+func FuzzShareFromLoadReports(f *testing.F) {
+	for _, seed := range []string{
+		"sglang:num_running_reqs 40\nsglang:num_queue_reqs 30\n",
+		"sglang:num_running_reqs NaN\nsglang:num_queue_reqs 3\n",
+		"sglang:num_running_reqs 1e308\nsglang:num_queue_reqs 1e308\n",
+		"sglang:num_running_reqs 5e-324\nsglang:num_queue_reqs 0\n",
+		`{"loads":[{"num_running_reqs":1e999,"num_waiting_reqs":0}]}`,
+		`{"loads":[{"num_running_reqs":3,"num_waiting_reqs":2},{"num_running_reqs":1e300,"num_waiting_reqs":1e300}]}`,
+		`[{"num_reqs":7,"num_waiting_reqs":2}]`,
+	} {
+		f.Add(seed, uint8(20))
+	}
+	f.Fuzz(func(t *testing.T, body string, mine uint8) {
+		for _, source := range servermetrics.Sources {
+			snap, err := servermetrics.ParseFrom(strings.NewReader(body), source, "")
+			if err != nil || countsUnusable(&snap) || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+				continue
+			}
+			k := sharingRuns(1)[0]
+			for range 3 {
+				k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, int(mine))
+				k.mu.Lock()
+				limit, ceiling := k.share.limit, float64(k.cur)
+				k.mu.Unlock()
+				if math.IsNaN(limit) || limit < 1 || limit > ceiling {
+					t.Fatalf("%s %q (running %v, queued %v): limit %v, ceiling %v", source, body, snap.Running, snap.Queued, limit, ceiling)
+				}
+			}
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -153,12 +152,9 @@ func parse(c *cli.Context) (*config, error) {
 	if len(cfg.urls) == 0 {
 		return nil, cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
 	}
-	for i, u := range cfg.urls {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, cliutil.Usagef("--%s %q: want an http or https URL such as http://gpu1:30000", flagURL, backend.WithoutUserinfo(u))
-		}
-		cfg.urls[i] = strings.TrimRight(u, "/")
+	var err error
+	if cfg.urls, err = backend.NormalizeURLs(flagURL, cfg.urls); err != nil {
+		return nil, cliutil.Usagef("%v", err)
 	}
 	if err := parseFormats(c, cfg); err != nil {
 		return nil, err

@@ -13,19 +13,25 @@ import (
 // the budgets and the servers allow. Its fields are set when the run is
 // built; sized is touched by the dispatching goroutine only.
 type dispatcher struct {
-	pool      *pool
-	kvServers []*server // the servers sized from their KV cache
-	budget    *budget
-	lengths   *lengthModel
-	reorder   *reorder // nil without --ordered
-	flight    *flight
-	stops     *stops
-	workers   *workers
-	collector *collector // its backlog holds dispatching back; it counts the records a budget cuts
-	note      func(format string, args ...any)
-	limits    *limits     // what the dispatcher waits on, for the progress line
-	sized     bool        // the KV-bound servers were sized from the first prompt
-	logged    atomic.Bool // the first sizing was said
+	pool *pool
+	// kvServers are the servers sized from their KV cache: set when the
+	// run is built, and joined by those whose capacity was read late
+	// (addKV); guarded by kvMu, as the last sizing is.
+	kvMu       sync.Mutex
+	kvServers  []*server
+	lastPrompt float64 // the mean prompt and kvShare of the last resize
+	lastShare  float64
+	budget     *budget
+	lengths    *lengthModel
+	reorder    *reorder // nil without --ordered
+	flight     *flight
+	stops      *stops
+	workers    *workers
+	collector  *collector // its backlog holds dispatching back; it counts the records a budget cuts
+	note       func(format string, args ...any)
+	limits     *limits     // what the dispatcher waits on, for the progress line
+	sized      bool        // the KV-bound servers were sized from the first prompt
+	logged     atomic.Bool // the first sizing was said
 }
 
 // run starts requests until the records end or dispatching stops.
@@ -119,6 +125,9 @@ func (d *dispatcher) sizeFirst(j *job) {
 // The first sizing is always said. The tuner calls it too: it reads only
 // what is fixed when the run is built.
 func (d *dispatcher) resize(meanPrompt, kvShare float64, serverBound bool) {
+	d.kvMu.Lock()
+	defer d.kvMu.Unlock()
+	d.lastPrompt, d.lastShare = meanPrompt, kvShare
 	if len(d.kvServers) == 0 {
 		return
 	}
@@ -134,6 +143,19 @@ func (d *dispatcher) resize(meanPrompt, kvShare float64, serverBound bool) {
 		}
 	}
 	d.pool.wake()
+}
+
+// addKV sizes srv, whose capacity was read after the run started, with
+// k as the others were last sized, says so, and lets requests go to it.
+func (d *dispatcher) addKV(srv *server, k *kvSizer) {
+	d.kvMu.Lock()
+	defer d.kvMu.Unlock()
+	if d.lastPrompt > 0 {
+		k.resize(d.lastPrompt, d.lastShare)
+	}
+	d.pool.back(srv, k)
+	d.kvServers = append(d.kvServers, srv)
+	d.note("%s: back: %s", srv.url, k.report())
 }
 
 // flight is the register of the requests in flight: when each started and

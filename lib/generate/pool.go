@@ -32,6 +32,11 @@ type server struct {
 	lastFailure   time.Time
 	// sidelineCount counts the sidelines since the start.
 	sidelineCount int
+	// needInfo: the server could not be reached for its capacity at the
+	// start; when its sideline ends, its /server_info is read (pool.recheck)
+	// before any request is sent to it, so that it is sized from its KV
+	// cache as a server up at the start is, not adaptively without bound.
+	needInfo bool
 }
 
 // markUnreachable sidelines s after a failed connection (at start-up, its
@@ -70,6 +75,10 @@ type pool struct {
 	// up); after giveUp of that, no request waits for them any more.
 	downSince time.Time
 	giveUp    time.Duration
+	// recheck reads again the capacity of a server with needInfo whose
+	// sideline ended, and reports with back or stillDown; set once before
+	// the run starts, nil: such a server is probed by a request.
+	recheck func(s *server)
 }
 
 // errNoServer says every server has been unreachable for longer than the
@@ -141,6 +150,13 @@ func (p *pool) acquire(ctx context.Context, tokens int, avoid *server) (*server,
 		var best *server
 		for _, s := range p.servers {
 			if s == avoid && len(p.servers) > 1 {
+				continue
+			}
+			if s.needInfo && p.recheck != nil && s.available(now) {
+				// Its sideline ended: its capacity is read before a
+				// request is sent; probing keeps it sidelined meanwhile.
+				s.probing = true
+				go p.recheck(s)
 				continue
 			}
 			if s.available(now) && (best == nil || s.outstanding < best.outstanding) {
@@ -218,22 +234,50 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 			s.pausedUntil = later(s.pausedUntil, time.Now().Add(retryAfter))
 		}
 	case attemptUnreachable:
-		now := time.Now()
-		s.failures++
-		s.probing = false
-		s.connectErrors++
-		s.lastError, s.lastFailure = cause, now
-		// The failure that opens the breaker, or a failed probe, sidelines
-		// the server, longer each time; the requests that were in flight
-		// when it went down fail together and must not stretch that.
-		if s.failures >= breakAfter && !now.Before(s.openUntil) {
-			s.openUntil = now.Add(min(firstSideline<<min(s.sidelines, 5), longestSideline))
-			s.sidelines++
-			s.sidelineCount++
-		}
+		s.connectFailed(cause)
 	case attemptCancelled:
 		s.probing = false
 	}
+	p.updateDownLocked()
+	p.changed.notify()
+}
+
+// connectFailed learns that s could not be reached; the caller holds p.mu.
+func (s *server) connectFailed(cause string) {
+	now := time.Now()
+	s.failures++
+	s.probing = false
+	s.connectErrors++
+	s.lastError, s.lastFailure = cause, now
+	// The failure that opens the breaker, or a failed probe, sidelines
+	// the server, longer each time; the requests that were in flight
+	// when it went down fail together and must not stretch that.
+	if s.failures >= breakAfter && !now.Before(s.openUntil) {
+		s.openUntil = now.Add(min(firstSideline<<min(s.sidelines, 5), longestSideline))
+		s.sidelines++
+		s.sidelineCount++
+	}
+}
+
+// back takes s, whose capacity was read again, out of its sideline with l
+// (nil: its limiter stays) as its limiter.
+func (p *pool) back(s *server, l limiter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l != nil {
+		s.limiter = l
+	}
+	s.needInfo = false
+	s.failures, s.probing, s.sidelines = 0, false, 0
+	p.updateDownLocked()
+	p.changed.notify()
+}
+
+// stillDown sidelines s again: its capacity could not be read.
+func (p *pool) stillDown(s *server, cause string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.connectFailed(cause)
 	p.updateDownLocked()
 	p.changed.notify()
 }

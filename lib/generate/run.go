@@ -178,6 +178,7 @@ func run(c *cli.Context) (err error) {
 
 	s.view = newServerView(cfg, note)
 	s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
+	s.dispatcher.pool.recheck = func(srv *server) { s.recheck(s.stops.dispatch, be, srv, note) }
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()
 	go s.view.run(viewCtx)
@@ -284,8 +285,10 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 			srv.limiter = newAIMD()
 			var be *backend.Error
 			if errors.As(err, &be) && be.Kind == backend.KindConnect {
-				// Unreachable now: sideline it, the breaker will probe.
+				// Unreachable now: sideline it; when the sideline ends
+				// its capacity is read again (scheduler.recheck).
 				srv.markUnreachable(shortCause(be))
+				srv.needInfo = true
 			}
 		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
 			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
@@ -296,6 +299,37 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 		}
 	}
 	return servers
+}
+
+// recheck reads the capacity of srv, which could not be reached when the
+// run started, now that its sideline has ended: a server that answers is
+// sized from its KV cache, as it would have been at the start (adaptive
+// sizing would grow without bound against SGLang, which never answers
+// 429), before any request is sent to it; one still unreachable stays
+// sidelined, longer.
+func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server, note func(string, ...any)) {
+	pool := s.dispatcher.pool
+	info, err := serverInfo(ctx, be, srv.base)
+	var berr *backend.Error
+	switch {
+	case ctx.Err() != nil:
+		pool.back(srv, nil) // the run is ending: nothing more is sent
+	case errors.As(err, &berr) && berr.Kind == backend.KindConnect:
+		pool.stillDown(srv, shortCause(berr))
+	case err != nil:
+		note("%s: back, still no capacity information (%v): adaptive concurrency", srv.url, err)
+		pool.back(srv, nil)
+	case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
+		note("%s: back, adaptive concurrency (it says nothing of its capacity)", srv.url)
+		pool.back(srv, nil)
+	default:
+		k := newKVSizer(info)
+		if s.view.share != nil {
+			k.startSharing()
+		}
+		s.dispatcher.addKV(srv, k)
+		s.view.share.add(srv)
+	}
 }
 
 func serverInfo(ctx context.Context, be backend.Backend, url string) (*backend.ServerInfo, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ type watchedServer struct {
 	// full counts the readings in a row at the limit, since fullSince.
 	full      int
 	fullSince time.Time
+	// unusable counts the readings that held a figure that is no count
+	// (NaN, Inf, negative): left out, said once, counted in the summary.
+	unusable int
 }
 
 // serverView reads the servers' metrics while a run lasts.
@@ -61,9 +65,10 @@ type serverView struct {
 	// metricsEvery (concurrency.go); nil: no server is sized by them.
 	share *shareControl
 
-	mu      sync.Mutex
-	servers []*watchedServer
-	said    bool // the limit hint was given
+	mu           sync.Mutex
+	servers      []*watchedServer
+	said         bool // the limit hint was given
+	saidUnusable bool // an unusable reading was reported
 }
 
 func newServerView(cfg *config, note func(string, ...any)) *serverView {
@@ -120,7 +125,13 @@ func (v *serverView) poll(ctx context.Context) {
 			}
 		}
 		v.mu.Lock()
+		if len(snap.Unusable) > 0 {
+			v.leftOut(s, snap)
+		}
 		switch {
+		case errors.Is(err, servermetrics.ErrUnusable):
+			// The server reports its load; this reading was no count.
+			s.base, s.source = base, snap.Source
 		case err == nil:
 			s.base, s.source = base, snap.Source
 			v.observe(s, snap, time.Now())
@@ -147,6 +158,18 @@ func (v *serverView) fetch(ctx context.Context, base, source string) (servermetr
 		return servermetrics.Fetch(ctx, base, opt)
 	}
 	return servermetrics.FetchFrom(ctx, base, source, opt)
+}
+
+// leftOut counts a reading with figures that are no counts, and says the
+// first one; the caller holds v.mu.
+func (v *serverView) leftOut(s *watchedServer, snap servermetrics.Snapshot) {
+	s.unusable++
+	if v.saidUnusable {
+		return
+	}
+	v.saidUnusable = true
+	v.note("%s: its %s reported %s: no count, left out of every figure (the readings before and after stand; the summary counts such readings)",
+		s.url, snap.Source, snap.UnusableText())
 }
 
 // rootOf is base without its path.
@@ -242,7 +265,9 @@ func (v *serverView) summary() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var snaps []servermetrics.Snapshot
+	unusable := 0
 	for _, s := range v.servers {
+		unusable += s.unusable
 		if s.busy == 0 {
 			continue
 		}
@@ -254,10 +279,14 @@ func (v *serverView) summary() string {
 		snap.MaxTokenUsage = snap.TokenUsage
 		snaps = append(snaps, snap)
 	}
-	if len(snaps) == 0 {
-		return ""
+	var parts []string
+	if len(snaps) > 0 {
+		c := servermetrics.Combine(snaps)
+		c.CacheHitRate = 0 // not averaged
+		parts = append(parts, "server (mean while busy): "+c.String())
 	}
-	c := servermetrics.Combine(snaps)
-	c.CacheHitRate = 0 // not averaged
-	return fmt.Sprintf("server (mean while busy): %s", c.String())
+	if unusable > 0 {
+		parts = append(parts, fmt.Sprintf("%s load readings left out (NaN, Inf or negative figures)", cliutil.Thousands(int64(unusable))))
+	}
+	return strings.Join(parts, "; ")
 }

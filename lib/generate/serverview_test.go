@@ -180,3 +180,55 @@ func TestProgressShowsServersDown(t *testing.T) {
 		t.Errorf("no progress line says a server is down:\n%s", r.stderr)
 	}
 }
+
+// A server whose /metrics answers NaN, Inf and negative gauges now and then
+// (a broken exporter): each such reading is left out (the run stays sized
+// from the sane ones and keeps sharing by them), said once with what was
+// read, and counted in the summary.
+func TestServerViewUnusableReadings(t *testing.T) {
+	quickView(t, 0.9)
+	s, err := sim.New(sim.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var asked atomic.Int64
+	enough := make(chan struct{})
+	inner := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			n := asked.Add(1)
+			if n == 4 {
+				close(enough)
+			}
+			if n%2 == 1 { // the first, third, ... readings
+				w.Write([]byte("sglang:num_running_reqs NaN\nsglang:num_queue_reqs +Inf\nsglang:token_usage -3\n"))
+				return
+			}
+		case "/generate":
+			// Answers wait for four readings: the run sees both kinds.
+			select {
+			case <-enough:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	r := runGenerate(t, sglangRequests(20, 10), "--url", srv.URL, "--max-tokens", "16")
+	if r.code != 0 || len(r.lines(t)) != 20 {
+		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+	said := "its /metrics reported sglang:num_queue_reqs +Inf, sglang:num_running_reqs NaN, sglang:token_usage -3: no count, left out"
+	if n := strings.Count(r.stderr, said); n != 1 {
+		t.Errorf("the unusable reading said %d times, want once:\n%s", n, r.stderr)
+	}
+	if !regexp.MustCompile(`; [0-9,]+ load readings left out \(NaN, Inf or negative figures\)`).MatchString(r.stderr) {
+		t.Errorf("the summary does not count the readings left out:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr, "as if no other run used it") || strings.Contains(r.stderr, "NaN requests") {
+		t.Errorf("an unusable reading changed how the server is shared:\n%s", r.stderr)
+	}
+}

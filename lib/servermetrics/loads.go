@@ -45,19 +45,36 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	s := Snapshot{Has: map[string]bool{}}
 	var kv []float64
 	for i, rank := range ranks.Array() {
-		num := func(field string) (float64, bool) {
+		// num is a field's count, rate or ratio; a number that is none
+		// (1e999 reads as +Inf, -3) is recorded as unusable.
+		num := func(field, gauge string) (float64, bool) {
 			v := rank.Get(field)
-			return v.Float(), v.Type == gjson.Number && sane(v.Float()) // 1e999 reads as +Inf
+			if v.Type != gjson.Number {
+				return 0, false
+			}
+			if !sane(v.Float()) {
+				s.unusable(gauge, v.Float())
+				return 0, false
+			}
+			return v.Float(), true
 		}
-		waiting, okW := num("num_waiting_reqs")
+		waiting, okW := num("num_waiting_reqs", NumQueueReqs)
 		var running float64
 		okR := false
 		if source == SourceLoads {
-			running, okR = num("num_running_reqs")
-		} else if total, ok := num("num_reqs"); ok {
+			running, okR = num("num_running_reqs", NumRunningReqs)
+		} else if total, ok := num("num_reqs", NumRunningReqs); ok {
 			running, okR = total-waiting, true
+			if okW && running < 0 {
+				s.unusable(NumRunningReqs, running)
+				okR = false
+			}
 		}
-		if !rank.IsObject() || !okW || !okR || running < 0 || waiting < 0 {
+		if rank.IsObject() && (!okW || !okR) && len(s.Unusable) > 0 {
+			return Snapshot{Unusable: s.Unusable, Source: source},
+				fmt.Errorf("rank %d of the report: %s: %w", i, s.UnusableText(), ErrUnusable)
+		}
+		if !rank.IsObject() || !okW || !okR {
 			return Snapshot{}, fmt.Errorf("rank %d of the report has no running and waiting request counts: %w", i, ErrNoMetrics)
 		}
 		s.Running += running
@@ -66,24 +83,39 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 		if source != SourceLoads {
 			continue
 		}
-		if v, ok := num("num_used_tokens"); ok {
+		if v, ok := num("num_used_tokens", NumUsedTokens); ok {
 			s.UsedTokens += v
 			s.Has[NumUsedTokens] = true
 		}
-		if v, ok := num("gen_throughput"); ok {
+		if v, ok := num("gen_throughput", GenThroughput); ok {
 			s.GenThroughput += v
 			s.Has[GenThroughput] = true
 		}
-		if v, ok := num("token_usage"); ok {
+		if v, ok := num("token_usage", TokenUsage); ok {
 			kv = append(kv, v)
 			s.Has[TokenUsage] = true
 		}
-		if v, ok := num("cache_hit_rate"); ok {
+		if v, ok := num("cache_hit_rate", CacheHitRate); ok {
 			s.CacheHitRate += v
 			s.Has[CacheHitRate] = true
 		}
 	}
 	s.Ranks = len(ranks.Array())
+	for name := range s.Unusable {
+		// One rank's figure missing would make the sum or mean wrong
+		// without saying so: the gauge is left out whole.
+		delete(s.Has, name)
+		switch name {
+		case NumUsedTokens:
+			s.UsedTokens = 0
+		case GenThroughput:
+			s.GenThroughput = 0
+		case TokenUsage:
+			kv = nil
+		case CacheHitRate:
+			s.CacheHitRate = 0
+		}
+	}
 	for _, v := range kv {
 		s.TokenUsage += v / float64(len(kv))
 		s.MaxTokenUsage = max(s.MaxTokenUsage, v)

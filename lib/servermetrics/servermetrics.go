@@ -38,6 +38,7 @@ import (
 	"math"
 	"net/http"
 	neturl "net/url"
+	"sort"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -94,6 +95,37 @@ type Snapshot struct {
 	Has map[string]bool
 	// Source is where the figures were read (one of Sources).
 	Source string
+	// Unusable holds the readings left out because they are no count, rate
+	// or ratio (NaN, Inf, negative), by gauge name, with what was read:
+	// a broken exporter's, which the caller counts and says once.
+	Unusable map[string]float64
+}
+
+// ErrUnusable says the server reports its load, but this reading's running
+// and queued requests were no counts (NaN, Inf, negative): no figure can be
+// computed from it. The next reading may be sane; it is no ErrNoMetrics.
+var ErrUnusable = errors.New("load reading with no usable request counts")
+
+// unusable records v, read for the gauge name, as left out.
+func (s *Snapshot) unusable(name string, v float64) {
+	if s.Unusable == nil {
+		s.Unusable = map[string]float64{}
+	}
+	s.Unusable[name] = v
+}
+
+// UnusableText names the readings left out, e.g.
+// "sglang:num_running_reqs NaN, sglang:token_usage -3"; "" when none.
+func (s Snapshot) UnusableText() string {
+	names := make([]string, 0, len(s.Unusable))
+	for name := range s.Unusable {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i, name := range names {
+		names[i] = fmt.Sprintf("%s %v", name, s.Unusable[name])
+	}
+	return strings.Join(names, ", ")
 }
 
 // Options tune a Fetch.
@@ -186,18 +218,25 @@ func FetchFrom(ctx context.Context, base, source string, opt Options) (Snapshot,
 		}
 		return Snapshot{}, fmt.Errorf("%s: HTTP %d%s: %w", url, resp.StatusCode, hint, ErrNoMetrics)
 	}
-	body := io.LimitReader(resp.Body, maxBody)
-	var s Snapshot
-	if source == SourceMetrics {
-		s, err = Parse(body, opt.Model)
-	} else {
-		s, err = parseLoadReport(body, source)
-	}
+	s, err := ParseFrom(io.LimitReader(resp.Body, maxBody), source, opt.Model)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", url, err)
 	}
-	s.Source = source
 	return s, nil
+}
+
+// ParseFrom reads an answer of source (one of Sources) as FetchFrom does,
+// for model when source is SourceMetrics.
+func ParseFrom(r io.Reader, source, model string) (Snapshot, error) {
+	var s Snapshot
+	var err error
+	if source == SourceMetrics {
+		s, err = Parse(r, model)
+	} else {
+		s, err = parseLoadReport(r, source)
+	}
+	s.Source = source
+	return s, err
 }
 
 // Parse reads Prometheus text and aggregates SGLang's gauges for model (or
@@ -218,12 +257,17 @@ func Parse(r io.Reader, model string) (Snapshot, error) {
 			return nil
 		}
 		vals := map[string]float64{}
+		bad := false
 		for _, m := range f.GetMetric() {
 			if s.Model != "" && label(m, "model_name") != s.Model {
 				continue
 			}
 			v, ok := value(m)
 			if !ok {
+				if m.GetGauge() != nil || m.GetUntyped() != nil || m.GetCounter() != nil {
+					s.unusable(name, v)
+					bad = true
+				}
 				continue
 			}
 			// Several models (when none was picked) each have their
@@ -234,6 +278,11 @@ func Parse(r io.Reader, model string) (Snapshot, error) {
 			if old, seen := vals[key]; !seen || v > old {
 				vals[key] = v
 			}
+		}
+		if bad {
+			// A sum or mean without one rank's share would be wrong
+			// without saying so: the gauge is left out whole.
+			return nil
 		}
 		if len(vals) > 0 {
 			s.Has[name] = true
@@ -265,6 +314,9 @@ func Parse(r io.Reader, model string) (Snapshot, error) {
 	s.TokenUsage, s.MaxTokenUsage = mean(TokenUsage)
 	s.CacheHitRate, _ = mean(CacheHitRate)
 	s.Ranks = len(ranks)
+	if len(s.Has) == 0 && len(s.Unusable) > 0 {
+		return s, fmt.Errorf("%s: %w", s.UnusableText(), ErrUnusable)
+	}
 	if len(s.Has) == 0 {
 		return s, fmt.Errorf("none of SGLang's gauges (%s...): %w", NumRunningReqs, ErrNoMetrics)
 	}

@@ -193,10 +193,33 @@ func TestInsaneReadingsIgnored(t *testing.T) {
 	if s.Has[NumRunningReqs] || s.Has[NumQueueReqs] || s.Has[TokenUsage] || s.GenThroughput != 120 {
 		t.Fatalf("insane readings kept, or the sane one lost: %+v", s)
 	}
-	for _, body := range []string{`{"loads":[{"num_running_reqs":1e999,"num_waiting_reqs":0}]}`, `{"loads":[{"num_running_reqs":3,"num_waiting_reqs":-1e999}]}`} {
-		if s, err := parseLoadReport(strings.NewReader(body), SourceLoads); err == nil {
-			t.Errorf("%s accepted as %+v", body, s)
+	// Each is named, for the caller to count and say once.
+	if got, want := s.UnusableText(), "sglang:num_queue_reqs +Inf, sglang:num_running_reqs NaN, sglang:token_usage -3"; got != want {
+		t.Errorf("UnusableText() = %q, want %q", got, want)
+	}
+	// A gauge one rank of which is insane is left out whole: the sum of
+	// the others would be wrong without saying so.
+	s, err = Parse(strings.NewReader("sglang:num_running_reqs{dp_rank=\"0\"} 5\nsglang:num_running_reqs{dp_rank=\"1\"} NaN\nsglang:num_queue_reqs 0\n"), "")
+	if err != nil || s.Has[NumRunningReqs] || s.Running != 0 || len(s.Unusable) != 1 {
+		t.Errorf("one rank's NaN: %+v, %v; want running left out, one unusable", s, err)
+	}
+	// Nothing sane at all: ErrUnusable (read again later), not
+	// ErrNoMetrics (never read again).
+	if _, err := Parse(strings.NewReader("sglang:num_running_reqs NaN\n"), ""); !errors.Is(err, ErrUnusable) || errors.Is(err, ErrNoMetrics) {
+		t.Errorf("only a NaN: %v, want ErrUnusable", err)
+	}
+	for _, tc := range []struct{ source, body string }{
+		{SourceLoads, `{"loads":[{"num_running_reqs":1e999,"num_waiting_reqs":0}]}`},
+		{SourceLoads, `{"loads":[{"num_running_reqs":3,"num_waiting_reqs":-1e999}]}`},
+		{SourceGetLoad, `[{"num_reqs": 2, "num_waiting_reqs": 5}]`},
+	} {
+		if s, err := parseLoadReport(strings.NewReader(tc.body), tc.source); !errors.Is(err, ErrUnusable) || len(s.Unusable) == 0 {
+			t.Errorf("%s %s: %+v, %v; want ErrUnusable naming the reading", tc.source, tc.body, s, err)
 		}
+	}
+	s, err = parseLoadReport(strings.NewReader(`{"loads":[{"num_running_reqs":3,"num_waiting_reqs":0,"token_usage":0.5},{"num_running_reqs":3,"num_waiting_reqs":0,"token_usage":"NaN"},{"num_running_reqs":3,"num_waiting_reqs":0,"token_usage":-1}]}`), SourceLoads)
+	if err != nil || s.Has[TokenUsage] || s.TokenUsage != 0 || s.Running != 9 {
+		t.Errorf("one rank's token_usage -1: %+v, %v; want token_usage left out, the counts kept", s, err)
 	}
 }
 
