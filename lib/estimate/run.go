@@ -95,6 +95,10 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.hasPrices && len(cfg.models) == 0 {
 		return nil, cliutil.Usagef("--%s and --%s price a --model: name it (any id, e.g. --model mine)", flagPriceIn, flagPriceOut)
 	}
+	var err error
+	if cfg.urls, err = backend.NormalizeURLs(flagURL, cfg.urls); err != nil {
+		return nil, cliutil.Usagef("%v", err)
+	}
 	if c.IsSet(flagHourlyCost) && len(cfg.urls) == 0 {
 		return nil, cliutil.Usagef("--%s prices the hours of a --url server: give one", flagHourlyCost)
 	}
@@ -107,7 +111,9 @@ func parse(c *cli.Context) (*config, error) {
 		if err != nil {
 			return nil, cliutil.Usagef("--%s %q: %v", flagRate, spec, err)
 		}
-		if name != "" && !slices.Contains(cfg.urls, name) && !slices.Contains(cfg.models, name) {
+		if i := slices.IndexFunc(cfg.urls, func(u string) bool { return backend.ServerKey(u) == backend.ServerKey(name) }); i >= 0 {
+			name = cfg.urls[i] // as rateFor is asked
+		} else if name != "" && !slices.Contains(cfg.models, name) {
 			return nil, cliutil.Usagef("--%s %q: %q is neither a --url nor a --model", flagRate, spec, name)
 		}
 		cfg.rates[name] = r
@@ -121,7 +127,6 @@ func parse(c *cli.Context) (*config, error) {
 	if len(cfg.done) == 0 && cfg.lengthsSpec == "" {
 		return nil, cliutil.Usagef("say what answers will look like: --done FILE (the output so far) or --lengths SPEC (e.g. mean=800,p90=1800)")
 	}
-	var err error
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
@@ -235,7 +240,6 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 	var out []*backendModel
 	label := func() string { return string(rune('A' + len(out)%26)) }
 	for _, u := range cfg.urls {
-		u = strings.TrimSuffix(u, "/")
 		// The report shows the URL without the user and password it may
 		// carry; requests go to u.
 		b := &backendModel{label: label(), kind: kindSGLang, url: backend.WithoutUserinfo(u), hourlyCost: cfg.hourlyCost}

@@ -3,10 +3,10 @@ package estimate
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
@@ -49,7 +49,7 @@ func jobOn(docs []statusDoc, url string) (runningJob, bool) {
 	for _, d := range docs {
 		servers := d.doc.Get("servers").Array()
 		for _, s := range servers {
-			if strings.TrimSuffix(s.Get("url").String(), "/") != url {
+			if backend.ServerKey(s.Get("url").String()) != backend.ServerKey(url) {
 				continue
 			}
 			j := runningJob{path: d.path, updated: d.doc.Get("updated").String()}

@@ -152,7 +152,6 @@ func parse(c *cli.Context) (*config, error) {
 	if len(cfg.urls) == 0 {
 		return nil, cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
 	}
-	var err error
 	if cfg.urls, err = backend.NormalizeURLs(flagURL, cfg.urls); err != nil {
 		return nil, cliutil.Usagef("%v", err)
 	}
