@@ -4,8 +4,9 @@
 # cron recipe, scripts/run-dataset.sh) and OpenSSH's server and client (the
 # fan-out across machines, parallel --sshlogin, is tested against an sshd the
 # test starts on a loopback port), jq (some test scripts read JSON
-# output with it), and Slurm with munge (the job array of scripts/slurm/ is
-# tested on a one-node cluster the test starts). make test runs it first, so that
+# output with it), Slurm with munge (the job array of scripts/slurm/ is
+# tested on a one-node cluster the test starts) and chromium (tokstat
+# --html's page is loaded in it, headless). make test runs it first, so that
 # `make test` works on a fresh Debian or Ubuntu machine. As root it installs
 # what is missing with apt-get; otherwise it says what to install and fails.
 set -euo pipefail
@@ -15,7 +16,7 @@ PATH=$PATH:/usr/sbin:/sbin
 
 # program -> the Debian package that provides it
 declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [jq]=jq
-	[slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm [munged]=munge)
+	[slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm [munged]=munge [chromium]=chromium)
 
 # missing_packages prints the packages whose programs are not on PATH.
 missing_packages() {

@@ -16,6 +16,7 @@ const (
 	flagBy        = "by"
 	flagBudget    = "budget"
 	flagHist      = "hist"
+	flagHTML      = "html"
 	flagJSON      = "json"
 	flagTSV       = "tsv"
 	flagTotal     = "total"
@@ -76,7 +77,18 @@ soft failures, retries (these three of the latest run), tokens against the
 budget (earlier runs' included) and the ETA; then a total
 row, the count of each state, what the running datasets' servers say and how
 the ended ones ended. --json prints the same as one object ("datasets",
-"total"). synthpipe-status(7) describes the status file.`,
+"total"). synthpipe-status(7) describes the status file.
+
+--html prints a report as one self-contained HTML page (styles and charts
+inline as SVG, nothing fetched from the network): a table of the datasets
+(the groups, as above), the mix of tokens between them, and per dataset the
+histogram of completion lengths with max_tokens marked (gen.params.max_tokens
+of the records), the finish reasons, the tokens against --budget, the soft
+failures (answers truncated, empty, aborted or filtered; errors, duplicate
+ids, invalid lines) and, for conversations (generate --turns all), the turns
+per conversation and why they ended. Given folders, the page shows the whole
+job: each dataset's state from its status file, its budget, and the charts
+of its output.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
@@ -84,6 +96,7 @@ the ended ones ended. --json prints the same as one object ("datasets",
 			&cli.BoolFlag{Name: flagHist, Usage: "add a histogram of the completion lengths of all answers to the table"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
 			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
+			&cli.BoolFlag{Name: flagHTML, Usage: "print one self-contained HTML page with charts instead of the table (redirect it to a file)"},
 			&cli.BoolFlag{Name: flagTotal, Usage: "print only the total token count (fastest)"},
 			&cli.BoolFlag{Name: flagDupAcross, Usage: "with --by, count an id seen in another group as a duplicate too (by default each group's ids are its own)"},
 			cliutil.IDPathFlag(),
@@ -103,6 +116,8 @@ the ended ones ended. --json prints the same as one object ("datasets",
 				Command: `spent=$(tokstat --total out.jsonl) && echo "$spent tokens so far"`},
 			{Comment: "every dataset of a fanout.sh job or a Slurm job array (scripts/slurm/) on one screen, refreshed every 10s",
 				Command: "watch -n 10 tokstat data/"},
+			{Comment: "a report with charts of a whole job, to open in a browser",
+				Command: "tokstat --html data/ > report.html"},
 			{Comment: "progress of several shards against a 10M budget each, as JSON",
 				Command: "tokstat --json --budget 10M out-*.jsonl.zst | jq '.groups[] | {group, percent: .budget.percent}'"},
 		},

@@ -234,11 +234,10 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// writeJobTable prints the job on one screen: a row per dataset and the
-// total, then what the running datasets' servers say and how the others
-// ended.
-func writeJobTable(w io.Writer, job *jobView) error {
-	rows := [][]string{{"dataset", "state", "records", "errors", "soft", "retries", "tokens", "budget", "used", "ETA"}}
+// jobRows is the job view's table (a row per dataset and the total, the
+// header first) and the count of each state, in words.
+func jobRows(job *jobView) (rows [][]string, states []string) {
+	rows = [][]string{{"dataset", "state", "records", "errors", "soft", "retries", "tokens", "budget", "used", "ETA"}}
 	for _, v := range job.Datasets {
 		records := cliutil.Thousands(v.Records)
 		if v.Total > 0 {
@@ -248,7 +247,6 @@ func writeJobTable(w io.Writer, job *jobView) error {
 			cliutil.Thousands(v.Retries), cliutil.Thousands(v.Tokens), budgetCell(v.Budget), usedCell(v.Tokens, v.Budget), etaCell(v.ETASeconds)})
 	}
 	t := job.Total
-	var states []string
 	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
 		if n := t.States[s]; n > 0 {
 			states = append(states, fmt.Sprintf("%d %s", n, s))
@@ -256,6 +254,15 @@ func writeJobTable(w io.Writer, job *jobView) error {
 	}
 	rows = append(rows, []string{"total", "", "", cliutil.Thousands(t.Errors), "", "",
 		cliutil.Thousands(t.Tokens), budgetCell(t.Budget), usedCell(t.BudgetedTokens, t.Budget), etaCell(t.ETASeconds)})
+	return rows, states
+}
+
+// writeJobTable prints the job on one screen: a row per dataset and the
+// total, then what the running datasets' servers say and how the others
+// ended.
+func writeJobTable(w io.Writer, job *jobView) error {
+	rows, states := jobRows(job)
+	t := job.Total
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, cell := range r {

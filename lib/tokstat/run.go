@@ -22,6 +22,7 @@ const (
 	formatTSV
 	formatJSON
 	formatTotal
+	formatHTML
 )
 
 // config is tokstat's flags, checked.
@@ -56,17 +57,17 @@ func parse(c *cli.Context) (*config, error) {
 	for _, f := range []struct {
 		flag string
 		format
-	}{{flagTSV, formatTSV}, {flagJSON, formatJSON}, {flagTotal, formatTotal}} {
+	}{{flagTSV, formatTSV}, {flagJSON, formatJSON}, {flagTotal, formatTotal}, {flagHTML, formatHTML}} {
 		if c.Bool(f.flag) {
 			cfg.format = f.format
 			chosen++
 		}
 	}
 	if chosen > 1 {
-		return nil, cliutil.Usagef("--json, --tsv and --total each choose the output: pick one")
+		return nil, cliutil.Usagef("--json, --tsv, --html and --total each choose the output: pick one")
 	}
 	if cfg.hist && cfg.format != formatTable {
-		return nil, cliutil.Usagef("--hist goes with the table output, not --json, --tsv or --total")
+		return nil, cliutil.Usagef("--hist goes with the table output, not --json, --tsv, --html or --total (the --html page has its own histograms)")
 	}
 	if c.IsSet(flagBudget) {
 		n, err := cliutil.ParseCount(c.String(flagBudget))
@@ -83,7 +84,7 @@ func parse(c *cli.Context) (*config, error) {
 		if err == nil {
 			for _, f := range []string{flagBy, flagBudget, flagHist, flagTSV, flagTotal, flagDupAcross} {
 				if c.IsSet(f) {
-					return nil, cliutil.Usagef("--%s is for files: given folders, tokstat shows each dataset's state from its status file (only --json goes with that)", f)
+					return nil, cliutil.Usagef("--%s is for files: given folders, tokstat shows each dataset's state from its status file (only --json or --html goes with that)", f)
 				}
 			}
 		}
@@ -109,8 +110,11 @@ func run(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if cfg.format == formatJSON {
+		switch cfg.format {
+		case formatJSON:
 			return writeJobJSON(c.App.Writer, job)
+		case formatHTML:
+			return writeJobHTML(c.App.Reader, c.App.Writer, cfg, job, cliutil.Warner(c))
 		}
 		return writeJobTable(c.App.Writer, job)
 	}
@@ -137,6 +141,8 @@ func run(c *cli.Context) error {
 		err = writeJSON(w, cfg, col.total, col.groups)
 	case formatTSV:
 		err = writeTSV(w, cfg, col.total, col.groups)
+	case formatHTML:
+		err = writeFilesHTML(w, cfg, col)
 	default:
 		err = writeTable(w, cfg, col.total, col.groups)
 		if err == nil && cfg.hist {
@@ -174,6 +180,9 @@ func newCollector(cfg *config, warn func(string)) *collector {
 		perFile: cfg.by == "" && len(cfg.files) > 1,
 		grouper: record.NewGrouper(cfg.by),
 	}
+	if cfg.format == formatHTML {
+		col.total.detail = newDetail()
+	}
 	if cfg.format != formatTotal {
 		col.ids = idset.New(0)
 	}
@@ -187,6 +196,9 @@ func (col *collector) group(name string) *stats {
 	g := col.byName[name]
 	if g == nil {
 		g = newStats(name)
+		if col.total.detail != nil {
+			g.detail = newDetail()
+		}
 		col.byName[name] = g
 		col.groups = append(col.groups, g)
 	}
@@ -232,6 +244,12 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		col.total.add(info, duplicate)
 		if g != nil {
 			g.add(info, duplicate)
+		}
+		if col.total.detail != nil {
+			col.total.detail.add(in.Bytes(), info)
+			if g != nil {
+				g.detail.add(in.Bytes(), info)
+			}
 		}
 	}
 	if err := in.Err(); err != nil {

@@ -24,6 +24,7 @@ type stats struct {
 	torn             int64
 	finishReasons    map[string]int64
 	lengths          []uint32 // completion tokens of each answer, for exact percentiles
+	detail           *detail  // only for --html
 }
 
 func newStats(name string) *stats {

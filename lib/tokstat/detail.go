@@ -1,0 +1,139 @@
+package tokstat
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/record"
+)
+
+// detail is what the HTML report draws beyond the table's figures: the
+// token limits answers were asked under, soft failures by kind, and for
+// conversations (generate --turns all) their turns and how they ended.
+// Only --html reads these fields, so the other outputs keep their speed.
+type detail struct {
+	maxTokens     map[int64]int64 // gen.params.max_tokens -> answers asked under it
+	soft          map[string]int64
+	turns         map[int64]int64 // turns per conversation -> conversations
+	ended         map[string]int64
+	conversations int64
+	// Each generated turn of the conversations: max_tokens holds per turn,
+	// so their lengths and finish reasons are what to look at.
+	turnLengths []uint32
+	turnFinish  map[string]int64
+}
+
+func newDetail() *detail {
+	return &detail{maxTokens: map[int64]int64{}, soft: map[string]int64{}, turns: map[int64]int64{}, ended: map[string]int64{},
+		turnFinish: map[string]int64{}}
+}
+
+// Soft failures: answers written, yet not what was asked for (as generate's
+// summary and status file count them), and conversations cut short.
+const (
+	softTruncated = "truncated (length)"
+	softEmpty     = "empty answer"
+	softAborted   = "aborted"
+	softFiltered  = "content filter"
+	// a turn of a conversation cut at max_tokens (the conversation ends
+	// there, "ended": "length")
+	softTurnTruncated = "turn truncated (length)"
+)
+
+// add reads one record's detail fields. Records with an error are only
+// errors: they have no answer to describe.
+func (d *detail) add(line []byte, info record.Info) {
+	if info.HasError {
+		return
+	}
+	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens", "turns", "ended", "text", "tool_calls")
+	switch {
+	case r[0].Type == gjson.Number:
+		d.maxTokens[r[0].Int()]++
+	case r[1].Type == gjson.Number:
+		d.maxTokens[r[1].Int()]++
+	}
+	switch info.FinishReason {
+	case "length":
+		d.soft[softTruncated]++
+	case "abort":
+		d.soft[softAborted]++
+	case "content_filter":
+		d.soft[softFiltered]++
+	}
+	if r[2].IsArray() {
+		d.conversations++
+		d.turns[int64(len(r[2].Array()))]++
+		if e := r[3].String(); e != "" {
+			d.ended[e]++
+		}
+		d.addTurns(r[2])
+		return
+	}
+	if info.CompletionTokens == 0 && r[4].String() == "" && len(r[5].Array()) == 0 {
+		d.soft[softEmpty]++
+	}
+}
+
+// addTurns reads the turns of a conversation.
+func (d *detail) addTurns(turns gjson.Result) {
+	for _, t := range turns.Array() {
+		r := t.Get("completion_tokens")
+		d.turnLengths = append(d.turnLengths, uint32(min(max(r.Int(), 0), 1<<32-1)))
+		reason := t.Get("finish_reason").String()
+		if reason == "" {
+			reason = noFinishReason
+		}
+		d.turnFinish[reason]++
+		if reason == "length" {
+			d.soft[softTurnTruncated]++
+		}
+	}
+}
+
+// onlyConversations reports whether every answer of s is a conversation:
+// its charts are then of turns.
+func (d *detail) onlyConversations(s *stats) bool {
+	return d.conversations > 0 && d.conversations == s.answers()
+}
+
+// limits lists the max_tokens values, the most used first.
+func (d *detail) limits() []int64 {
+	var out []int64
+	for v := range d.maxTokens {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b int64) int { return cmp.Or(cmp.Compare(d.maxTokens[b], d.maxTokens[a]), cmp.Compare(a, b)) })
+	return out
+}
+
+// countsByName is a count map as bars, the largest first.
+func countsByName(m map[string]int64) []chartBar {
+	var out []chartBar
+	for k, v := range m {
+		out = append(out, chartBar{label: k, value: float64(v)})
+	}
+	slices.SortFunc(out, func(a, b chartBar) int { return cmp.Or(cmp.Compare(b.value, a.value), cmp.Compare(a.label, b.label)) })
+	return out
+}
+
+// turnBars is the turns-per-conversation map as bars, by number of turns.
+func turnBars(m map[int64]int64) []chartBar {
+	var keys []int64
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var out []chartBar
+	for _, k := range keys {
+		label := strconv.FormatInt(k, 10) + " turns"
+		if k == 1 {
+			label = "1 turn"
+		}
+		out = append(out, chartBar{label: label, value: float64(m[k])})
+	}
+	return out
+}
