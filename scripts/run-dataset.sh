@@ -37,6 +37,9 @@
 #   SYNTHPIPE_BUDGET         token budget per dataset (default 10M); a shard gets
 #                            its N-th part
 #   SYNTHPIPE_MAX_TOKENS     answer length limit (default 4096)
+#   SYNTHPIPE_SHUFFLE        seed of tokenize-prompts --shuffle (default 1; off: the
+#                            input's order): the budget then keeps a sample of every
+#                            topic of a dataset sorted by topic, the same on every run
 #   SYNTHPIPE_TOKENIZE_ARGS  more tokenize-prompts flags, e.g. "--date 2026-01-01"
 #   SYNTHPIPE_GENERATE_ARGS  more generate flags, e.g. "--temperature 0.6"; with the
 #                            openai backend "--model NAME --tokenizer DIR" (the
@@ -72,6 +75,8 @@ url_list=${SYNTHPIPE_URL:?set SYNTHPIPE_URL to the server base URL(s)}
 backend=${SYNTHPIPE_BACKEND:-sglang}
 budget=${SYNTHPIPE_BUDGET:-10M}
 max_tokens=${SYNTHPIPE_MAX_TOKENS:-4096}
+shuffle_flags=(--shuffle "${SYNTHPIPE_SHUFFLE:-1}")
+[ "${SYNTHPIPE_SHUFFLE:-}" = off ] && shuffle_flags=()
 # shellcheck disable=SC2206 # word splitting of extra flags is the point
 tokenize_extra=(${SYNTHPIPE_TOKENIZE_ARGS:-})
 # shellcheck disable=SC2206
@@ -182,7 +187,7 @@ fi
 # A user and password in a URL (http://user:pass@host) are sent, never logged.
 shown_urls=$(printf '%s\n' $url_list | sed -E 's#^([a-zA-Z]+://)[^/]*@#\1#' | paste -sd ' ')
 note "start: budget $budget, backend $backend, $shown_urls"
-tokenize-prompts -q --tokenizer "$tokenizer" --dataset "$dataset" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
+tokenize-prompts -q --tokenizer "$tokenizer" --dataset "$dataset" "${shuffle_flags[@]}" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
 	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
 	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
 		--token-budget "$budget" --already "$out" --progress-interval 1m --status-file "$status_file" \

@@ -30,6 +30,8 @@ const (
 	flagIDPrefix          = "id-prefix"
 	flagLimit             = "limit"
 	flagJobs              = "jobs"
+	flagShuffle           = "shuffle"
+	flagShuffleMemory     = "shuffle-memory"
 	flagWithText          = "with-text"
 	flagDataset           = "dataset"
 )
@@ -121,7 +123,23 @@ setting reaches the template as the variables thinking and enable_thinking
 effort:low=1,medium=2,high=1 picks a reasoning_effort level per record by
 weight instead (gpt-oss), the same hash choosing. A "text" record is
 already rendered and gets no setting. A draft trained only on answers with
-thinking on does poorly with it off: mix:P gives it both.`,
+thinking on does poorly with it off: mix:P gives it both.
+
+--shuffle SEED writes the records in a seeded order instead of the input's:
+by the first 8 bytes of SHA-256 of "synthpipe-shuffle", NUL, SEED, NUL and
+the id (input order among equal ids). Source datasets are often sorted by
+topic or source, and a budget downstream (budget-cut, generate
+--token-budget) keeps what arrives first: a 10M budget over a 17M dataset
+sorted by topic drops whole topics. Shuffled, what the budget keeps is a
+random sample of every topic, the same sample on every rerun and from any
+input order, so a resumed run (dedupe-resume) continues the same sample;
+tokstat --by FIELD shows the mix it kept. The order is known only once the
+whole input is read: nothing is written before then, and nothing after a
+failure or a signal. Memory: the records are held up to --shuffle-memory
+(512Mi; each record costs its bytes plus about 64), and past it are sorted
+and written to temporary files in $TMPDIR, unlinked at once (they need as
+much disk as the output), and merged at the end. With --limit N, the first
+N of the order are written: a seeded random sample.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
 				Usage: "the model's tokenizer: a model `DIR` (tokenizer.json or tiktoken.model, tokenizer_config.json, chat_template.jinja), one tokenizer file, or builtin:kimi-k2.5 (required)"},
@@ -146,7 +164,11 @@ thinking on does poorly with it off: mix:P gives it both.`,
 			cliutil.IDPathFlag(),
 			&cli.StringFlag{Name: flagDataset, Usage: "write `NAME` as dataset on every record (replacing the source's), so that tokstat and estimate --by dataset count it with its dataset wherever it goes; run-dataset.sh gives the dataset's folder name"},
 			&cli.StringFlag{Name: flagIDPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
-			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records"},
+			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records (with --shuffle: the first N of the shuffled order, a seeded random sample)"},
+			&cli.StringFlag{Name: flagShuffle, EnvVars: []string{cliutil.EnvName(flagShuffle)},
+				Usage: "write the records in the order of SHA-256(\"synthpipe-shuffle\" NUL `SEED` NUL id), the same on every run from any input order, so that a budget downstream keeps a fair sample of every topic (output starts once the input is read)"},
+			&cli.StringFlag{Name: flagShuffleMemory, Value: "512Mi", EnvVars: []string{cliutil.EnvName(flagShuffleMemory)},
+				Usage: "with --shuffle: hold at most `SIZE` of records in memory; beyond it, sorted runs go to unlinked files in $TMPDIR (as much disk as the output) and are merged at the end"},
 			&cli.IntFlag{Name: flagJobs, Aliases: []string{"j"}, DefaultText: "one per CPU", Usage: "tokenize with `N` workers (0: one per CPU)"},
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),
@@ -163,6 +185,8 @@ thinking on does poorly with it off: mix:P gives it both.`,
 				Command: "tokenize-prompts --tokenizer ~/models/Qwen3-8B --template-arg enable_thinking=false --max-prompt-tokens 8k prompts.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append"},
 			{Comment: "30% of the prompts with thinking on, the same 30% on every rerun, for a draft that serves both modes",
 				Command: "tokenize-prompts --tokenizer builtin:kimi-k2.5 --thinking mix:0.3 prompts.jsonl | generate --url URL > out.jsonl"},
+			{Comment: "a fair sample under a budget: every topic of a dataset sorted by topic, the same sample on every rerun; tokstat shows the mix kept",
+				Command: "tokenize-prompts --tokenizer DIR --shuffle 1 p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append; tokstat --by topic out.jsonl"},
 			{Comment: "the prompts as rendered, to diff against a Python pipeline's apply_chat_template",
 				Command: "tokenize-prompts --tokenizer ~/models/Kimi-K2.5 --with-text tools.jsonl | jq -r .prompt_text > ours.txt"},
 			{Comment: "one output per dataset with GNU parallel ({/..}: the name without .jsonl.zst)",

@@ -32,6 +32,11 @@ type config struct {
 	jobs    int
 	quiet   bool
 	input   jsonl.Options
+	// shuffle: --shuffle was given, with shuffleSeed; shuffleMemory is
+	// --shuffle-memory in bytes.
+	shuffle       bool
+	shuffleSeed   string
+	shuffleMemory int64
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -69,6 +74,9 @@ func parse(c *cli.Context) (*config, error) {
 		cfg.jobs = runtime.GOMAXPROCS(0)
 	}
 	if cfg.limit, err = countFlag(c, flagLimit); err != nil {
+		return nil, err
+	}
+	if err := parseShuffle(c, cfg); err != nil {
 		return nil, err
 	}
 	maxTokens, err := countFlag(c, flagMaxPromptTokens)
@@ -113,6 +121,19 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// parseShuffle reads --shuffle SEED and --shuffle-memory SIZE.
+func parseShuffle(c *cli.Context, cfg *config) error {
+	cfg.shuffleSeed, cfg.shuffle = c.String(flagShuffle), c.IsSet(flagShuffle)
+	if cfg.shuffle && cfg.shuffleSeed == "" {
+		return cliutil.Usagef("--%s needs a SEED (any word or number: 1, 2026-06): the same seed gives the same order", flagShuffle)
+	}
+	var err error
+	if cfg.shuffleMemory, err = cliutil.ParseCount(c.String(flagShuffleMemory)); err != nil || cfg.shuffleMemory < 1<<20 {
+		return cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (512Mi, 4Gi)", flagShuffleMemory, c.String(flagShuffleMemory))
+	}
+	return nil
 }
 
 // countFlag reads an optional count flag (4k, 10M, 12345); 0 when unset or

@@ -13,6 +13,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/shuffle"
 )
 
 // invalidHint ends the message of a record that stops the run.
@@ -58,12 +59,20 @@ func run(c *cli.Context) (err error) {
 	}()
 
 	var sum summary
+	var sorter *shuffle.Sorter
+	if cfg.shuffle {
+		sorter = shuffle.New(cfg.shuffleMemory, "")
+		defer sorter.Close()
+	}
 	write := func(r converted) error {
 		if err := sum.add(r, cfg.input.SkipInvalid); err != nil {
 			return err
 		}
 		if r.out == nil {
 			return nil
+		}
+		if sorter != nil { // written in order once all is read
+			return sorter.Add(shuffle.Key(cfg.shuffleSeed, r.id), r.out)
 		}
 		if err := out.Write(r.out); err != nil {
 			return err
@@ -113,8 +122,33 @@ func run(c *cli.Context) (err error) {
 	if err == errStop {
 		err = nil
 	}
+	if err == nil && sorter != nil {
+		err = writeShuffled(sorter, out, cfg, &sum)
+	}
 	if err == nil && !cfg.quiet {
 		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", sum.String(cfg))
+	}
+	return err
+}
+
+// writeShuffled writes the records in --shuffle order, the first --limit
+// of them when it is set. Nothing is written before the whole input is
+// read (the first record of the order may be its last line), nor after a
+// failure or a signal: a shuffled stream is whole or absent.
+func writeShuffled(sorter *shuffle.Sorter, out *jsonl.Writer, cfg *config, sum *summary) error {
+	sum.spilled = sorter.Spilled
+	var n int64
+	err := sorter.Each(func(line []byte) error {
+		if cfg.limit > 0 && n >= cfg.limit {
+			sum.limitReached = true
+			return errStop
+		}
+		n++
+		return out.Write(line)
+	})
+	sum.shuffledWritten = n
+	if err == errStop {
+		err = nil
 	}
 	return err
 }
@@ -194,6 +228,7 @@ type summary struct {
 	longestID, longestDroppedID                string
 	limitReached                               bool
 	thinking                                   thinkingTally
+	shuffledWritten, spilled                   int64 // --shuffle: records written, bytes spilled to disk
 }
 
 // add counts one record; an invalid one ends the run unless skipInvalid.
@@ -247,8 +282,16 @@ func (s *summary) String(cfg *config) string {
 		b.WriteString("; ")
 		b.WriteString(s.thinking.String(cfg.convert.thinking))
 	}
-	if s.limitReached {
+	switch {
+	case cfg.shuffle && s.limitReached:
+		fmt.Fprintf(&b, "; shuffled (--shuffle %s), then wrote the first %s (--limit)", cfg.shuffleSeed, cliutil.Thousands(s.shuffledWritten))
+	case cfg.shuffle:
+		fmt.Fprintf(&b, "; shuffled (--shuffle %s)", cfg.shuffleSeed)
+	case s.limitReached:
 		fmt.Fprintf(&b, "; stopped at --limit %s", cliutil.Thousands(cfg.limit))
+	}
+	if s.spilled > 0 {
+		fmt.Fprintf(&b, " through %s MiB of temporary files (past --shuffle-memory)", cliutil.Thousands(s.spilled>>20))
 	}
 	return b.String()
 }
