@@ -42,7 +42,7 @@ budget=${SYNTHPIPE_BUDGET:-10M}
 
 dedupe-resume --done "$out" "$requests" |
 	generate --backend sglang "${urls[@]}" --max-tokens "${SYNTHPIPE_MAX_TOKENS:-4096}" \
-		--errors "${out%.jsonl}.errors.jsonl" "${extra[@]}" |
+		--errors "${out%.jsonl}.errors.jsonl" --token-budget "$budget" --already "$out" "${extra[@]}" |
 	budget-cut --tokens "$budget" -o "$out" --append
 codes=("${PIPESTATUS[@]}")
 for c in "${codes[@]}"; do [ "$c" -eq 75 ] && exit 75; done

@@ -48,6 +48,7 @@ func runnable(cmd, url string, budget int64) string {
 		{"http://gpu1:30000", url},
 		{"--url URL", "--url " + url},
 		{"--tokens 10M", "--tokens " + strconv.FormatInt(budget, 10)},
+		{"--token-budget 10M", "--token-budget " + strconv.FormatInt(budget, 10)},
 		{"--max-tokens 8192", "--max-tokens 64"},
 	} {
 		cmd = strings.ReplaceAll(cmd, r[0], r[1])

@@ -63,7 +63,7 @@ ignored. Done ids take about their length plus 20 bytes of memory each.`,
 		},
 		Examples: []cliutil.Example{
 			{Comment: "resume a run: only the prompts not yet in out.jsonl are generated",
-				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL | budget-cut --tokens 10M -o out.jsonl --append"},
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL --token-budget 10M --already out.jsonl | budget-cut --tokens 10M -o out.jsonl --append"},
 			{Comment: "four client machines, each its own quarter of the prompts (GNU parallel fan-out); cat out-*.jsonl is the whole",
 				Command: "parallel --sshlogin 1/m1,1/m2,1/m3,1/m4 --workdir /data/run 'dedupe-resume --shard {}/4 --done out-{}.jsonl req.jsonl | generate --url URL >> out-{}.jsonl' ::: 0 1 2 3"},
 			{Comment: "from cron: retry what failed last time, quietly",
