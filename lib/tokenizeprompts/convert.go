@@ -58,6 +58,10 @@ var errEmptyPrompt = errors.New("the prompt is empty (no tokens): there is nothi
 
 var errConversationPlain = errors.New(`--template none tokenizes rendered "text" records; this record is a conversation (use --template auto or FILE)`)
 
+// errTextTurns refuses a rendered text under --turns all: it holds no turns
+// to regenerate one by one.
+var errTextTurns = errors.New(`--turns all regenerates conversations turn by turn; this record is an already rendered "text" with no turns to follow (give its "messages", or use --turns last)`)
+
 // convertScratch is working memory that a worker reuses from one record to
 // the next, so that the per-record garbage (and with it the collector's
 // share of the CPU, which grows with the workers) stays small.
@@ -91,6 +95,8 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	switch {
 	case !p.isText() && cv.template == nil:
 		err = errConversationPlain
+	case p.isText() && cv.shape.turnsAll:
+		err = errTextTurns
 	case p.isText():
 		text = p.text
 		ids = cv.tok.AppendEncode(sc.ids[:0], p.text, cv.parseSpecial)
