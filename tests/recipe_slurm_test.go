@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -394,6 +395,59 @@ func checkSlurmDatasets(t *testing.T, data string) {
 	for _, d := range slurmDatasets {
 		if code != 0 || !regexp.MustCompile(`(?m)^`+d+` +finished `).Match(view) {
 			t.Errorf("tokstat %s: exit %d, no finished row for %s:\n%s", data, code, d, view)
+		}
+	}
+}
+
+// runArrayTask runs scripts/slurm/run-array.sbatch as array task k would
+// run it (the script needs nothing of Slurm but SLURM_ARRAY_TASK_ID to pick
+// its run) and returns its exit status and stderr.
+func runArrayTask(t *testing.T, env []string, k int, args ...string) (int, string) {
+	t.Helper()
+	env = append(slices.Clip(env), fmt.Sprintf("SLURM_ARRAY_TASK_ID=%d", k), "SLURM_ARRAY_JOB_ID=7")
+	return runRecipe(t, env, filepath.Join("slurm", "run-array.sbatch"), args...)
+}
+
+// TestRecipeSlurmTaskArgs: an array task runs the dataset or shard its
+// index names, and an index past the list, or a job with no server, is
+// refused with 64 and what to do.
+func TestRecipeSlurmTaskArgs(t *testing.T) {
+	requireTools(t, recipeTools...)
+	data := recipeData(t, "chat")
+	// The scripts are found in scripts/ of the folder the job was submitted from.
+	env := append(recipeEnv(data, startLLMSim(t)), "SYNTHPIPE_SCRIPTS=", "SLURM_SUBMIT_DIR="+repoRoot(t))
+	var shards []string
+	for k := range 2 {
+		if code, stderr := runArrayTask(t, env, k, "shards", "chat", "2"); code != 0 {
+			t.Fatalf("task %d of shards chat 2: exit %d\n%s", k, code, tail(stderr, 3000))
+		}
+		shards = append(shards, filepath.Join(data, "chat", fmt.Sprintf("out.shard-%d-of-2.jsonl", k)))
+	}
+	if got, want := len(readRecipeOutput(t, shards...)), promptCount(t, data, "chat"); got != want {
+		t.Errorf("the two shard tasks wrote %d records, want one per prompt, %d", got, want)
+	}
+	log := checkLog(t, filepath.Join(data, "chat", "run.log"))
+	for k := range 2 {
+		if !strings.Contains(log, fmt.Sprintf("chat %d/2 run-array.sbatch: Slurm task 7_%d (go 1) on ", k, k)) {
+			t.Errorf("run.log does not name task 7_%d:\n%s", k, log)
+		}
+	}
+
+	refusals := []struct {
+		k      int
+		env    []string
+		args   []string
+		saying string
+	}{
+		{2, env, []string{"datasets", "chat", "code"}, "array task 2, but only 2 datasets named (chat code): submit with --array=0-1"},
+		{4, env, []string{"shards", "chat", "4"}, "array task 4, but chat has only 4 shards: submit with --array=0-3"},
+		{0, env, []string{"chat"}, "usage: run-array.sbatch datasets DATASET... | shards DATASET N"},
+		{0, append(slices.Clip(env), "SYNTHPIPE_URL="), []string{"datasets", "chat"}, "set SYNTHPIPE_URL to the server's base URL, or SYNTHPIPE_URL_FILE"},
+	}
+	for _, r := range refusals {
+		code, stderr := runArrayTask(t, r.env, r.k, r.args...)
+		if code != 64 || !strings.Contains(stderr, r.saying) {
+			t.Errorf("task %d of %v: exit %d, want 64 saying %q:\n%s", r.k, r.args, code, r.saying, stderr)
 		}
 	}
 }
