@@ -342,7 +342,7 @@ func TestRecipeRunDatasetResumes(t *testing.T) {
 	// The rerun's status counts the records the first run wrote; tokstat
 	// shows the dataset finished with all of them.
 	code, view, _ := runTool(t, time.Minute, nil, nil, "tokstat", data)
-	row := regexp.MustCompile(fmt.Sprintf(`(?m)^math +finished +%d `, len(first)))
+	row := regexp.MustCompile(fmt.Sprintf(`(?m)^math +finished +%d/%d `, len(first), len(first)))
 	if code != 0 || !row.Match(view) {
 		t.Errorf("tokstat %s: exit %d, want a row matching %s:\n%s", data, code, row, view)
 	}

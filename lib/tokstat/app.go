@@ -70,11 +70,16 @@ A job at a glance: given folders instead of files, tokstat finds every
 dataset under them (a folder with status.json, written by generate
 --status-file and scripts/run-dataset.sh, or status.shard-K-of-N.json, or
 only an out.jsonl) and prints the whole job on one screen: per dataset its
-state (running, finished, failed; died when the status says running but its
+state (running, finished, stopped by a signal, failed; died when the status says running but its
 process is gone, stale when a run on another host has not rewritten it for
 three intervals and a minute; no status), records ok of the total, errors,
-soft failures, retries (these three of the latest run), tokens against the
-budget (earlier runs' included) and the ETA; then a total
+soft failures, retries (errors and retries of the latest run), tokens against the
+budget (earlier runs' included), the ETA and how old the status file is.
+Records (of the prompts in DATASET/prompts.jsonl, when there), soft
+failures and tokens are counted in the output files as they are now; the
+state, errors, retries, budget and ETA come from the status file, which a
+run rewrites once an interval (and a run without --status-file never), so
+a note says when the output was written after it. Then a total
 row, the count of each state, what the running datasets' servers say and how
 the ended ones ended. --json prints the same as one object ("datasets",
 "total"). synthpipe-status(7) describes the status file.

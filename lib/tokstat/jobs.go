@@ -18,7 +18,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
-	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
@@ -33,28 +32,34 @@ const (
 	stateDied      = "died"      // running, but its process is gone
 	stateStale     = "stale"     // running, on another host, and silent for long
 	stateNoStatus  = "no status" // an output without a status file
+	stateStopped   = "stopped"   // ended by a signal (exit 129, 130, 143)
 	staleIntervals = 3           // rewrites missed before a run counts as stale
 	staleGrace     = time.Minute
 )
 
 // datasetView is one row of the job view.
 type datasetView struct {
-	Dataset     string   `json:"dataset"`
-	State       string   `json:"state"`
-	StatusFile  string   `json:"status_file,omitempty"`
-	Output      string   `json:"output,omitempty"`
-	Records     int64    `json:"records"`       // ok
-	Total       int64    `json:"total"`         // expected, 0: unknown
-	Errors      int64    `json:"errors"`        // this run's
-	Soft        int64    `json:"soft_failures"` // truncated, empty, aborted
-	Retries     int64    `json:"retries"`
-	Tokens      int64    `json:"tokens"` // written, earlier runs' included
-	Budget      int64    `json:"budget"` // 0: none
-	SpentUSD    float64  `json:"spent_usd"`
-	ETASeconds  *float64 `json:"eta_seconds"`
-	Server      string   `json:"server,omitempty"` // the server's view, in words
-	Note        string   `json:"note,omitempty"`   // how it ended, or what is wrong
-	UpdatedSecs float64  `json:"updated_seconds_ago"`
+	Dataset    string `json:"dataset"`
+	State      string `json:"state"`
+	StatusFile string `json:"status_file,omitempty"`
+	Output     string `json:"output,omitempty"`
+	// Records, Soft and Tokens are counted in the output when there is
+	// one (Counted), else taken from the status file.
+	Records    int64    `json:"records"`       // answers written, earlier runs' included
+	Total      int64    `json:"total"`         // the dataset's prompts (or the status's expected count), 0: unknown
+	Errors     int64    `json:"errors"`        // the latest run's, from its status
+	Soft       int64    `json:"soft_failures"` // truncated, empty, aborted
+	Retries    int64    `json:"retries"`       // the latest run's, from its status
+	Tokens     int64    `json:"tokens"`        // written, earlier runs' included
+	Counted    bool     `json:"counted_in_output"`
+	Budget     int64    `json:"budget"` // 0: none
+	SpentUSD   float64  `json:"spent_usd"`
+	ETASeconds *float64 `json:"eta_seconds"`
+	Server     string   `json:"server,omitempty"` // the server's view, in words
+	Note       string   `json:"note,omitempty"`   // how it ended, or what is wrong
+	// StatusAgeSecs is how old the status file is: what the row takes from
+	// it (state, errors, retries, budget, ETA) is as of then.
+	StatusAgeSecs float64 `json:"status_age_seconds"`
 }
 
 // jobView is the whole job.
@@ -63,6 +68,9 @@ type jobView struct {
 	Total    struct {
 		Datasets int            `json:"datasets"`
 		States   map[string]int `json:"states"`
+		Records  int64          `json:"records"`
+		Total    int64          `json:"total"` // 0 unless every dataset's total is known
+		Soft     int64          `json:"soft_failures"`
 		Tokens   int64          `json:"tokens"`
 		Budget   int64          `json:"budget"`
 		// BudgetedTokens are the tokens of the datasets with a budget.
@@ -122,6 +130,7 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 	sort.Strings(keys)
 	host, _ := os.Hostname()
 	job := &jobView{}
+	unknownTotal := false // a total of records needs every dataset's
 	job.Total.States = map[string]int{}
 	for _, key := range keys {
 		f := byKey[key]
@@ -130,27 +139,15 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 		if shard != "" {
 			name += " " + strings.ReplaceAll(strings.TrimPrefix(shard, ".shard-"), "-of-", "/")
 		}
-		v := datasetView{Dataset: name, StatusFile: f.status, Output: f.out}
-		if f.status != "" {
-			st, err := statusfile.Read(f.status)
-			if err != nil {
-				v.State, v.Note = "unreadable", err.Error()
-			} else {
-				fill(&v, st, host, now)
-			}
-		} else {
-			v.State = stateNoStatus
-			tokens, records, err := record.SumTokens(stdin, []string{f.out}, jsonl.Options{SkipInvalid: true, MaxLine: cfg.input.MaxLine},
-				record.NewScanner(cfg.idPath, false, ""), record.CountTotal)
-			if err != nil {
-				v.Note = err.Error()
-			}
-			v.Tokens, v.Records = tokens, records
-		}
+		v := viewDataset(stdin, datasetView{Dataset: name, StatusFile: f.status, Output: f.out}, dir, shard == "", cfg, host, now)
 		job.Datasets = append(job.Datasets, v)
 		t := &job.Total
 		t.Datasets++
 		t.States[v.State]++
+		t.Records += v.Records
+		t.Total += v.Total
+		unknownTotal = unknownTotal || v.Total == 0
+		t.Soft += v.Soft
 		t.Tokens += v.Tokens
 		t.Budget += v.Budget
 		if v.Budget > 0 {
@@ -163,8 +160,61 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 			t.ETASeconds = &eta
 		}
 	}
+	if unknownTotal {
+		job.Total.Total = 0
+	}
 	return job, nil
 }
+
+// viewDataset fills a dataset's row: its state, errors, retries, budget and
+// ETA from its status file (as old as the file: StatusAgeSecs), its
+// records, soft failures and tokens counted in its output now, and its
+// total from its prompts file (a whole dataset only: a shard gets a part).
+func viewDataset(stdin io.Reader, v datasetView, dir string, whole bool, cfg *config, host string, now time.Time) datasetView {
+	var st *statusfile.Status
+	if v.StatusFile != "" {
+		var err error
+		if st, err = statusfile.Read(v.StatusFile); err != nil {
+			v.State, v.Note = "unreadable", err.Error()
+		} else {
+			fill(&v, st, host, now)
+		}
+	} else {
+		v.State = stateNoStatus
+	}
+	if v.Output != "" {
+		c, err := countOutput(stdin, v.Output, jsonl.Options{MaxLine: cfg.input.MaxLine}, cfg.idPath)
+		if err != nil {
+			v.Note = joinNotes(v.Note, err.Error())
+		}
+		v.Records, v.Tokens, v.Soft, v.Counted = c.records, c.tokens, c.soft, true
+		if st == nil {
+			v.Errors = c.errors
+		}
+		if st != nil && v.State != statusfile.StateRunning {
+			if fi, err := os.Stat(v.Output); err == nil && fi.ModTime().After(st.Updated.Add(time.Second)) {
+				v.Note = joinNotes(v.Note, fmt.Sprintf("%s was written after its status file (by a run without --status-file?): state, errors, budget and ETA are as of %s ago",
+					filepath.Base(v.Output), time.Duration(v.StatusAgeSecs)*time.Second))
+			}
+		}
+	}
+	if whole {
+		if n := countPrompts(stdin, dir, jsonl.Options{MaxLine: cfg.input.MaxLine}); n > 0 {
+			v.Total = n
+		}
+	}
+	return v
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// stopSignals are the exit statuses of a run stopped by a signal.
+var stopSignals = map[int]string{129: "SIGHUP", 130: "SIGINT", 143: "SIGTERM"}
 
 // datasetName is dir relative to the root it was found under ("." for the
 // root itself: its own name then).
@@ -191,20 +241,25 @@ func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
 	v.Soft = st.Records.Truncated + st.Records.Empty + st.Records.Aborted
 	v.Retries = st.Records.Retries
 	v.Tokens, v.Budget, v.SpentUSD = st.Tokens.Spent, st.Tokens.Budget, st.Cost.SpentUSD
-	v.UpdatedSecs = math.Round(now.Sub(st.Updated).Seconds())
+	v.StatusAgeSecs = math.Round(now.Sub(st.Updated).Seconds())
 	if st.Exit != nil {
 		v.Note = fmt.Sprintf("exit %d: %s", st.Exit.Code, st.Exit.Reason)
 		if st.Exit.Error != "" {
 			v.Note = fmt.Sprintf("exit %d: %s", st.Exit.Code, st.Exit.Error)
 		}
+		if sig, ok := stopSignals[st.Exit.Code]; ok {
+			// Ctrl-C, kill or a closed session: no failure, a stop.
+			v.State = stateStopped
+			v.Note = fmt.Sprintf("exit %d: stopped by %s; run the same command again to go on", st.Exit.Code, sig)
+		}
 		return
 	}
 	switch {
 	case st.Host == host && !alive(st.PID):
-		v.State, v.Note = stateDied, fmt.Sprintf("process %d is gone (killed?); last written %s ago", st.PID, time.Duration(v.UpdatedSecs)*time.Second)
+		v.State, v.Note = stateDied, fmt.Sprintf("process %d is gone (killed?); last written %s ago", st.PID, time.Duration(v.StatusAgeSecs)*time.Second)
 		return
 	case now.Sub(st.Updated) > staleIntervals*time.Duration(st.IntervalSeconds*float64(time.Second))+staleGrace:
-		v.State, v.Note = stateStale, fmt.Sprintf("not rewritten for %s (on %s)", time.Duration(v.UpdatedSecs)*time.Second, st.Host)
+		v.State, v.Note = stateStale, fmt.Sprintf("not rewritten for %s (on %s)", time.Duration(v.StatusAgeSecs)*time.Second, st.Host)
 		return
 	}
 	v.ETASeconds = st.ETASeconds
@@ -237,23 +292,23 @@ func alive(pid int) bool {
 // jobRows is the job view's table (a row per dataset and the total, the
 // header first) and the count of each state, in words.
 func jobRows(job *jobView) (rows [][]string, states []string) {
-	rows = [][]string{{"dataset", "state", "records", "errors", "soft", "retries", "tokens", "budget", "used", "ETA"}}
+	rows = [][]string{{"dataset", "state", "records", "errors", "soft", "retries", "tokens", "budget", "used", "ETA", "status"}}
 	for _, v := range job.Datasets {
-		records := cliutil.Thousands(v.Records)
-		if v.Total > 0 {
-			records += "/" + cliutil.Thousands(v.Total)
+		age := "-"
+		if v.StatusFile != "" {
+			age = (time.Duration(v.StatusAgeSecs) * time.Second).String() + " ago"
 		}
-		rows = append(rows, []string{v.Dataset, v.State, records, cliutil.Thousands(v.Errors), cliutil.Thousands(v.Soft),
-			cliutil.Thousands(v.Retries), cliutil.Thousands(v.Tokens), budgetCell(v.Budget), usedCell(v.Tokens, v.Budget), etaCell(v.ETASeconds)})
+		rows = append(rows, []string{v.Dataset, v.State, recordsCell(v.Records, v.Total), cliutil.Thousands(v.Errors), cliutil.Thousands(v.Soft),
+			cliutil.Thousands(v.Retries), cliutil.Thousands(v.Tokens), budgetCell(v.Budget), usedCell(v.Tokens, v.Budget), etaCell(v.ETASeconds), age})
 	}
 	t := job.Total
-	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
+	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, stateStopped, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
 		if n := t.States[s]; n > 0 {
 			states = append(states, fmt.Sprintf("%d %s", n, s))
 		}
 	}
-	rows = append(rows, []string{"total", "", "", cliutil.Thousands(t.Errors), "", "",
-		cliutil.Thousands(t.Tokens), budgetCell(t.Budget), usedCell(t.BudgetedTokens, t.Budget), etaCell(t.ETASeconds)})
+	rows = append(rows, []string{"total", "", recordsCell(t.Records, t.Total), cliutil.Thousands(t.Errors), cliutil.Thousands(t.Soft), "",
+		cliutil.Thousands(t.Tokens), budgetCell(t.Budget), usedCell(t.BudgetedTokens, t.Budget), etaCell(t.ETASeconds), ""})
 	return rows, states
 }
 
@@ -283,9 +338,12 @@ func writeJobTable(w io.Writer, job *jobView) error {
 				b.WriteString("  ")
 			}
 		}
-		b.WriteString("\n")
+		trimmed := strings.TrimRight(b.String(), " ")
+		b.Reset()
+		b.WriteString(trimmed + "\n")
 	}
 	fmt.Fprintf(&b, "%s: %s\n", cliutil.Count(int64(t.Datasets), "dataset"), strings.Join(states, ", "))
+	b.WriteString("records, soft and tokens: counted in the output files now; state, errors, retries, budget and ETA: from the status files, as old as \"status\" says\n")
 	for _, v := range job.Datasets {
 		for _, line := range []string{v.Server, v.Note} {
 			if line != "" {
@@ -295,6 +353,15 @@ func writeJobTable(w io.Writer, job *jobView) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// recordsCell is "records/total", or the records alone when the total is
+// unknown.
+func recordsCell(records, total int64) string {
+	if total <= 0 {
+		return cliutil.Thousands(records)
+	}
+	return cliutil.Thousands(records) + "/" + cliutil.Thousands(total)
 }
 
 func budgetCell(b int64) string {

@@ -68,13 +68,13 @@ func TestJobView(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"dataset   state          records  errors  soft  retries      tokens      budget   used    ETA\n",
-		"chat      running      800/1,800       3     7       12   2,500,000  10,000,000  25.0%  2m30s\n",
-		"code 1/2  finished   1,800/1,800       3     7       12   9,990,000  10,000,000  99.9%      -\n",
-		"old       no status            2       0     0        0          18           -      -      -\n",
+		"dataset   state          records  errors  soft  retries      tokens      budget   used    ETA      status\n",
+		"chat      running      800/1,800       3     7       12   2,500,000  10,000,000  25.0%  2m30s      0s ago\n",
+		"code 1/2  finished   1,800/1,800       3     7       12   9,990,000  10,000,000  99.9%      -      0s ago\n",
+		"old       no status            2       0     0        0          18           -      -      -           -\n",
 		"poems     died         800/1,800",
 		"stories   stale        800/1,800",
-		"total                                 15                 19,990,018  50,000,000  40.0%  2m30s\n",
+		"total                      5,002      15    35           19,990,018  50,000,000  40.0%  2m30s\n", // old's total unknown
 		"6 datasets: 1 running, 1 finished, 1 failed, 1 died, 1 stale, 1 no status\n",
 		"chat: http://gpu1:30000: 48 running, 2 queued, KV 91%, 1,250 tok/s\n",
 		"code 1/2: exit 0: input done\n",
@@ -105,6 +105,69 @@ func TestJobView(t *testing.T) {
 		errb.Reset()
 		if code := Main(append([]string{"tokstat"}, args...), strings.NewReader(""), &out, &errb); code != 64 {
 			t.Errorf("tokstat %v: exit %d, want 64: %s", args, code, errb.String())
+		}
+	}
+}
+
+// The view counts what the outputs hold, not what a status file last said:
+// a run's status written before its first answers, a run stopped by
+// Ctrl-C, and an output a later run (the API loop, which writes no status)
+// added to.
+func TestJobViewCountsOutputs(t *testing.T) {
+	root := t.TempDir()
+	host, _ := os.Hostname()
+	now := time.Now().UTC()
+	write := func(path, text string) {
+		t.Helper()
+		os.MkdirAll(filepath.Dir(filepath.Join(root, path)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, path), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(dir string, st statusfile.Status) {
+		t.Helper()
+		st.Version, st.Tool, st.Host, st.IntervalSeconds = 1, "generate", host, 60
+		if err := statusfile.Write(filepath.Join(root, dir, "status.json"), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answers := `{"id":"a","prompt_tokens":10,"completion_tokens":5,"finish_reason":"stop"}
+{"id":"b","prompt_tokens":10,"completion_tokens":64,"finish_reason":"length"}
+{"id":"c","error":{"kind":"http","status":500}}
+{"id":"d","prompt_tokens":10,"completion_tokens":5,"finish_reason":"stop"}
+`
+	// Running, its status written at the start: no answers yet, no total.
+	write("chat/prompts.jsonl", "{}\n{}\n{}\n{}\n{}\n")
+	write("chat/out.jsonl", answers)
+	status("chat", statusfile.Status{PID: os.Getpid(), State: statusfile.StateRunning, Updated: now,
+		Tokens: statusfile.Tokens{Budget: 1000}})
+	// Stopped by Ctrl-C.
+	write("code/out.jsonl", answers)
+	status("code", statusfile.Status{PID: os.Getpid(), State: statusfile.StateFailed, Updated: now,
+		Exit: &statusfile.Exit{Code: 130, Reason: "interrupted"}})
+	// Finished an hour ago; the output grew since.
+	write("math/out.jsonl", answers)
+	status("math", statusfile.Status{PID: os.Getpid(), State: statusfile.StateFinished, Updated: now.Add(-time.Hour),
+		Records: statusfile.Records{OK: 1}, Exit: &statusfile.Exit{Code: 0, Reason: "input done"}})
+
+	var out, errb bytes.Buffer
+	if code := Main([]string{"tokstat", root}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"chat     running       3/5       0     1        0     104   1,000  10.4%",
+		"code     stopped         3       0     1        0     104",
+		"math     finished        3       0     1        0     104",
+		"1h0m0s ago\n",
+		"total                    9       0     3              312   1,000  10.4%",
+		"3 datasets: 1 running, 1 finished, 1 stopped\n",
+		"code: exit 130: stopped by SIGINT; run the same command again to go on\n",
+		"math: exit 0: input done; out.jsonl was written after its status file (by a run without --status-file?): state, errors, budget and ETA are as of 1h0m0s ago\n",
+		"records, soft and tokens: counted in the output files now",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the job view lacks %q:\n%s", want, text)
 		}
 	}
 }
