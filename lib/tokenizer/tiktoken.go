@@ -128,9 +128,13 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 	m.merges = newPairTable(2 * len(entries))
 	for _, e := range entries {
 		for cut := 1; cut < len(e.tok); cut++ {
-			left, okL := m.pieceID[e.tok[:cut]]
-			right, okR := m.pieceID[e.tok[cut:]]
-			if okL && okR {
+			// Most prefixes are no token: look the rest up only for
+			// those that are (most of the load's time is these lookups).
+			left, ok := m.pieceID[e.tok[:cut]]
+			if !ok {
+				continue
+			}
+			if right, ok := m.pieceID[e.tok[cut:]]; ok {
 				m.merges.put(pairKey(uint32(left), uint32(right)), uint64(e.rank)<<32|uint64(e.rank))
 			}
 		}
