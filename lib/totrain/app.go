@@ -68,6 +68,23 @@ give both the same value, so that a sample's prompt is the prompt that was
 generated from (for Kimi-K2.5, the TypeScript declaration its tokenizer
 writes).
 
+--format turns writes {"id", "turn", "input_ids", "loss_mask"} for each turn
+of a regenerated conversation: the exact prompt generate sent for that turn
+(the conversation so far rendered again with --tokenizer, checked against
+the length generate sent and, for the first turn, against the record's
+input_ids) followed by the turn's exact output_ids, with the loss on the
+output (speculators' layout: a trainer learns from exactly what the model
+produced). A record of one answer is one turn, written as --format tokens
+writes it.
+
+A regenerated conversation (generate --turns all) gives every regenerated
+assistant turn: --format specforge writes its whole conversation, each
+assistant turn with its reasoning as reasoning_content; --format tokens
+renders that conversation through the chat template as a trainer does, with
+the loss on every assistant turn (--tokenizer required); --format turns
+writes a sample per turn. A last turn cut at the token limit is dropped
+unless --keep-truncated; the turns before it are kept.
+
 Records that carry an error are skipped, and so are truncated answers
 (finish_reason length) unless --keep-truncated; the summary counts both.
 
@@ -104,7 +121,7 @@ whole when the run ends. SpecForge loads a .pt made from it by
 (a SpecForge draft model reads it with load_vocab_mapping(PATH); the
 training scripts that have --vocab-mapping-path take it there).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge or tokens"},
+			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge, tokens or turns"},
 			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
 				Usage: "model folder or tokenizer file (`DIR`), for --format tokens on records without token ids"},
 			&cli.StringFlag{Name: flagTemplate, Value: chat.TemplateAuto, Usage: "chat template: auto (the tokenizer folder's) or a `FILE`"},
@@ -129,6 +146,7 @@ training scripts that have --vocab-mapping-path take it there).`,
 		Examples: []cliutil.Example{
 			{Comment: "SpecForge training data from a finished run", Command: "to-train --format specforge out.jsonl > train.jsonl"},
 			{Comment: "token ids and loss masks, keeping truncated answers", Command: "to-train --format tokens --keep-truncated out.jsonl.zst > train-tokens.jsonl"},
+			{Comment: "one sample per regenerated turn: the exact prompt sent and the exact answer", Command: "to-train --format turns --tokenizer ./Kimi-K2.5 conversations.jsonl > train-turns.jsonl"},
 			{Comment: "OpenRouter output (text only) through the model's template", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 openrouter.jsonl > train-tokens.jsonl"},
 			{Comment: "the first 3 samples as the trainer sees them, trained spans marked", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 --show 3 out.jsonl"},
 			{Comment: "token ids and a 32k-token draft vocabulary chosen from their answers", Command: "to-train --format tokens --tokenizer ./Qwen3-8B --draft-vocab 32000 --draft-vocab-out vocab.json out.jsonl > train-tokens.jsonl"},
@@ -147,8 +165,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func checkFormat(f string) error {
-	if f != formatSpecForge && f != formatTokens {
-		return exitcode.Usagef("--format %q: want specforge or tokens", f)
+	if f != formatSpecForge && f != formatTokens && f != formatTurns {
+		return exitcode.Usagef("--format %q: want specforge, tokens or turns", f)
 	}
 	return nil
 }

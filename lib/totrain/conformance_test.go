@@ -134,7 +134,7 @@ func TestDateFlag(t *testing.T) {
 func checkTokensConformance(t *testing.T, model *chat.Model, c referenceCase, ref referenceRender) {
 	t.Helper()
 	conv := &converter{format: formatTokens, model: model, idPath: "id"}
-	out, err := conv.convert(nil, generatedRecord(t, c))
+	out, err := oneSample(conv, generatedRecord(t, c))
 	if !ref.OK {
 		// The reference template refused the conversation: so must we,
 		// for the same reason.
@@ -191,7 +191,7 @@ func checkTokensConformance(t *testing.T, model *chat.Model, c referenceCase, re
 func checkSpecForgeConformance(t *testing.T, c referenceCase) {
 	t.Helper()
 	conv := &converter{format: formatSpecForge, idPath: "id"}
-	out, err := conv.convert(nil, generatedRecord(t, c))
+	out, err := oneSample(conv, generatedRecord(t, c))
 	if err != nil {
 		t.Fatalf("convert: %v", err)
 	}
@@ -340,4 +340,13 @@ func unzstd(data []byte) ([]byte, error) {
 	}
 	defer dec.Close()
 	return io.ReadAll(dec)
+}
+
+// oneSample is the one sample of a record of one answer.
+func oneSample(conv *converter, rec []byte) ([]byte, error) {
+	samples, err := conv.samples(rec)
+	if err != nil {
+		return nil, err
+	}
+	return samples[0], nil
 }

@@ -19,6 +19,9 @@ import (
 const (
 	formatSpecForge = "specforge"
 	formatTokens    = "tokens"
+	// formatTurns is one sample per generated turn: the exact prompt sent
+	// and the exact answer, the loss on the answer (speculators' layout).
+	formatTurns = "turns"
 )
 
 // errNoAnswer marks a record with nothing generated: no text, no tool call,
@@ -48,6 +51,9 @@ type converter struct {
 	vocab *draftvocab.Counter
 	// answer is the last sample's loss-masked ids, while vocab is counted.
 	answer []int
+	// keepTruncated keeps answers cut at the token limit, and a
+	// conversation's last turn so cut.
+	keepTruncated bool
 }
 
 // recordThinking reads the thinking setting rec was generated with (see
@@ -88,16 +94,27 @@ func (c *converter) renderModel(rec []byte) (*chat.Model, error) {
 	return c.model.WithArgs(args), nil
 }
 
-// convert appends the sample for rec to dst.
-func (c *converter) convert(dst, rec []byte) ([]byte, error) {
+// samples are the training samples of rec: one, or for a regenerated
+// conversation under --format turns one per generated turn.
+func (c *converter) samples(rec []byte) ([][]byte, error) {
 	id := gjson.GetBytes(rec, c.idPath)
 	if id.Type != gjson.String {
-		return dst, fmt.Errorf("no string id at %q (pick another field with --id-path)", c.idPath)
+		return nil, fmt.Errorf("no string id at %q (pick another field with --id-path)", c.idPath)
 	}
-	if c.format == formatTokens {
-		return c.tokens(dst, id.Raw, rec)
+	g, err := readRegenerated(rec, c.keepTruncated)
+	if err != nil {
+		return nil, err
 	}
-	return c.specForge(dst, id.Raw, rec)
+	if g != nil {
+		return c.conversationSamples(id.Raw, rec, g)
+	}
+	var one []byte
+	if c.format == formatSpecForge {
+		one, err = c.specForge(nil, id.Raw, rec)
+	} else { // a record of one answer is one turn
+		one, err = c.tokens(nil, id.Raw, rec)
+	}
+	return [][]byte{one}, err
 }
 
 // answerTurn builds the assistant message of the generated answer.
@@ -134,6 +151,16 @@ func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, err
 	if err != nil {
 		return dst, err
 	}
+	var tools json.RawMessage
+	if t := gjson.GetBytes(rec, "tools"); t.IsArray() {
+		tools = json.RawMessage(t.Raw)
+	}
+	return c.specForgeSample(dst, idRaw, conv, tools, rec)
+}
+
+// specForgeSample writes a SpecForge sample of conv, with the thinking
+// setting rec was generated with.
+func (c *converter) specForgeSample(dst []byte, idRaw string, conv, tools json.RawMessage, rec []byte) ([]byte, error) {
 	choice, hasChoice, err := recordThinking(rec)
 	if err != nil {
 		return dst, err
@@ -142,9 +169,9 @@ func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, err
 	dst = append(dst, idRaw...)
 	dst = append(dst, `,"conversations":`...)
 	dst = append(dst, conv...)
-	if tools := gjson.GetBytes(rec, "tools"); tools.IsArray() {
+	if tools != nil {
 		dst = append(dst, `,"tools":`...)
-		dst = append(dst, tools.Raw...)
+		dst = append(dst, tools...)
 	}
 	if hasChoice { // for the trainer's template: the setting the answer was made with
 		dst = choice.AppendFields(dst)

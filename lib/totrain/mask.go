@@ -107,11 +107,14 @@ func (c *converter) assistantSpans(model *chat.Model, msgs []json.RawMessage, to
 		if gjson.GetBytes(m, "role").String() != "assistant" {
 			continue
 		}
-		head, err := model.Render(joinMessages(msgs[:i]), tools, true)
-		if err != nil {
-			return "", nil, fmt.Errorf("chat template: %w", err)
+		from := 0 // where the turn before ended
+		if n := len(spans); n > 0 {
+			from = spans[n-1][1]
 		}
-		start := commonPrefix(full, head)
+		start, err := turnStart(model, full, msgs[:i], tools, from)
+		if err != nil {
+			return "", nil, err
+		}
 		end, err := c.turnEnd(model, full, msgs, tools, i, start)
 		if err != nil {
 			return "", nil, err
@@ -119,6 +122,35 @@ func (c *converter) assistantSpans(model *chat.Model, msgs []json.RawMessage, to
 		spans = append(spans, [2]int{start, end})
 	}
 	return full, spans, nil
+}
+
+// turnStart is where the assistant turn after before begins in full (at
+// from or later): past the render of before and the generation prompt, as
+// far as full agrees with them. A template may render earlier turns
+// otherwise once the conversation goes on (Kimi-K2.5 drops all reasoning
+// from a conversation that ends with an assistant turn): the turn then
+// begins after the generation prompt's own text, found in full from the
+// end of the turn before.
+func turnStart(model *chat.Model, full string, before []json.RawMessage, tools json.RawMessage, from int) (int, error) {
+	head, err := model.Render(joinMessages(before), tools, true)
+	if err != nil {
+		return 0, fmt.Errorf("chat template: %w", err)
+	}
+	base, err := model.Render(joinMessages(before), tools, false)
+	if err != nil {
+		return 0, fmt.Errorf("chat template: %w", err)
+	}
+	if !strings.HasPrefix(head, base) {
+		return max(commonPrefix(full, head), from), nil
+	}
+	if strings.HasPrefix(full, base) {
+		return len(base) + commonPrefix(full[len(base):], head[len(base):]), nil
+	}
+	prompt := head[len(base):]
+	if k := strings.Index(full[from:], prompt); prompt != "" && k >= 0 {
+		return from + k + len(prompt), nil
+	}
+	return 0, fmt.Errorf("cannot tell where assistant turn %d begins in the rendered conversation (the template renders the turns before it otherwise once it follows, and its generation prompt is not found after them)", len(before)+1)
 }
 
 // turnEnd is where assistant turn i of full ends.

@@ -162,7 +162,7 @@ func checkShow(c *cli.Context, conv *converter) (*showFilter, error) {
 func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncated bool) (tally, error) {
 	scan := record.NewScanner(conv.idPath, true, "")
 	var t tally
-	var buf []byte
+	conv.keepTruncated = keepTruncated
 	for in.Next() {
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
@@ -175,11 +175,12 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 		case info.HasError:
 			t.errors++
 			continue
-		case info.Truncated() && !keepTruncated:
+		case info.Truncated() && !keepTruncated && info.Conversation == nil:
+			// A conversation keeps its turns before the cut one.
 			t.truncated++
 			continue
 		}
-		buf, err = conv.convert(buf[:0], in.Bytes())
+		samples, err := conv.samples(in.Bytes())
 		switch {
 		case errors.Is(err, errNoAnswer):
 			t.noAnswer++
@@ -188,10 +189,10 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 			t.noConversation++
 			continue
 		case errors.Is(err, errNeedsTokenizer):
-			return t, cliutil.Usagef("%s: %v: --format tokens needs --tokenizer DIR (the model's folder) to tokenize such answers with its chat template", in.Pos(), err)
+			return t, cliutil.Usagef("%s: %v: --format %s needs --tokenizer DIR (the model's folder) to tokenize such answers with its chat template", in.Pos(), err, conv.format)
 		}
-		if err == nil {
-			err = out.Write(buf)
+		for _, sample := range samples {
+			err = out.Write(sample)
 			if errors.Is(err, errShown) {
 				t.written++
 				return t, nil
@@ -199,9 +200,15 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 			var invalid invalidSample
 			if errors.As(err, &invalid) {
 				err = invalid.err
-			} else if err != nil {
+				break
+			}
+			if err != nil {
 				return t, err // the output failed
 			}
+			if conv.vocab != nil {
+				conv.vocab.AddSample(conv.answer)
+			}
+			t.written++
 		}
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
@@ -209,10 +216,6 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 			}
 			continue
 		}
-		if conv.vocab != nil {
-			conv.vocab.AddSample(conv.answer)
-		}
-		t.written++
 	}
 	if err := in.Err(); err != nil {
 		return t, err

@@ -143,7 +143,7 @@ func (s *showWriter) Flush() error { return s.w.Flush() }
 
 // view is the sample as its trainer sees it.
 func (c *converter) view(sample []byte) (trainView, error) {
-	if c.format == formatTokens {
+	if c.format != formatSpecForge {
 		return tokensView(sample)
 	}
 	return c.specForgeView(sample)
