@@ -114,7 +114,10 @@ func (c *converter) samples(rec []byte) ([][]byte, error) {
 	} else { // a record of one answer is one turn
 		one, err = c.tokens(nil, id.Raw, rec)
 	}
-	return [][]byte{one}, err
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{one}, nil
 }
 
 // answerTurn builds the assistant message of the generated answer.
