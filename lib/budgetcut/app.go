@@ -37,7 +37,10 @@ bought than the budget allows.
 
 A record's tokens are prompt_tokens + completion_tokens (falling back to the
 lengths of input_ids and output_ids, then to usage); --count and --path choose
-otherwise. Tokens already spent count against the budget: --already names
+otherwise. A record with none of these (generate --output-format openai-batch
+writes its usage under response.body) is not passed as 0 tokens: budget-cut
+stops with exit 65 naming it, file and line, and the --path that would count
+it; --count records cuts by the number of records instead. Tokens already spent count against the budget: --already names
 earlier outputs (a torn last line in them is ignored; one that does not exist
 yet, before a first run, counts as empty), --used gives a number.
 With -o FILE --append the existing FILE counts as already spent too, a torn
@@ -53,7 +56,7 @@ left as it is: records appended to it would be plain text.`,
 			&cli.StringSliceFlag{Name: flagAlready, EnvVars: []string{cliutil.EnvName(flagAlready)},
 				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable; missing = empty)"},
 			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},
-			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion"},
+			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion tokens, or records (each record counts 1, --tokens is then a number of records)"},
 			&cli.StringFlag{Name: flagPath, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
 			&cli.BoolFlag{Name: flagInclusive, Usage: "also pass the record that crosses the budget"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout, flushing each record"},

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
@@ -23,7 +24,12 @@ type config struct {
 	quiet     bool
 	idPath    string
 	input     jsonl.Options
+	records   bool // --count records: every record counts 1
 }
+
+// countRecords is the --count that counts records, not tokens: for
+// records that carry no token count.
+const countRecords = "records"
 
 func parse(c *cli.Context) (*config, error) {
 	cfg := &config{
@@ -45,8 +51,10 @@ func parse(c *cli.Context) (*config, error) {
 	if cfg.used, err = cliutil.ParseCount(c.String(flagUsed)); err != nil {
 		return nil, cliutil.Usagef("--used: %v", err)
 	}
-	if cfg.mode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
-		return nil, cliutil.Usagef("%v", err)
+	if c.String(flagCount) == countRecords {
+		cfg.records = true
+	} else if cfg.mode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
+		return nil, cliutil.Usagef("--%s %q: want total, prompt, completion or records", flagCount, c.String(flagCount))
 	}
 	if cfg.appendTo && cfg.output == "" {
 		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
@@ -75,6 +83,9 @@ func parse(c *cli.Context) (*config, error) {
 func (cfg *config) unit() string {
 	if cfg.path != "" {
 		return "tokens at " + cfg.path
+	}
+	if cfg.records {
+		return "records (--count records)"
 	}
 	return cfg.mode.String() + " tokens"
 }
@@ -149,7 +160,10 @@ func run(c *cli.Context) (err error) {
 			}
 			continue
 		}
-		t := info.Tokens(cfg.mode)
+		t, err := cfg.tokens(info)
+		if err != nil {
+			return exitcode.DataErrorf("%s: record%s %v", in.Pos(), idNote(info), err)
+		}
 		if spent+t > cfg.budget {
 			reason = fmt.Sprintf("budget reached: the next record%s has %s, %s left", idNote(info), cliutil.Count(t, "token"), cliutil.Thousands(cfg.budget-spent))
 			if !cfg.inclusive {
@@ -182,6 +196,21 @@ func run(c *cli.Context) (err error) {
 			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
 	}
 	return nil
+}
+
+// tokens is what info counts against the budget. A record without any
+// token count is refused rather than passed as 0 (an output of generate
+// --output-format openai-batch carries its usage under response.body).
+func (cfg *config) tokens(info record.Info) (int64, error) {
+	switch {
+	case cfg.records:
+		return 1, nil
+	case info.Counted || info.HasCustom:
+		return info.Tokens(cfg.mode), nil
+	}
+	return 0, fmt.Errorf("carries no token count (no prompt_tokens, completion_tokens, input_ids, output_ids or usage): " +
+		"it cannot be counted against --tokens; name the number that counts it with --path " +
+		"(generate --output-format openai-batch: --path response.body.usage.total_tokens), or cut by records with --count records")
 }
 
 func idNote(info record.Info) string {

@@ -43,6 +43,10 @@ type Info struct {
 	HasError         bool   // carries an "error" member that is not null
 	Custom           int64  // the number at the Scanner's count path
 	HasCustom        bool
+	// Counted: the record carries a token count of some kind (a count,
+	// the ids, usage, a conversation's turns); one without is 0 only
+	// because nothing could be counted.
+	Counted bool
 	// Conversation is set for a regenerated conversation (generate
 	// --turns all): its turns' counts and why it ended. PromptTokens and
 	// CompletionTokens are then summed over its turns (ConversationTotals).
@@ -167,6 +171,8 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 	if in.PromptTokens, err = countSide(FieldPromptTokens, promptTok, FieldInputIDs, inIDs, usage); err != nil {
 		return in, err
 	}
+	in.Counted = !isNull(promptTok) || !isNull(complTok) || !isNull(inIDs) || !isNull(outIDs) ||
+		!isNull(usageMember(usage, FieldPromptTokens)) || !isNull(usageMember(usage, FieldCompletionTokens)) || isConversation(turns, ended)
 	if s.useCount != "" {
 		r := gjson.GetBytes(line, s.useCount)
 		if !r.Exists() {
