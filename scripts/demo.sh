@@ -90,7 +90,14 @@ say "to-train: SpecForge conversations for the draft model"
 to-train --format specforge "$demo"/{chat,code,math,tools,sharegpt}/out.jsonl >"$demo/train.jsonl"
 echo "wrote $demo/train.jsonl ($(wc -l <"$demo/train.jsonl") samples)" >&2
 
+say "to-train --show: the first sample as the trainer sees it (trained spans marked)"
+to-train --format tokens --tokenizer builtin:kimi-k2.5 --show 1 "$demo/chat/out.jsonl" >&2
+
 say "the whole job on one screen: tokstat $demo (from the status files)"
 tokstat "$demo"
+
+say "the same as a page with charts: tokstat --html $demo > $demo/report.html"
+tokstat --html "$demo" >"$demo/report.html"
+echo "open file://$demo/report.html in a browser" >&2
 
 say "done: outputs in $demo"

@@ -85,6 +85,11 @@ func run(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if viewer != nil { // the samples before the summary, on a terminal showing both
+		if err := viewer.Flush(); err != nil {
+			return err
+		}
+	}
 	var vocabNote string
 	if vocab != nil {
 		if vocabNote, err = vocab.write(conv.vocab); err != nil {
