@@ -308,3 +308,48 @@ func FromRecord(line []byte) (c Choice, ok bool, err error) {
 	}
 	return c, true, nil
 }
+
+// Implicit is the setting a template renders with when no --thinking is
+// given, so that a record made without one still says how it was made: the
+// value --template-arg gives the switch, or else the template's own
+// default, found by rendering one user turn with the switch on, off and
+// unset (render adds args to the template's variables). ok is false when
+// the switch is not an on/off one, or the probe cannot tell (on and off
+// render alike, or neither as unset).
+func Implicit(switchName string, extra map[string]json.RawMessage, render func(args map[string]json.RawMessage) (string, error)) (m Mode, ok bool) {
+	if switchName != varThinking && switchName != varEnableThinking {
+		return m, false
+	}
+	if v, set := extra[switchName]; set {
+		on, err := strconv.ParseBool(string(v))
+		if err != nil {
+			return m, false
+		}
+		return onOff(on), true
+	}
+	unset, err := render(nil)
+	if err != nil {
+		return m, false
+	}
+	var matches []bool
+	for _, on := range []bool{true, false} {
+		text, err := render(Choice{Thinking: on}.TemplateArgs())
+		if err == nil && text == unset {
+			matches = append(matches, on)
+		}
+	}
+	if len(matches) != 1 {
+		return m, false
+	}
+	return onOff(matches[0]), true
+}
+
+// onOff is the mode "on" or "off".
+func onOff(on bool) Mode {
+	spec := "off"
+	if on {
+		spec = "on"
+	}
+	m, _ := Parse(spec, "")
+	return m
+}
