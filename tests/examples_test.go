@@ -74,6 +74,7 @@ var exampleSubstitutions = [][2]string{
 var readmeSkips = map[string]string{
 	"make demo":                 "make targets: make test is this suite itself, and make demo runs the tools these examples run",
 	"make install":              "installs into /usr/local or fetches from the network (go install ...@latest): not for a test",
+	"to-train --format turns":   "needs generate --turns all output of SGLang answers in Kimi-K2.5's format: lib/totrain's conversation tests run the same command on such output from llm-sim --answer-format kimi-k2.5",
 	"export SYNTHPIPE_SCRIPTS=": "sbatch lines for a Slurm cluster with SGLang: TestRecipeSlurmArray submits the same jobs (the server, the array after it, the server's scancel after the array) to a cluster it starts, with llm-sim as the server",
 }
 
