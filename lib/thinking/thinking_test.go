@@ -1,7 +1,6 @@
 package thinking
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
@@ -108,30 +107,5 @@ func TestAppendFieldsRoundTrip(t *testing.T) {
 		if err != nil || !ok || got != c {
 			t.Errorf("%s read back as %+v %v %v", line, got, ok, err)
 		}
-	}
-}
-
-func TestImplicit(t *testing.T) {
-	// A template that thinks unless told not to, as Kimi-K2.5's does.
-	render := func(args map[string]json.RawMessage) (string, error) {
-		if string(args["thinking"]) == "false" {
-			return "<think></think>", nil
-		}
-		return "", nil
-	}
-	m, ok := Implicit("thinking", nil, render)
-	if !ok || m.String() != "on" {
-		t.Fatalf("default-on template: got %q, %v; want on", m, ok)
-	}
-	m, ok = Implicit("thinking", map[string]json.RawMessage{"thinking": json.RawMessage("false")}, render)
-	if !ok || m.String() != "off" {
-		t.Fatalf("--template-arg thinking=false: got %q, %v; want off", m, ok)
-	}
-	if _, ok := Implicit("reasoning_effort", nil, render); ok {
-		t.Fatal("an effort switch has no on/off default to record")
-	}
-	same := func(map[string]json.RawMessage) (string, error) { return "x", nil }
-	if _, ok := Implicit("enable_thinking", nil, same); ok {
-		t.Fatal("a template that renders on and off alike cannot tell its default")
 	}
 }

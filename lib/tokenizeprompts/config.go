@@ -1,7 +1,6 @@
 package tokenizeprompts
 
 import (
-	"encoding/json"
 	"runtime"
 
 	"github.com/urfave/cli/v2"
@@ -38,9 +37,6 @@ type config struct {
 	shuffle       bool
 	shuffleSeed   string
 	shuffleMemory int64
-	// implicitThinking: no --thinking was given, and the records say the
-	// setting the template rendered them with (see implicitThinking).
-	implicitThinking bool
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -124,37 +120,7 @@ func parse(c *cli.Context) (*config, error) {
 	if err := cfg.convert.template.SetToolDeclaration(c.String(chat.FlagToolDeclaration)); err != nil {
 		return nil, err
 	}
-	cfg.implicitThinking = cfg.convert.recordImplicitThinking()
 	return cfg, nil
-}
-
-// recordImplicitThinking makes a run without --thinking still write the
-// setting each record was rendered with (--template-arg's, or the
-// template's default), where the template reads an on/off switch: to-train
-// must render an answer with the setting it was generated with, and
-// cannot tell it from a record that does not say.
-func (cv *converter) recordImplicitThinking() bool {
-	if cv.thinking.IsSet() || cv.template == nil {
-		return false
-	}
-	probe := func(args map[string]json.RawMessage) (string, error) {
-		opt := cv.render
-		opt.Extra = make(map[string]json.RawMessage, len(cv.render.Extra)+len(args))
-		for k, v := range cv.render.Extra {
-			opt.Extra[k] = v
-		}
-		for k, v := range args {
-			opt.Extra[k] = v
-		}
-		opt.Messages = json.RawMessage(`[{"role":"user","content":"hello"}]`)
-		opt.AddGenerationPrompt = true
-		return cv.template.Render(opt)
-	}
-	m, ok := thinking.Implicit(cv.template.ThinkingSwitch, cv.render.Extra, probe)
-	if ok {
-		cv.thinking = m
-	}
-	return ok
 }
 
 // parseShuffle reads --shuffle SEED and --shuffle-memory SIZE.

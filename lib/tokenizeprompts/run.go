@@ -278,7 +278,7 @@ func (s *summary) String(cfg *config) string {
 	if invalid := s.invalid + s.skippedLines; invalid > 0 {
 		fmt.Fprintf(&b, "; skipped %s invalid", cliutil.Thousands(invalid))
 	}
-	if cfg.convert.thinking.IsSet() && !cfg.implicitThinking {
+	if cfg.convert.thinking.IsSet() {
 		b.WriteString("; ")
 		b.WriteString(s.thinking.String(cfg.convert.thinking))
 	}
