@@ -204,22 +204,7 @@ func sameJSON(a, b string) bool {
 // turns, under other call ids. edit changes the messages (an early end).
 func refSource(t *testing.T, id string, c turnstest.Conversation, edit func(msgs []string) []string) string {
 	t.Helper()
-	last := c.Turns[len(c.Turns)-1]
-	var msgs []string
-	for i, m := range append(gjson.ParseBytes(last.PromptMessages).Array(), gjson.ParseBytes(last.AnswerMessage)) {
-		raw := m.Raw
-		switch m.Get("role").String() {
-		case "assistant":
-			raw, _ = sjson.Set(raw, "content", fmt.Sprintf("Another model's answer %d.", i))
-			raw, _ = sjson.Delete(raw, "reasoning_content")
-			for j, call := range m.Get("tool_calls").Array() {
-				raw, _ = sjson.Set(raw, fmt.Sprintf("tool_calls.%d.id", j), "src_"+call.Get("id").String())
-			}
-		case "tool":
-			raw, _ = sjson.Set(raw, "tool_call_id", "src_"+m.Get("tool_call_id").String())
-		}
-		msgs = append(msgs, raw)
-	}
+	msgs := turnstest.SourceMessages(c)
 	if edit != nil {
 		msgs = edit(msgs)
 	}

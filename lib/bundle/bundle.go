@@ -24,6 +24,11 @@ import (
 // builtin:NAME spells it.
 const TokenizerName = "kimi-k2.5"
 
+// VocabSize is the bundled model's vocabulary as its config.json gives it
+// (Kimi-K2.5's text_config.vocab_size), which the bundle does not carry:
+// the target vocabulary of an EAGLE-3 draft, larger than the tokenizer's.
+const VocabSize = 163840
+
 // tokenizerDir is the bundled folder, laid out as the published model's.
 const tokenizerDir = "kimi_k25"
 

@@ -8,36 +8,16 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/answerformat"
 	"github.com/synthpipe/synthpipe/lib/answerformat/turnstest"
 	"github.com/synthpipe/synthpipe/lib/chat"
 )
 
-// sourceOf makes the source conversation a reference conversation was
-// regenerated from: its final conversation, with every assistant turn
-// replaced by another model's (other words, other call ids), so that a walk
-// that sent any of the source's answers, or kept its call ids, fails.
-func sourceOf(t *testing.T, c turnstest.Conversation) json.RawMessage {
-	last := c.Turns[len(c.Turns)-1]
-	msgs := gjson.ParseBytes(last.PromptMessages).Array()
-	var out []string
-	for i, m := range append(msgs, gjson.ParseBytes(last.AnswerMessage)) {
-		raw := m.Raw
-		switch m.Get("role").String() {
-		case "assistant":
-			raw, _ = sjson.Set(raw, "content", fmt.Sprintf("Another model's answer %d.", i))
-			raw, _ = sjson.Delete(raw, "reasoning_content")
-			for j, call := range m.Get("tool_calls").Array() {
-				raw, _ = sjson.Set(raw, fmt.Sprintf("tool_calls.%d.id", j), "src_"+call.Get("id").String())
-			}
-		case "tool":
-			raw, _ = sjson.Set(raw, "tool_call_id", "src_"+m.Get("tool_call_id").String())
-		}
-		out = append(out, raw)
-	}
-	return json.RawMessage("[" + strings.Join(out, ",") + "]")
+// sourceOf is the source conversation reference conversation c was
+// regenerated from (turnstest.SourceMessages), as a JSON array.
+func sourceOf(c turnstest.Conversation) json.RawMessage {
+	return json.RawMessage("[" + strings.Join(turnstest.SourceMessages(c), ",") + "]")
 }
 
 // TestKimiTurnsPrompts walks every conversation of the Kimi-K2.5 reference,
@@ -64,7 +44,7 @@ func TestKimiTurnsPrompts(t *testing.T) {
 			if string(tools) == "null" {
 				tools = nil
 			}
-			src, err := Parse(sourceOf(t, c), tools)
+			src, err := Parse(sourceOf(c), tools)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/bundle"
+	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -51,11 +53,6 @@ func parseVocabJob(c *cli.Context, format string, show bool) (*vocabJob, error) 
 	return &vocabJob{draft: n, target: target, out: out}, nil
 }
 
-// builtinVocabSize is the vocab_size of the config.json of each bundled
-// tokenizer's model, which the bundle does not carry (Kimi-K2.5's
-// text_config.vocab_size).
-var builtinVocabSize = map[string]int{"builtin:kimi-k2.5": 163840}
-
 // configVocabSize is the vocab_size of the model folder's config.json (or
 // its text_config's, for multimodal models): the target vocabulary SpecForge
 // sizes t2d by, often larger than the tokenizer's (padded for the GPU).
@@ -63,8 +60,8 @@ func configVocabSize(dir string) (int, error) {
 	if dir == "" {
 		return 0, cliutil.Usagef("--%s needs the target's vocabulary size: give --%s N (its config.json's vocab_size) or --tokenizer DIR with a config.json", flagDraftVocab, flagTargetVocab)
 	}
-	if n, ok := builtinVocabSize[dir]; ok {
-		return n, nil
+	if dir == chat.BuiltinPrefix+bundle.TokenizerName {
+		return bundle.VocabSize, nil
 	}
 	path := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(path)

@@ -6,9 +6,12 @@ package turnstest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // File is the reference, relative to the top of the repository (see
@@ -56,4 +59,29 @@ func Read(path string) ([]Conversation, error) {
 		out = append(out, c)
 	}
 	return out, sc.Err()
+}
+
+// SourceMessages are the messages of the source conversation c was
+// regenerated from: its final conversation with every assistant turn
+// replaced by another model's (other words, other call ids, no
+// reasoning), so that a regeneration that sent any of the source's
+// answers, or kept its call ids, is caught.
+func SourceMessages(c Conversation) []string {
+	last := c.Turns[len(c.Turns)-1]
+	var msgs []string
+	for i, m := range append(gjson.ParseBytes(last.PromptMessages).Array(), gjson.ParseBytes(last.AnswerMessage)) {
+		raw := m.Raw
+		switch m.Get("role").String() {
+		case "assistant":
+			raw, _ = sjson.Set(raw, "content", fmt.Sprintf("Another model's answer %d.", i))
+			raw, _ = sjson.Delete(raw, "reasoning_content")
+			for j, call := range m.Get("tool_calls").Array() {
+				raw, _ = sjson.Set(raw, fmt.Sprintf("tool_calls.%d.id", j), "src_"+call.Get("id").String())
+			}
+		case "tool":
+			raw, _ = sjson.Set(raw, "tool_call_id", "src_"+m.Get("tool_call_id").String())
+		}
+		msgs = append(msgs, raw)
+	}
+	return msgs
 }
