@@ -97,7 +97,10 @@ dumb, or stdout not a terminal, trained spans are put between [[ and ]].
 --format tokens shows the sample's input_ids and loss_mask as written;
 --format specforge shows the conversation rendered by the chat template as a
 trainer renders it, trained on every assistant turn (from the end of its
-generation prompt to the end of the turn). Both need --tokenizer. Ids that
+generation prompt to the end of the turn); --format turns shows each turn
+of a conversation (headed "ID turn N"), the prompt sent and its output
+trained, and --show ID shows every turn of that conversation. All need
+--tokenizer. Ids that
 no sample has (no such record, or a record skipped above) are named on
 stderr.
 

@@ -14,6 +14,7 @@ import (
 // whether the loss is taken on it.
 type trainView struct {
 	id      string
+	turn    int // --format turns: the turn of the conversation, from 1
 	ids     []int
 	trained []bool
 }
@@ -21,8 +22,8 @@ type trainView struct {
 // tokensView reads a --format tokens sample: its ids and loss mask as
 // written.
 func tokensView(sample []byte) (trainView, error) {
-	r := gjson.GetManyBytes(sample, "id", "input_ids", "loss_mask")
-	v := trainView{id: r[0].String()}
+	r := gjson.GetManyBytes(sample, "id", "input_ids", "loss_mask", "turn")
+	v := trainView{id: r[0].String(), turn: int(r[3].Int())}
 	for _, x := range r[1].Array() {
 		v.ids = append(v.ids, int(x.Int()))
 	}

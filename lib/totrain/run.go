@@ -198,10 +198,6 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 		}
 		for _, sample := range samples {
 			err = out.Write(sample)
-			if errors.Is(err, errShown) {
-				t.written++
-				return t, nil
-			}
 			var invalid invalidSample
 			if errors.As(err, &invalid) {
 				err = invalid.err
@@ -220,6 +216,9 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 				return t, err
 			}
 			continue
+		}
+		if d, ok := out.(interface{ Done() bool }); ok && d.Done() {
+			return t, nil // --show has shown what it was asked for
 		}
 	}
 	if err := in.Err(); err != nil {

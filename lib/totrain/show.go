@@ -2,7 +2,6 @@ package totrain
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,16 +17,14 @@ import (
 // The sample viewer, --show: samples as the trainer will see them, the
 // rendered text with its special tokens, the trained spans marked.
 
-// errShown stops the reading once --show N has shown N samples, or every
-// id it asked for.
-var errShown = errors.New("shown")
-
-// showFilter is which samples --show prints: the first count, or those ids.
+// showFilter is which samples --show prints: the first count, or those ids
+// (every sample of such a record: under --format turns, each of its turns).
 type showFilter struct {
 	count   int
 	ids     map[string]bool // true: not shown yet
 	order   []string        // the ids as given
 	pending int             // ids not yet shown
+	last    string          // the id last shown: its record's further turns are wanted too
 }
 
 // parseShow reads --show's values: one number (the first N samples) or ids.
@@ -58,18 +55,23 @@ func parseShow(values []string) (*showFilter, error) {
 // it as shown.
 func (f *showFilter) wants(id string) bool {
 	if f.ids == nil {
+		if f.count <= 0 {
+			return false
+		}
 		f.count--
 		return true
 	}
 	if !f.ids[id] {
-		return false
+		return id == f.last && id != ""
 	}
 	f.ids[id] = false
 	f.pending--
+	f.last = id
 	return true
 }
 
-// done reports whether everything asked for was shown.
+// done reports whether everything asked for was shown; the reading stops
+// there, once the record at hand has given all its samples.
 func (f *showFilter) done() bool {
 	if f.ids == nil {
 		return f.count <= 0
@@ -120,7 +122,7 @@ func colourOn(terminal bool, term, noColor string) bool {
 	return terminal && term != "dumb" && noColor == ""
 }
 
-// Write shows the sample if it was asked for; errShown once all were.
+// Write shows the sample if it was asked for.
 func (s *showWriter) Write(sample []byte) error {
 	if !s.filter.wants(gjson.GetBytes(sample, "id").String()) {
 		return nil
@@ -133,11 +135,11 @@ func (s *showWriter) Write(sample []byte) error {
 		return err
 	}
 	s.shown++
-	if s.filter.done() {
-		return errShown
-	}
 	return nil
 }
+
+// Done reports whether every sample asked for was shown.
+func (s *showWriter) Done() bool { return s.filter.done() }
 
 func (s *showWriter) Flush() error { return s.w.Flush() }
 
@@ -194,7 +196,11 @@ func (s *showWriter) print(v trainView) error {
 			nTrained++
 		}
 	}
-	fmt.Fprintf(s.w, "=== %s (%s): %s, %d trained in %s\n", v.id, s.conv.format,
+	name := v.id
+	if v.turn > 0 {
+		name += fmt.Sprintf(" turn %d", v.turn)
+	}
+	fmt.Fprintf(s.w, "=== %s (%s): %s, %d trained in %s\n", name, s.conv.format,
 		cliutil.Count(int64(len(v.ids)), "token"), trained, cliutil.Count(int64(nTrained), "span"))
 	for _, sp := range spans {
 		if err := s.writeSpan(v, sp); err != nil {

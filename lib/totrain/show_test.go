@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
@@ -36,6 +37,7 @@ func showRecords(t *testing.T, model *chat.Model) string {
 // tokensSample is one --format tokens sample.
 type tokensSample struct {
 	ID       string `json:"id"`
+	Turn     int    `json:"turn"` // --format turns
 	InputIDs []int  `json:"input_ids"`
 	LossMask []int  `json:"loss_mask"`
 }
@@ -54,7 +56,7 @@ func runToTrain(t *testing.T, stdin string, args ...string) (string, string) {
 func shownSamples(t *testing.T, out string) map[string]string {
 	t.Helper()
 	bodies := map[string]string{}
-	header := regexp.MustCompile(`(?m)^=== (\S+) \((tokens|specforge)\): .*\n`)
+	header := regexp.MustCompile(`(?m)^=== (\S+(?: turn \d+)?) \((tokens|specforge|turns)\): .*\n`)
 	locs := header.FindAllStringSubmatchIndex(out, -1)
 	for i, loc := range locs {
 		end := len(out)
@@ -161,6 +163,59 @@ func TestShowMarksTheLossMask(t *testing.T) {
 			continue
 		}
 		checkMarks(t, model.Tok, bodies[s.ID], s)
+	}
+}
+
+// key is the sample's name in --show's header: its id, and its turn under
+// --format turns.
+func (s tokensSample) key() string {
+	if s.Turn > 0 {
+		return fmt.Sprintf("%s turn %d", s.ID, s.Turn)
+	}
+	return s.ID
+}
+
+// TestShowConversation: a regenerated conversation (generate --turns all)
+// shows in every format, each token inside [[ ]] exactly where the loss
+// mask of the written samples is 1: --format tokens and specforge the whole
+// conversation with the loss on every assistant turn (specforge rendered by
+// the template, against the tokens sample's mask), --format turns each
+// turn's prompt and its output, and --show ID every turn of that record.
+func TestShowConversation(t *testing.T) {
+	model, err := chat.Load(kimi, chat.TemplateAuto, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := string(conversationRecord(t))
+	args := []string{"--tokenizer", kimi, "--template-arg", "thinking=true"}
+	written := map[string][]tokensSample{}
+	for _, format := range []string{formatTokens, formatTurns} {
+		out, _ := runToTrain(t, rec, append([]string{"-q", "-f", format}, args...)...)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var s tokensSample
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatal(err)
+			}
+			written[format] = append(written[format], s)
+		}
+	}
+	if len(written[formatTokens]) != 1 || len(written[formatTurns]) != 2 {
+		t.Fatalf("%d tokens and %d turns samples, want 1 and 2", len(written[formatTokens]), len(written[formatTurns]))
+	}
+	written[formatSpecForge] = written[formatTokens]
+	for _, format := range []string{formatSpecForge, formatTokens, formatTurns} {
+		shown, stderr := runToTrain(t, rec, append([]string{"-f", format, "--show", "tools"}, args...)...)
+		want := len(written[format])
+		if !strings.Contains(stderr, "showed "+cliutil.Count(int64(want), "sample")) {
+			t.Errorf("--format %s: stderr %q, want %d shown", format, stderr, want)
+		}
+		bodies := shownSamples(t, shown)
+		if len(bodies) != want {
+			t.Errorf("--format %s: %d samples shown, want %d:\n%s", format, len(bodies), want, shown)
+		}
+		for _, s := range written[format] {
+			checkMarks(t, model.Tok, bodies[s.key()], s)
+		}
 	}
 }
 
