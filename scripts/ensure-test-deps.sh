@@ -5,10 +5,14 @@
 # fan-out across machines, parallel --sshlogin, is tested against an sshd the
 # test starts on a loopback port), jq (some test scripts read JSON
 # output with it), Slurm with munge (the job array of scripts/slurm/ is
-# tested on a one-node cluster the test starts) and chromium (tokstat
-# --html's page is loaded in it, headless). make test runs it first, so that
-# `make test` works on a fresh Debian or Ubuntu machine. As root it installs
-# what is missing with apt-get; otherwise it says what to install and fails.
+# tested on a one-node cluster the test starts), chromium (tokstat
+# --html's page is loaded in it, headless) and Node.js with npm (to-train's
+# Parquet output is read back by parquet-wasm, an implementation independent
+# of synthpipe's). make test runs it first, so that `make test` works on a
+# fresh Debian or Ubuntu machine. As root it installs what is missing with
+# apt-get; otherwise it says what to install and fails. Then it installs the
+# pinned npm packages of scripts/parquet-fixtures/package.json beside it
+# (node_modules, not committed), once.
 set -euo pipefail
 
 # sshd, munged and the Slurm daemons live in sbin, which a user's PATH may lack.
@@ -16,7 +20,8 @@ PATH=$PATH:/usr/sbin:/sbin
 
 # program -> the Debian package that provides it
 declare -A package_of=([parallel]=parallel [flock]=util-linux [sshd]=openssh-server [ssh]=openssh-client [ssh-keygen]=openssh-client [jq]=jq
-	[slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm [munged]=munge [chromium]=chromium)
+	[slurmctld]=slurm-wlm [slurmd]=slurm-wlm [sbatch]=slurm-wlm [munged]=munge [chromium]=chromium
+	[node]=nodejs [npm]=npm)
 
 # missing_packages prints the packages whose programs are not on PATH.
 missing_packages() {
@@ -32,7 +37,22 @@ if command -v parallel >/dev/null 2>&1 && ! parallel --version 2>/dev/null | gre
 	echo "ensure-test-deps: $(command -v parallel) is not GNU parallel (moreutils' has the same name): install Debian's package parallel, which replaces it" >&2
 	exit 1
 fi
+
+# install_npm_packages installs the pinned parquet-wasm and apache-arrow the
+# Parquet read-back test runs, unless they are there already.
+install_npm_packages() {
+	local dir
+	dir=$(cd "$(dirname "$0")/parquet-fixtures" && pwd)
+	[ -f "$dir/node_modules/parquet-wasm/package.json" ] && [ -f "$dir/node_modules/apache-arrow/package.json" ] && return 0
+	echo "ensure-test-deps: installing the npm packages of $dir/package.json (the Parquet read-back test needs them)"
+	if ! (cd "$dir" && npm install --no-audit --no-fund --no-save --silent >/dev/null); then
+		echo "ensure-test-deps: npm install in $dir failed (see above): the npm registry must be reachable; run it by hand and make test again" >&2
+		exit 1
+	fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+	install_npm_packages
 	exit 0
 fi
 
@@ -54,3 +74,4 @@ if [ -n "$(missing_packages)" ]; then
 	exit 1
 fi
 echo "ensure-test-deps: installed ${missing[*]}"
+install_npm_packages

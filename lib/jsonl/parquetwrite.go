@@ -16,10 +16,10 @@ import (
 )
 
 // parquetWriteRows is how many records make a batch written at once, and
-// parquetRowGroup how many a row group holds (readers hold one at a time).
+// ParquetRowGroupRows how many a row group holds (readers hold one at a time).
 const (
-	parquetWriteRows = 1024
-	parquetRowGroup  = 64 * 1024
+	parquetWriteRows    = 1024
+	ParquetRowGroupRows = 64 * 1024
 )
 
 // ParquetWriter writes JSON records of a fixed schema as a snappy Parquet
@@ -40,7 +40,7 @@ func CreateParquet(path string, schema *arrow.Schema) (*ParquetWriter, error) {
 	if err != nil {
 		return nil, exitcode.CantCreatef("create %s: %v", path, unwrapPath(err))
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(parquetRowGroup))
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(ParquetRowGroupRows))
 	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		f.Close()

@@ -2,8 +2,12 @@ package totrain
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -57,5 +61,63 @@ func TestParquetOutput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
 		t.Fatalf("a failed run left files behind: %v", entries)
+	}
+}
+
+// TestParquetReadBackIndependently: what -o train.parquet holds, read by
+// parquet-wasm (Apache Arrow's Rust reader, run with node by
+// scripts/parquet-fixtures/readback.mjs), equals the JSONL output row for row,
+// over more rows than one row group holds. scripts/ensure-test-deps.sh
+// installs node and the pinned npm packages (make test runs it).
+func TestParquetReadBackIndependently(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "scripts", "parquet-fixtures", "readback.mjs")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: scripts/ensure-test-deps.sh installs Debian's nodejs and the npm packages this test runs (make test runs it)")
+	}
+	if _, err := os.Stat(filepath.Join(root, "scripts", "parquet-fixtures", "node_modules", "parquet-wasm")); err != nil {
+		t.Fatal("parquet-wasm is not installed beside scripts/parquet-fixtures/package.json: run bash scripts/ensure-test-deps.sh (make test runs it)")
+	}
+
+	dir := t.TempDir()
+	in := filepath.Join(dir, "out.jsonl")
+	var records strings.Builder
+	rows := jsonl.ParquetRowGroupRows + 1500
+	for i := range rows {
+		fmt.Fprintf(&records, `{"id":"r%d","input_ids":[%d,%d],"output_ids":[%d],"finish_reason":"stop"}`+"\n", i, i%163840, 163839-i%1000, i*7%163840)
+	}
+	if err := os.WriteFile(in, []byte(records.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var want, stderr bytes.Buffer
+	if code := Main([]string{"to-train", "-q", "-f", "tokens", in}, nil, &want, &stderr); code != 0 {
+		t.Fatalf("JSONL: exit %d: %s", code, stderr.String())
+	}
+	out := filepath.Join(dir, "train.parquet")
+	if code := Main([]string{"to-train", "-q", "-f", "tokens", "-o", out, in}, nil, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("Parquet: exit %d: %s", code, stderr.String())
+	}
+	cmd := exec.Command(node, script, out)
+	cmd.Stderr = &stderr
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parquet-wasm could not read %s: %v: %s", out, err, stderr.String())
+	}
+	wantRows, gotRows := strings.Split(want.String(), "\n"), strings.Split(string(got), "\n")
+	if len(gotRows) != len(wantRows) {
+		t.Fatalf("parquet-wasm read %d rows, the JSONL output has %d", len(gotRows)-1, len(wantRows)-1)
+	}
+	for i := range wantRows {
+		var w, g any
+		if i == len(wantRows)-1 {
+			break // both end with a newline
+		}
+		if json.Unmarshal([]byte(wantRows[i]), &w) != nil || json.Unmarshal([]byte(gotRows[i]), &g) != nil || !reflect.DeepEqual(w, g) {
+			t.Fatalf("row %d: parquet-wasm read %s, the JSONL output has %s", i, gotRows[i], wantRows[i])
+		}
 	}
 }
