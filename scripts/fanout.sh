@@ -14,11 +14,12 @@
 #
 # Stopping: GNU parallel runs each job in a process group of its own, so a
 # signal to fanout.sh alone, or kill -9 of it, would leave the runs going.
-# fanout.sh catches SIGINT, SIGTERM and SIGHUP: it tells parallel to start no
-# more runs and passes the signal on to every running one, which then stops
+# fanout.sh catches SIGINT, SIGTERM and SIGHUP: it has parallel start no
+# more runs (a stop file each run checks first) and passes the signal on to every running one, which then stops
 # as the pipeline does (generate finishes what is in flight and writes it);
-# a second signal is passed on too and stops them at once. After a kill -9 of
-# fanout.sh, `fanout.sh stop DATASET...` signals each run through the process
+# a second signal is passed on too and stops them at once. It says once what
+# it does (how many runs it drains) and, when they have ended, how each
+# ended. After a kill -9 of fanout.sh, `fanout.sh stop DATASET...` signals each run through the process
 # group its lock file names (run-dataset.sh writes it there).
 #
 # Many runs against one server are safe: each generate reads the server's own
@@ -96,20 +97,34 @@ stop_runs() {
 	echo "fanout.sh: signalled $stopped run(s)" >&2
 }
 
-# run_parallel ARGS...: GNU parallel in the background, with the signals
-# fanout.sh receives passed on to the runs (see the header).
+# run_parallel ARGS... -- COMMAND: GNU parallel, running the shell code COMMAND
+# ({} the input) for each of $inputs, in the background, with the
+# signals fanout.sh receives passed on to the runs (see the header).
 # parallel gets a session of its own: a Ctrl-C at the terminal reaches it
 # only through fanout.sh, since its own SIGINT handling kills the runs
-# within a second, too soon for them to write what they finish.
+# within a second, too soon for them to write what they finish. It is never
+# signalled itself (its SIGHUP handling prints its own notices, "Send
+# SIGTERM to stop now", which stops the runs too soon): a run it starts
+# after a stop finds the stop file and exits at once instead.
 run_parallel() {
-	setsid parallel "$@" &
+	local args=()
+	while [ "$1" != -- ]; do
+		args+=("$1")
+		shift
+	done
+	FANOUT_STOP=$stopfile setsid parallel "${args[@]}" '[ -e "$FANOUT_STOP" ] && exit 130; exec '"$2" "${inputs[@]}" &
 	local pid=$!
 	forward() {
-		kill -HUP "$pid" 2>/dev/null # no new runs
-		local job
+		local job running=()
+		: >"$stopfile" # no new runs
 		for job in $(pgrep -P "$pid"); do
-			kill "-$1" -- "-$job" 2>/dev/null # each run is its own process group
+			kill "-$1" -- "-$job" 2>/dev/null && running+=("$(run_name "$job")") # each run is its own process group
 		done
+		if [ -z "$signalled" ]; then
+			echo "fanout.sh: SIG$1: no new runs; draining ${#running[@]} run(s) (${running[*]}): each generate sends nothing more, lets the answers in flight finish (up to its --drain-timeout, 30s unless SYNTHPIPE_GENERATE_ARGS sets it) and writes them; another SIG$1 stops them at once, cancelling those answers" >&2
+		else
+			echo "fanout.sh: another SIG$1: ${#running[@]} run(s) (${running[*]}) stop at once, cancelling the answers in flight" >&2
+		fi
 		signalled=$1
 	}
 	signalled=
@@ -124,26 +139,41 @@ run_parallel() {
 	trap - INT TERM HUP
 }
 
+# run_name PID: the dataset (and shard) of the run-dataset.sh run PID.
+run_name() {
+	ps -o args= -p "$1" | sed 's/.*run-dataset\.sh //'
+}
+
+# stop_outcome SIGNAL: after a stop, how each run ended (from the joblog).
+stop_outcome() {
+	local outcome
+	outcome=$(awk -F'\t' 'NR > 1 { n = split($9, w, " "); name = w[n]; if (w[n] ~ /\//) name = w[n-1] " " w[n]
+		printf "%s%s exit %s", sep, name, $7; sep = ", " }' "$joblog")
+	echo "fanout.sh: stopped by SIG$1: ${outcome:-no run had started}; every output holds whole records only (each answer once); run the same command again to finish" >&2
+}
+
 [ $# -ge 1 ] || usage
 # The runs share the server(s): run-dataset.sh passes generate --shared.
 export SYNTHPIPE_SHARED=${SYNTHPIPE_SHARED:-1}
 mode=$1
 shift
 joblog=$(mktemp) || exit 73
-trap 'rm -f "$joblog"' EXIT
+stopfile=$joblog.stop
+trap 'rm -f "$joblog" "$stopfile"' EXIT
 case $mode in
 datasets)
 	[ $# -ge 1 ] || usage
-	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-4}" \
-		"$here/run-dataset.sh" {} ::: "$@"
+	inputs=(::: "$@")
+	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-4}" -- "$(printf %q "$here/run-dataset.sh") {}"
 	;;
 shards)
 	if [ $# -ne 2 ] || ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
 		usage
 	fi
 	dataset=$1 n=$2
-	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-$n}" \
-		"$here/run-dataset.sh" "$dataset" {}/"$n" ::: $(seq 0 $((n - 1)))
+	mapfile -t shard_args < <(seq 0 $((n - 1)))
+	inputs=(::: "${shard_args[@]}")
+	run_parallel --line-buffer --tag --joblog "$joblog" -j "${SYNTHPIPE_JOBS:-$n}" -- "$(printf '%q %q' "$here/run-dataset.sh" "$dataset") {}/$n"
 	;;
 stop)
 	[ $# -ge 1 ] || usage
@@ -154,6 +184,7 @@ stop)
 	usage
 	;;
 esac
+[ -n "$signalled" ] && stop_outcome "$signalled"
 case $signalled in
 INT) exit 130 ;;
 TERM) exit 143 ;;

@@ -153,6 +153,17 @@ stamp() {
 	while IFS= read -r line; do printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$line"; done
 }
 note() { echo "run-dataset: $*" | stamp | tee -a "$log" >&2; }
+# logged TOOL ARGS...: one stage of the pipeline, its stderr stamped into the
+# log. The stage ends only once its stamper has written all the tool said,
+# so that the pipeline's end, and the run's last line after it, come after
+# every tool's last words (a stamper started with 2> >(...) is not waited
+# for). The subshell sees the signals (the tool stops as it does) and waits
+# for the tool: a TERM would otherwise end it while the tool still writes.
+logged() {
+	trap : INT TERM HUP
+	{ "$@" 2>&1 >&3 3>&- | stamp 3>&- >>"$log"; } 3>&1
+	return "${PIPESTATUS[0]}"
+}
 
 # The lock file names its holder (pid, process group, start, log) for a run
 # that finds it taken, and for `fanout.sh stop`. Opened without truncating,
@@ -187,16 +198,13 @@ fi
 # A user and password in a URL (http://user:pass@host) are sent, never logged.
 shown_urls=$(printf '%s\n' $url_list | sed -E 's#^([a-zA-Z]+://)[^/]*@#\1#' | paste -sd ' ')
 note "start: budget $budget, backend $backend, $shown_urls"
-tokenize-prompts -q --tokenizer "$tokenizer" --dataset "$dataset" "${shuffle_flags[@]}" "${tokenize_extra[@]}" "$prompts" 2> >(stamp >>"$log") |
-	dedupe-resume --done "$out" "${shard_flags[@]}" 2> >(stamp >>"$log") |
-	generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
+logged tokenize-prompts -q --tokenizer "$tokenizer" --dataset "$dataset" "${shuffle_flags[@]}" "${tokenize_extra[@]}" "$prompts" |
+	logged dedupe-resume --done "$out" "${shard_flags[@]}" |
+	logged generate --backend "$backend" "${urls[@]}" --max-tokens "$max_tokens" --errors "$errors" \
 		--token-budget "$budget" --already "$out" --progress-interval 1m --status-file "$status_file" \
-		"${shared_flags[@]}" "${generate_extra[@]}" 2> >(stamp >>"$log") |
-	budget-cut --tokens "$budget" -o "$out" --append 2> >(stamp >>"$log")
+		"${shared_flags[@]}" "${generate_extra[@]}" |
+	logged budget-cut --tokens "$budget" -o "$out" --append
 codes=("${PIPESTATUS[@]}")
-# Wait for the log stampers: what the tools said is in the log before the
-# last line (a trapped signal cuts a wait short: wait again).
-while ! wait; do :; done
 
 status=0
 for c in "${codes[@]}"; do

@@ -767,6 +767,100 @@ func TestRecipeFanoutStopsItsRuns(t *testing.T) {
 		}
 		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl")) // whole records only
 		checkLogTells(t, filepath.Join(data, d, "run.log"), "run-dataset: done: ", 1)
+		checkLogEndsWithTheRun(t, filepath.Join(data, d, "run.log"), "SIGTERM")
+	}
+}
+
+// TestRecipeFanoutCtrlC presses Ctrl-C at the terminal while fanout.sh has
+// written answers and has more in flight: the SIGINT goes to its process
+// group, as a terminal sends it. fanout.sh says once what it does (how many
+// runs it drains, that the answers in flight are written), none of GNU
+// parallel's own notices, then how the runs ended; every output is whole,
+// each answer once, and each run.log ends with the run's end.
+func TestRecipeFanoutCtrlC(t *testing.T) {
+	requireTools(t, recipeTools...)
+	requireGNUParallel(t)
+	datasets := []string{"math", "tools"}
+	data := recipeData(t, datasets...)
+	// Few requests in flight, each a few slow steps: answers arrive one by
+	// one for a minute, and the drain after the signal is short.
+	env := append(recipeEnv(data, startLLMSim(t, "--step-time", "100ms")), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
+	cmd := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "datasets"}, datasets...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the terminal's foreground group
+	errPath := filepath.Join(t.TempDir(), "fanout.stderr")
+	errFile, err := os.Create(errPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd.Stderr = errFile // a file: a pipe would keep Wait waiting for the runs
+	stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan int, 1)
+	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
+	t.Cleanup(func() {
+		exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "stop"}, datasets...)...).Run()
+	})
+	out := filepath.Join(data, "math", "out.jsonl")
+	waitFor(t, recipeTimeout, "a first answer in math/out.jsonl", func() bool {
+		select {
+		case code := <-exited:
+			t.Fatalf("fanout.sh exited %d before any answer was written:\n%s", code, tail(stderr(), 3000))
+		default:
+		}
+		fi, err := os.Stat(out)
+		return err == nil && fi.Size() > 0
+	})
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-exited:
+		if code != 130 {
+			t.Errorf("fanout.sh exited %d after Ctrl-C, want 130", code)
+		}
+	case <-time.After(recipeTimeout):
+		t.Fatalf("fanout.sh still running %v after Ctrl-C:\n%s", recipeTimeout, tail(stderr(), 3000))
+	}
+	said := stderr()
+	draining := regexp.MustCompile(`(?m)^fanout\.sh: SIGINT: no new runs; draining 2 run\(s\) \((math tools|tools math)\): .*lets the answers in flight finish .* and writes them; another SIGINT stops them at once`)
+	if n := len(draining.FindAllString(said, -1)); n != 1 {
+		t.Errorf("fanout.sh says %d times what it does after Ctrl-C, want once:\n%s", n, said)
+	}
+	outcome := regexp.MustCompile(`(?m)^fanout\.sh: stopped by SIGINT: (math|tools) exit \d+, (math|tools) exit \d+; .*run the same command again to finish$`)
+	if !outcome.MatchString(said) {
+		t.Errorf("fanout.sh does not end by saying how each run ended:\n%s", said)
+	}
+	if strings.Contains(said, "parallel: ") || strings.Contains(said, "SIGTERM to stop now") {
+		t.Errorf("GNU parallel's own notices reach the user:\n%s", said)
+	}
+	if n := len(readRecipeOutput(t, out)); n == 0 || n == promptCount(t, data, "math") {
+		t.Errorf("math holds %d answers after Ctrl-C: the stop came too late to test anything", n)
+	}
+	for _, d := range datasets {
+		if lockHeld(filepath.Join(data, d, ".lock")) {
+			t.Errorf("%s: its run is still going after fanout.sh exited", d)
+		}
+		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl")) // whole records, each once
+		checkLogEndsWithTheRun(t, filepath.Join(data, d, "run.log"), "SIGINT")
+	}
+}
+
+// checkLogEndsWithTheRun: a run stopped by a signal logs the tools' last
+// words, then that it was stopped, and last its end.
+func checkLogEndsWithTheRun(t *testing.T, path, sig string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(checkLog(t, path), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, " run-dataset: done: ") {
+		t.Errorf("%s: the last line is not the run's end: %q\n%s", path, last, strings.Join(lines, "\n"))
+		return
+	}
+	if len(lines) < 2 || !strings.Contains(lines[len(lines)-2], " run-dataset: stopped by "+sig) {
+		t.Errorf("%s: the line before the end does not say the run was stopped by %s:\n%s", path, sig, strings.Join(lines, "\n"))
 	}
 }
 
