@@ -76,6 +76,26 @@ mean of the records that fit and of their prompt and completion tokens, the
 10th, 50th and 90th percentiles of their total, and what an uncut run would
 spend past the budget.
 
+Conversations (tokenize-prompts --turns all records, for generate --turns
+all): each assistant turn of the source is a request, its answer drawn as
+any answer (a done file's conversations give each turn's length). A turn's
+prompt is the conversation so far: the turn before's prompt, its answer,
+and what the source adds between them (its user and tool turns, at about 3
+bytes of their JSON a token, spread evenly over the turns after the first,
+as generate's budget expects). Every turn's prompt is counted as sent
+(prompt_tokens, budgets and prices: what was spent, synthpipe-records(7));
+prefill is the part a prefix cache does not hold, at best: all of the first
+prompt, then only what the source adds, the conversation so far being
+cached since its turn before (a server that evicts it between turns, or a
+template that renders earlier turns otherwise later, prefills more; paid
+APIs are priced without a discount for cached input). A turn that reaches
+--max-tokens ends its conversation, as generate ends it; an answer that
+departs from the source (generate's "mismatch") is not foreseen, so the
+figures are for every turn. Under --budget a conversation fits whole or not
+at all (generate may stop one part way, "budget"). The table gains the
+turns and prefill columns; the turns of a conversation are timed as
+requests of the batch in input order.
+
 Backends, any combination; each is a column of the table:
   --url URL (repeatable): an SGLang server. Its KV cache and running request
     limit come from /server_info, and the time from a model of its
@@ -118,7 +138,7 @@ seed, draws, backends [{label, kind, url, model, kv_tokens, max_running,
 rate, step_seconds, step_seconds_per_request, rate_source, price_in,
 price_out (USD per million tokens), price_source, hourly_cost}], datasets
 and total [{dataset, records, done_records, spent, budget_left, fit,
-prompt_tokens, completion_tokens, total_tokens {mean, p10, p50, p90},
+conversations, turns, prefill_tokens (with conversations), prompt_tokens, completion_tokens, total_tokens {mean, p10, p50, p90},
 uncut_tokens, past_budget, lengths {source, mean, truncated_share},
 backends [{label, seconds, hours, usd, steps, uncut_seconds, uncut_usd}]}];
 a figure no source gives is null or left out.

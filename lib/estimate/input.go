@@ -1,13 +1,17 @@
 package estimate
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -16,12 +20,22 @@ import (
 // allGroup names the one group of an estimate without --by.
 const allGroup = "all"
 
-// group is one dataset: the prompts still to do, in input order, and what
+// group is one dataset: the records still to do, in input order, and what
 // its done file says.
 type group struct {
-	name    string
-	prompts []int // prompt tokens of each record to do
-	done    doneStats
+	name  string
+	todo  []todo
+	done  doneStats
+	convs int64 // of todo, conversations
+}
+
+// todo is one record still to do: its prompt and, for a conversation
+// (tokenize-prompts --turns all), the assistant turns it asks for and the
+// tokens the source's user and tool turns add to each later prompt.
+type todo struct {
+	prompt int
+	turns  int // 0: a record of one answer
+	growth int
 }
 
 // doneStats is what a done file tells of one dataset.
@@ -141,6 +155,13 @@ func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error)
 			}
 			continue
 		}
+		t, err := readTodo(in.Bytes(), info)
+		if err != nil {
+			if err := in.Invalid(err); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		name := rd.groupOf(rd.todo, in)
 		g := byName[name]
 		if g == nil {
@@ -148,7 +169,10 @@ func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error)
 			byName[name] = g
 			groups = append(groups, g)
 		}
-		g.prompts = append(g.prompts, int(info.PromptTokens))
+		g.todo = append(g.todo, t)
+		if t.turns > 0 {
+			g.convs++
+		}
 	}
 	if err := in.Err(); err != nil {
 		return nil, err
@@ -157,6 +181,31 @@ func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error)
 		slices.SortFunc(groups, func(a, b *group) int { return strings.Compare(a.name, b.name) })
 	}
 	return groups, nil
+}
+
+// readTodo reads a record to do. A conversation (one with
+// conversation_turns, as tokenize-prompts --turns all writes it) is checked
+// as generate --turns all checks it, and its later prompts expected to grow
+// as generate's budget expects them to (conversation.Source.Growth).
+func readTodo(line []byte, info record.Info) (todo, error) {
+	t := todo{prompt: int(info.PromptTokens)}
+	r := gjson.GetManyBytes(line, record.FieldConversationTurns, "messages", "tools")
+	if !r[0].Exists() {
+		return t, nil
+	}
+	if !r[1].IsArray() {
+		return t, fmt.Errorf(`a conversation record (%q) without its "messages": estimate reads tokenize-prompts --turns all's records`, record.FieldConversationTurns)
+	}
+	var tools json.RawMessage
+	if r[2].IsArray() {
+		tools = json.RawMessage(r[2].Raw)
+	}
+	src, err := conversation.Parse(json.RawMessage(r[1].Raw), tools)
+	if err != nil {
+		return t, err
+	}
+	t.turns, t.growth = src.Turns(), int(math.Round(src.Growth()))
+	return t, nil
 }
 
 // readDone reads done files: per group, the tokens they hold, the answer
@@ -192,28 +241,50 @@ func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneSta
 		}
 		d.records++
 		d.spent += info.Tokens(record.CountTotal)
-		d.answers = append(d.answers, int(info.CompletionTokens))
-		if info.Truncated() {
-			d.truncated++
-		}
-		gen := gjson.GetBytes(line, "gen")
-		latency := gen.Get("latency_ms")
-		if !latency.Exists() || info.CompletionTokens <= 0 {
-			continue
-		}
-		t := &d.sglang
-		if gen.Get("backend").String() == "openai" {
-			t = &d.openai
-		}
-		t.maxTokens = max(t.maxTokens, int(gen.Get("params.max_tokens").Int()))
-		t.prompts = append(t.prompts, float64(info.PromptTokens))
-		t.lengths = append(t.lengths, float64(info.CompletionTokens))
-		t.latencies = append(t.latencies, latency.Float()/1000)
-		if ft := gen.Get("first_token_ms"); ft.Exists() {
-			t.firstToken = append(t.firstToken, ft.Float()/1000)
-		}
+		d.add(line, info)
 	}
 	return out, in.Err()
+}
+
+// add counts a done record's answers: its one answer, or each turn of a
+// conversation (generate --turns all), which is what --max-tokens bounds
+// and what the answers to come are drawn from.
+func (d *doneStats) add(line []byte, info record.Info) {
+	gen := gjson.GetBytes(line, "gen")
+	t := &d.sglang
+	if gen.Get("backend").String() == "openai" {
+		t = &d.openai
+	}
+	t.maxTokens = max(t.maxTokens, int(gen.Get("params.max_tokens").Int()))
+	if info.Conversation == nil {
+		d.answer(t, info.PromptTokens, info.CompletionTokens, info.Truncated(), gen.Get("latency_ms"), gen.Get("first_token_ms"))
+		return
+	}
+	turns := gjson.GetBytes(line, record.FieldTurns).Array()
+	for i, c := range info.Conversation.Turns {
+		var latency, first gjson.Result
+		if i < len(turns) {
+			latency, first = turns[i].Get("latency_ms"), turns[i].Get("first_token_ms")
+		}
+		d.answer(t, c.Prompt, c.Completion, c.FinishReason == "length", latency, first)
+	}
+}
+
+// answer counts one answer, and its timing when it has one.
+func (d *doneStats) answer(t *timings, prompt, completion int64, truncated bool, latency, firstToken gjson.Result) {
+	d.answers = append(d.answers, int(completion))
+	if truncated {
+		d.truncated++
+	}
+	if !latency.Exists() || completion <= 0 {
+		return
+	}
+	t.prompts = append(t.prompts, float64(prompt))
+	t.lengths = append(t.lengths, float64(completion))
+	t.latencies = append(t.latencies, latency.Float()/1000)
+	if firstToken.Exists() {
+		t.firstToken = append(t.firstToken, firstToken.Float()/1000)
+	}
 }
 
 // dataErrorf is invalid input data: exit 65.

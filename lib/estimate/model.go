@@ -55,8 +55,10 @@ func (b *backendModel) knowsTime() bool {
 // draw is one simulated future of a dataset.
 type draw struct {
 	fit         int64 // records that fit in the budget
-	prompt      int64 // their prompt tokens
+	prompt      int64 // their prompt tokens (every turn's prompt, as sent)
 	completion  int64 // their completion tokens
+	turns       int64 // their requests: a turn each, a conversation's every turn
+	prefill     int64 // their prompt tokens a prefix cache does not hold
 	uncut       int64 // total tokens of every record, the budget ignored
 	uncutPrompt int64 // of which prompt
 	uncutCompl  int64 // and completion
@@ -71,41 +73,86 @@ func (d draw) total() int64 { return d.prompt + d.completion }
 const timedDraws = 3
 
 // simulate draws n futures of a dataset: for each record an answer length
-// from dist, records taken in input order until the next would pass left
-// tokens (left < 0: no budget), as budget-cut takes them.
+// from dist (for a conversation, one a turn: see plan), records taken in
+// input order until the next would pass left tokens (left < 0: no budget),
+// as budget-cut takes them.
 func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int) []draw {
 	h := fnv.New64a()
 	h.Write([]byte(g.name))
 	draws := make([]draw, n)
+	var turns []job
 	for i := range draws {
 		rng := rand.New(rand.NewPCG(seed, h.Sum64()+uint64(i)))
 		d := &draws[i]
 		keep := i < timedDraws
 		stopped := false
-		for _, p := range g.prompts {
-			a := dist.draw(rng)
-			if limit > 0 {
-				a = min(a, limit)
+		for _, t := range g.todo {
+			turns = plan(turns[:0], t, dist, rng, limit)
+			var prompt, compl int64
+			for _, j := range turns {
+				prompt += int64(j.prompt)
+				compl += int64(j.answer)
 			}
-			d.uncut += int64(p + a)
-			d.uncutPrompt += int64(p)
-			d.uncutCompl += int64(a)
+			d.uncut += prompt + compl
+			d.uncutPrompt += prompt
+			d.uncutCompl += compl
 			if keep {
-				d.uncutJobs = append(d.uncutJobs, job{p, a})
+				d.uncutJobs = append(d.uncutJobs, turns...)
 			}
-			if stopped || (left >= 0 && d.total()+int64(p+a) > left) {
+			if stopped || (left >= 0 && d.total()+prompt+compl > left) {
 				stopped = true
 				continue
 			}
 			d.fit++
-			d.prompt += int64(p)
-			d.completion += int64(a)
+			d.prompt += prompt
+			d.completion += compl
+			d.turns += int64(len(turns))
+			d.prefill += prefilled(turns, t)
 			if keep {
-				d.jobs = append(d.jobs, job{p, a})
+				d.jobs = append(d.jobs, turns...)
 			}
 		}
 	}
 	return draws
+}
+
+// plan appends the requests a record makes: one for a record of one
+// answer; for a conversation one a turn, in order, each answer drawn from
+// dist, each turn's prompt the one before, its answer and what the source
+// adds (t.growth): P(k+1) = P(k) + A(k) + growth, as generate --turns all
+// re-sends the conversation so far. A turn that reaches limit (--max-tokens)
+// ends the conversation, as generate ends it ("length"); the model's other
+// departures from the source (ended "mismatch") are not foreseen, so a
+// conversation's figures are for all its turns.
+func plan(dst []job, t todo, dist lengths, rng *rand.Rand, limit int) []job {
+	n := max(t.turns, 1)
+	prompt := t.prompt
+	for k := 0; k < n; k++ {
+		a := dist.draw(rng)
+		if limit > 0 {
+			a = min(a, limit)
+		}
+		dst = append(dst, job{prompt, a})
+		if limit > 0 && a >= limit {
+			break
+		}
+		prompt += a + t.growth
+	}
+	return dst
+}
+
+// prefilled is the prompt tokens of a record's requests that a prefix
+// cache does not hold: the first prompt whole, then for each later turn
+// only what the source adds (t.growth), the conversation so far (the
+// previous prompt and its answer) being held since the turn before. That is
+// the best case: a server whose cache evicted the conversation between its
+// turns, or a template that renders earlier turns otherwise once a new user
+// turn comes (Kimi-K2.5 drops earlier reasoning), prefills more.
+func prefilled(turns []job, t todo) int64 {
+	if len(turns) == 0 {
+		return 0
+	}
+	return int64(turns[0].prompt) + int64(len(turns)-1)*int64(t.growth)
 }
 
 // percentile is the p-th percentile (0..100) of v, nearest rank.

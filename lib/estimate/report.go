@@ -45,22 +45,31 @@ type backendReport struct {
 
 // datasetRow is one row of the table.
 type datasetRow struct {
-	Dataset     string        `json:"dataset"`
-	Records     int64         `json:"records"`
-	DoneRecords int64         `json:"done_records"`
-	Spent       int64         `json:"spent"`
-	BudgetLeft  *int64        `json:"budget_left,omitempty"`
-	Fit         float64       `json:"fit"`
-	Prompt      float64       `json:"prompt_tokens"`
-	Completion  float64       `json:"completion_tokens"`
-	TotalTokens spread        `json:"total_tokens"`
-	Uncut       spread        `json:"uncut_tokens"`
-	PastBudget  float64       `json:"past_budget"`
-	Lengths     *lengthReport `json:"lengths,omitempty"`
-	Backends    []cost        `json:"backends"`
+	Dataset     string  `json:"dataset"`
+	Records     int64   `json:"records"`
+	DoneRecords int64   `json:"done_records"`
+	Spent       int64   `json:"spent"`
+	BudgetLeft  *int64  `json:"budget_left,omitempty"`
+	Fit         float64 `json:"fit"`
+	// Conversations (tokenize-prompts --turns all records) among the
+	// records; with any, the turns (requests) of the records that fit and
+	// their prompt tokens past a prefix cache (see prefilled).
+	Conversations int64         `json:"conversations,omitempty"`
+	Turns         *float64      `json:"turns,omitempty"`
+	Prefill       *float64      `json:"prefill_tokens,omitempty"`
+	Prompt        float64       `json:"prompt_tokens"`
+	Completion    float64       `json:"completion_tokens"`
+	TotalTokens   spread        `json:"total_tokens"`
+	Uncut         spread        `json:"uncut_tokens"`
+	PastBudget    float64       `json:"past_budget"`
+	Lengths       *lengthReport `json:"lengths,omitempty"`
+	Backends      []cost        `json:"backends"`
 
 	totals []int64 // per draw, for the total row's percentiles
 	uncuts []int64
+	// turns and prefill are shown (Turns, Prefill) when the input holds
+	// conversations.
+	turns, prefill float64
 }
 
 type spread struct {
@@ -151,7 +160,7 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 		if err != nil {
 			return nil, err
 		}
-		row := &datasetRow{Dataset: g.name, Records: int64(len(g.prompts)), DoneRecords: g.done.records, Spent: g.done.spent,
+		row := &datasetRow{Dataset: g.name, Records: int64(len(g.todo)), Conversations: g.convs, DoneRecords: g.done.records, Spent: g.done.spent,
 			Lengths: &lengthReport{Source: dist.String(), Mean: dist.mean(), TruncatedShare: dist.truncatedShare()}}
 		left := int64(-1)
 		if cfg.budget >= 0 {
@@ -160,15 +169,18 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 			totalLeft += left
 		}
 		draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens)
-		var fit, prompt, completion []int64
+		var fit, prompt, completion, turns, prefill []int64
 		for _, d := range draws {
 			fit = append(fit, d.fit)
 			prompt = append(prompt, d.prompt)
 			completion = append(completion, d.completion)
+			turns = append(turns, d.turns)
+			prefill = append(prefill, d.prefill)
 			row.totals = append(row.totals, d.total())
 			row.uncuts = append(row.uncuts, d.uncut)
 		}
 		row.Fit, row.Prompt, row.Completion = mean(fit), mean(prompt), mean(completion)
+		row.turns, row.prefill = mean(turns), mean(prefill)
 		row.TotalTokens, row.Uncut = spreadOf(row.totals), spreadOf(row.uncuts)
 		if left >= 0 {
 			past := make([]int64, len(draws))
@@ -188,6 +200,11 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 		total.BudgetLeft = ptr(totalLeft)
 	}
 	rep.Total = total
+	if total.Conversations > 0 {
+		for _, r := range append(rep.Datasets, total) {
+			r.Turns, r.Prefill = ptr(r.turns), ptr(r.prefill)
+		}
+	}
 	return rep, nil
 }
 
@@ -243,6 +260,9 @@ func addRow(t, r *datasetRow) {
 	t.DoneRecords += r.DoneRecords
 	t.Spent += r.Spent
 	t.Fit += r.Fit
+	t.Conversations += r.Conversations
+	t.turns += r.turns
+	t.prefill += r.prefill
 	t.Prompt += r.Prompt
 	t.Completion += r.Completion
 	t.PastBudget += r.PastBudget
@@ -304,21 +324,35 @@ func writeJSON(w io.Writer, rep *report) error {
 	return err
 }
 
-// writeTable prints where the figures come from, then the table.
-func writeTable(w io.Writer, rep *report) error {
-	var b strings.Builder
+// writeSources prints where the figures come from: the backends' sources,
+// each dataset's answers and budget, and what conversations' figures mean.
+func writeSources(b *strings.Builder, rep *report) {
 	for _, be := range rep.Backends {
-		fmt.Fprintf(&b, "%s  %s\n", be.Label, backendLine(be))
+		fmt.Fprintf(b, "%s  %s\n", be.Label, backendLine(be))
 	}
 	for _, d := range rep.Datasets {
 		l := d.Lengths
-		fmt.Fprintf(&b, "%s: answers from %s, mean %s tokens, %.1f%% truncated", d.Dataset, l.Source,
+		fmt.Fprintf(b, "%s: answers from %s, mean %s tokens, %.1f%% truncated", d.Dataset, l.Source,
 			cliutil.Thousands(int64(math.Round(l.Mean))), 100*l.TruncatedShare)
 		if d.BudgetLeft != nil {
-			fmt.Fprintf(&b, "; budget %s, %s spent, %s left", cliutil.Thousands(*rep.Budget), cliutil.Thousands(d.Spent), cliutil.Thousands(*d.BudgetLeft))
+			fmt.Fprintf(b, "; budget %s, %s spent, %s left", cliutil.Thousands(*rep.Budget), cliutil.Thousands(d.Spent), cliutil.Thousands(*d.BudgetLeft))
+		}
+		if d.Conversations > 0 {
+			fmt.Fprintf(b, "; %s", cliutil.Count(d.Conversations, "conversation"))
 		}
 		b.WriteString("\n")
 	}
+	if rep.Total.Turns != nil {
+		b.WriteString("conversations: turns are requests (a record of one answer is one); prompt is every turn's prompt as sent,\n" +
+			"  the conversation so far each time (budgets and prices count it); prefill is the prompt a prefix cache does not hold\n")
+	}
+}
+
+// writeTable prints where the figures come from, then the table.
+func writeTable(w io.Writer, rep *report) error {
+	var b strings.Builder
+	writeSources(&b, rep)
+	convs := rep.Total.Turns != nil
 	b.WriteString("\n")
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -326,7 +360,14 @@ func writeTable(w io.Writer, rep *report) error {
 	if rep.Budget != nil {
 		header = append(header, "fit")
 	}
-	header = append(header, "prompt", "completion", "total", "p10", "p90")
+	if convs {
+		header = append(header, "turns")
+	}
+	header = append(header, "prompt")
+	if convs {
+		header = append(header, "prefill")
+	}
+	header = append(header, "completion", "total", "p10", "p90")
 	if rep.Budget != nil {
 		header = append(header, "past budget")
 	}
@@ -345,7 +386,14 @@ func writeTable(w io.Writer, rep *report) error {
 		if rep.Budget != nil {
 			cells = append(cells, cliutil.Thousands(int64(math.Round(r.Fit))))
 		}
-		cells = append(cells, tokens(r.Prompt), tokens(r.Completion), tokens(r.TotalTokens.Mean),
+		if convs {
+			cells = append(cells, cliutil.Thousands(int64(math.Round(*r.Turns))))
+		}
+		cells = append(cells, tokens(r.Prompt))
+		if convs {
+			cells = append(cells, tokens(*r.Prefill))
+		}
+		cells = append(cells, tokens(r.Completion), tokens(r.TotalTokens.Mean),
 			tokens(float64(r.TotalTokens.P10)), tokens(float64(r.TotalTokens.P90)))
 		if rep.Budget != nil {
 			cells = append(cells, tokens(r.PastBudget))

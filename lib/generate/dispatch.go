@@ -98,11 +98,7 @@ func (d *dispatcher) reserve(ctx context.Context, j *job) (reservation, error) {
 	if j.conv == nil {
 		return d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
 	}
-	c := conversationOutlook{laterTurns: j.conv.Turns() - 1, meanAnswer: d.lengths.cachedMean()}
-	if c.laterTurns > 0 {
-		// About 3 bytes of a message's JSON a token, its markers included.
-		c.growth = float64(j.conv.LaterBytes()) / 3 / float64(c.laterTurns)
-	}
+	c := conversationOutlook{laterTurns: j.conv.Turns() - 1, meanAnswer: d.lengths.cachedMean(), growth: j.conv.Growth()}
 	r, p, err := d.budget.reserveConversation(ctx, j.promptTokens, j.req.Params.MaxTokens, c)
 	j.pledge = p
 	return r, err
