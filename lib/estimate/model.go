@@ -147,7 +147,8 @@ func plan(dst []job, t todo, dist lengths, rng *rand.Rand, limit int) []job {
 // previous prompt and its answer) being held since the turn before. That is
 // the best case: a server whose cache evicted the conversation between its
 // turns, or a template that renders earlier turns otherwise once a new user
-// turn comes (Kimi-K2.5 drops earlier reasoning), prefills more.
+// turn comes (Kimi-K2.5 keeps earlier reasoning only where its rule says),
+// prefills more.
 func prefilled(turns []job, t todo) int64 {
 	if len(turns) == 0 {
 		return 0
