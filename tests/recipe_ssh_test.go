@@ -218,10 +218,10 @@ func TestRecipeFanoutAcrossMachines(t *testing.T) {
 			t.Errorf("%s wrote %d shard files, want 1 (one shard per machine): %v", sshMachines[i], len(found), found)
 		}
 		shards = append(shards, found...)
-		log := checkLog(t, filepath.Join(data, "chat", "run.log"))
-		if !strings.Contains(log, "shares the server with other runs") {
-			t.Errorf("%s: generate does not say it shares the server:\n%s", sshMachines[i], log)
-		}
+		// Whether its generate says it shares the server depends on
+		// whether it saw the other's requests there (lib/generate's
+		// TestSaysItSharesOnlyBesideAnotherRun); the log is whole.
+		checkLog(t, filepath.Join(data, "chat", "run.log"))
 	}
 	union := readRecipeOutput(t, shards...) // fails on an id in two shards
 	if !reflect.DeepEqual(sortedKeys(union), sortedKeys(whole)) {

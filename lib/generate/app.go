@@ -124,8 +124,8 @@ request limit) and keeps as many requests in flight as the KV cache holds
 given the mean prompt length and the tokens a running answer holds on
 average (E[L^2]/2E[L] for answer lengths L, learned as answers arrive,
 counting the ones still running, and starting from --max-tokens/2), plus
-10% so that the server never idles between requests; it logs each choice
-on stderr.
+10% so that the server never idles between requests; it logs the first
+choice on stderr, and a later one when it moved by more than a quarter.
 
 Several runs, one server. Runs started at once against one SGLang server
 (scripts/fanout.sh datasets, or runs on other machines) share it without
@@ -142,8 +142,9 @@ estimate, and early ones are high: the queue is the same for all), and
 while more than 1% is queued, the runs grow by the half-request step
 alone; when it holds less, every run grows by its share of the room plus
 half a request per reading, and these equal steps bring the runs to equal
-shares over time. Alone, a run reaches its full size within a third of a
-second and keeps it. Limits: a client that does not take part (a run with
+shares over time. A run says it shares the server once, when a reading
+first shows requests that are not its own; alone, it says nothing of
+sharing, reaches its full size within a third of a second and keeps it. Limits: a client that does not take part (a run with
 a fixed --concurrency, another program) is not pushed back, the runs that
 take part only leave it room; equal shares are reached slowly (minutes
 with few runs), while the sum is right within seconds; gauges that lag (a

@@ -119,14 +119,21 @@ func (k *kvSizer) decoding(held int) float64 {
 	return min(float64(held), k.fits)
 }
 
-// report is the target explained for the log when it moved by more than a
-// tenth since the last one reported, else "". The last one reported, not
-// the last one computed: an estimate that wavers around a value, as it
-// does while few answers are in, is said once, not at every wave.
+// reportChange is how far the target must move from the one last said
+// for the log to say it again: the estimate is re-made every second, and
+// a tenth is what it wanders by while answers come in; the log would
+// narrate every wave.
+const reportChange = 0.25
+
+// report is the target explained for the log when it moved by more than
+// reportChange since the last one reported, else "". The last one
+// reported, not the last one computed: an estimate that wavers around a
+// value, as it does while few answers are in, is said once, not at every
+// wave, and one that drifts is said at each quarter, not at each step.
 func (k *kvSizer) report() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= 0.1*float64(k.reported) {
+	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= reportChange*float64(k.reported) {
 		return ""
 	}
 	k.reported = k.cur
@@ -142,7 +149,14 @@ func (k *kvSizer) String() string {
 
 func (k *kvSizer) explainLocked() string {
 	if k.share.on && k.share.limit > 0 && int(k.share.limit) < k.cur {
-		return fmt.Sprintf("concurrency %d: %s; %d for now, sharing the server (%s)", k.cur, k.why, max(1, int(k.share.limit)), k.share.why)
+		// Sharing is said once another run's requests were seen on the
+		// server; until then the limit is the slow start of a run that
+		// may share it.
+		sharing := ""
+		if k.share.others {
+			sharing = ", sharing the server"
+		}
+		return fmt.Sprintf("concurrency %d: %s; %d for now%s (%s)", k.cur, k.why, max(1, int(k.share.limit)), sharing, k.share.why)
 	}
 	return fmt.Sprintf("concurrency %d: %s", k.cur, k.why)
 }
@@ -210,6 +224,7 @@ type serverShare struct {
 	on       bool    // until the server turns out to report no load
 	limit    float64 // 0 until the ceiling is known
 	starting bool    // since begin, until the ceiling or a cut
+	others   bool    // a reading showed requests that are not this run's
 	why      string
 	probe    probeShare // the server reports no load: probes measure its queue
 }
@@ -235,24 +250,33 @@ func (k *kvSizer) stopSharing() {
 }
 
 // observe applies the rule to one reading of the server's load, mine being
-// this run's requests in flight to it now.
-func (k *kvSizer) observe(load serverLoad, mine int) {
+// this run's requests in flight to it now. It reports whether this reading
+// is the first to show another run's requests.
+func (k *kvSizer) observe(load serverLoad, mine int) (firstOthers bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := &k.share
-	if !s.on || s.limit == 0 {
-		return
+	if !s.on {
+		return false
 	}
-	ceiling := float64(k.cur)
 	total := load.running + load.queued
 	held := float64(mine)
+	// Alone, no one else holds a whole request: seen from the first
+	// reading, before this run's first request is sized.
+	alone := total-held < 1
+	if !alone && !s.others {
+		firstOthers, s.others = true, true
+	}
+	if s.limit == 0 {
+		return firstOthers
+	}
+	ceiling := float64(k.cur)
 	// Beside other runs, the server's queue says when it holds more than
 	// its batch takes, the same for every run, where each run's ceiling is
 	// its own estimate from its own answers (and the sum would settle at
-	// the largest). Alone (no one else holds a whole request), a run's
-	// queue is its own margin.
+	// the largest). Alone, a run's queue is its own margin.
 	queued, goal := 0.0, ceiling
-	if alone := total-held < 1; !alone {
+	if !alone {
 		queued = load.queued / total
 		if queued > shareQueueOver {
 			goal = min(goal, load.running/(1-shareQueueTarget))
@@ -290,6 +314,7 @@ func (k *kvSizer) observe(load serverLoad, mine int) {
 	if s.limit >= ceiling {
 		s.limit, s.starting = ceiling, false
 	}
+	return firstOthers
 }
 
 // startingUp reports whether k has yet to reach its first ceiling or cut.
@@ -313,7 +338,6 @@ type shareControl struct {
 	probes  bool            // --shared: probe servers that report no load
 	servers []*server       // by --url, as the view's; nil where not KV-sized
 	note    func(string, ...any)
-	said    []bool // the first reading was reported
 	// mu guards servers, which a server whose capacity is read late
 	// joins (add).
 	mu sync.Mutex
@@ -338,7 +362,7 @@ func (c *shareControl) add(srv *server) {
 // newShareControl makes every KV-sized server share; the view's first
 // reading of each says whether it can.
 func newShareControl(p *pool, servers []*server, be backend.Backend, probes bool, note func(string, ...any)) *shareControl {
-	c := &shareControl{pool: p, backend: be, probes: probes, servers: make([]*server, len(servers)), note: note, said: make([]bool, len(servers))}
+	c := &shareControl{pool: p, backend: be, probes: probes, servers: make([]*server, len(servers)), note: note}
 	any := false
 	for i, srv := range servers {
 		if k, ok := srv.limiter.(*kvSizer); ok {
@@ -401,8 +425,6 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 		// none (the view counts and says it): the limit stands.
 		return
 	}
-	first := !c.said[i]
-	c.said[i] = true
 	blind := snap == nil || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs]
 	if blind && !c.probes {
 		k.stopSharing()
@@ -418,10 +440,13 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 		go c.probe(ctx, srv)
 		return
 	}
-	if first {
-		c.note("%s: shares the server with other runs: sized from its %s (running + queued) every %v", srv.url, snap.Source, shareInterval)
+	held := c.pool.held(srv)
+	if k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, held) {
+		// Said when it is so, not at the start: a run alone is sized as
+		// one alone, and its log does not speak of others.
+		c.note("%s: shares the server with other runs (it held %.0f requests, %d of them this run's): sized from its %s (running + queued) every %v",
+			srv.url, snap.Running+snap.Queued, held, snap.Source, shareInterval)
 	}
-	k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, c.pool.held(srv))
 	c.pool.wake()
 }
 

@@ -161,6 +161,7 @@ func (k *kvSizer) shareByProbe() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.share.probe = probeShare{on: true, changed: time.Now()}
+	k.share.others = true // --shared says so: probes cannot tell runs apart
 }
 
 // probed applies the rule to one probe sent at sent, when this run held

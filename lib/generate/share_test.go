@@ -1,7 +1,11 @@
 package generate
 
 import (
+	"bufio"
+	"context"
 	"fmt"
+	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -24,12 +28,16 @@ const (
 // server counted.
 func shareRuns(t *testing.T, n int, records []string, via string, shared bool) sim.Stats {
 	t.Helper()
-	says := "shares the server with other runs: sized from its " + via
+	// Beside others, a run that reads the server's load says so when it
+	// first sees their requests; alone, it says nothing of sharing.
+	says, saysNot := "): sized from its "+via+" (running + queued)", ""
 	switch {
 	case via == viaNothing && shared:
 		says = "shares the server with other runs by probes of its queue"
 	case via == viaNothing:
 		says = "sized as if no other run used it"
+	case n == 1:
+		says, saysNot = "", "shar"
 	}
 	srv, url := startSim(t, func(c *sim.Config) {
 		c.NoMetrics = via != viaMetrics
@@ -64,6 +72,9 @@ func shareRuns(t *testing.T, n int, records []string, via string, shared bool) s
 			}
 			if !strings.Contains(r.stderr, says) {
 				t.Errorf("run %d of %d does not say %q:\n%s", i+1, n, says, r.stderr)
+			}
+			if saysNot != "" && strings.Contains(r.stderr, saysNot) {
+				t.Errorf("run %d of %d, alone, speaks of sharing the server:\n%s", i+1, n, r.stderr)
 			}
 		}()
 	}
@@ -154,5 +165,61 @@ func testRunsShare(t *testing.T, via string, runs ...int) {
 		if limit := 2*one.MaxQueued + 20; st.MaxQueued > limit {
 			t.Errorf("%d runs: %d requests queued at the peak, one run %d (bound %d)", n, st.MaxQueued, one.MaxQueued, limit)
 		}
+	}
+}
+
+// A run alone on a server that reports its load says nothing of sharing
+// it; the same run beside another run's requests (held on the server
+// until the test ends) says so once, with what the server held. Events,
+// not timing: the other run holds more requests than this run has
+// records, before it starts, and the server's load is read when a run
+// starts, so even the first reading shows requests that are not this
+// run's.
+func TestSaysItSharesOnlyBesideAnotherRun(t *testing.T) {
+	const records = 4
+	in := sglangRequests(records, 8)
+	srv, url := startSim(t, func(c *sim.Config) {
+		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 50}
+		c.StepTime = time.Millisecond // the other run's requests last 30 s
+	})
+	args := []string{"--url", url, "--max-tokens", "64", "--progress-interval", "0"}
+	alone := runGenerate(t, in, args...)
+	if alone.code != 0 || strings.Contains(alone.stderr, "shar") {
+		t.Errorf("alone: exit %d, and the log speaks of sharing the server:\n%s", alone.code, alone.stderr)
+	}
+	for range records + 1 {
+		holdOtherRequest(t, url)
+	}
+	if st := srv.Stats(); st.Running+st.Queued <= records {
+		t.Fatalf("the other run's requests are not on the server: %+v", st)
+	}
+	beside := runGenerate(t, in, args...)
+	says := regexp.MustCompile(`: shares the server with other runs \(it held [0-9]+ requests, [0-9]+ of them this run's\): sized from its /metrics \(running \+ queued\) every 500ms\n`)
+	if beside.code != 0 || len(says.FindAllString(beside.stderr, -1)) != 1 {
+		t.Errorf("beside another run: exit %d, and the log does not say once that it shares the server:\n%s", beside.code, beside.stderr)
+	}
+}
+
+// holdOtherRequest puts a request on the SGLang server at url that stands
+// for another run's: it runs (ignore_eos, 30,000 tokens) until the test
+// ends. It returns once the server streams its first tokens.
+func holdOtherRequest(t *testing.T, url string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"input_ids":[9,9,9,9],"sampling_params":{"max_new_tokens":30000,"ignore_eos":true},"stream":true}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/generate", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+	})
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatalf("the other run's request: %s: %v", resp.Status, err)
 	}
 }
