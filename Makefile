@@ -8,6 +8,10 @@ BINDIR  := $(DESTDIR)$(PREFIX)/bin
 MANDIR  := $(DESTDIR)$(PREFIX)/share/man
 BASHCOMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+# The recipes (scripts/'s runnable pipelines, whose crontab and sbatch lines
+# name this folder): /usr/local/share/synthpipe/scripts by default.
+RECIPEDIR   := $(DESTDIR)$(PREFIX)/share/synthpipe/scripts
+RECIPES     := run-dataset.sh fanout.sh several-servers.sh slurm/run-array.sbatch slurm/server.sbatch
 TOOLS   := $(notdir $(wildcard cmd/*))
 
 .PHONY: help build test test-loaded vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
@@ -20,7 +24,7 @@ help:
 	@echo "make bench     benchmarks side by side with their reference tools"
 	@echo "make stress    the long reliability tests (crash/resume, fault storms, dying servers)"
 	@echo "make man       regenerate man/ from the CLI definitions"
-	@echo "make install   install binaries and man pages under PREFIX (DESTDIR honoured)"
+	@echo "make install   install binaries, man pages, completions and the recipes (scripts/) under PREFIX (DESTDIR honoured)"
 	@echo "make clean     remove build output"
 
 build:
@@ -68,7 +72,8 @@ demo: build
 	bash scripts/demo.sh
 
 install: build
-	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7 $(BASHCOMPDIR) $(ZSHCOMPDIR)
+	install -d $(BINDIR) $(MANDIR)/man1 $(MANDIR)/man7 $(BASHCOMPDIR) $(ZSHCOMPDIR) $(RECIPEDIR)/slurm
+	for r in $(RECIPES); do install -m 0755 scripts/$$r $(RECIPEDIR)/$$r; done
 	for t in $(TOOLS); do install -m 0755 bin/$$t $(BINDIR)/$$t; done
 	install -m 0644 man/*.1 $(MANDIR)/man1/
 	install -m 0644 man/*.7 $(MANDIR)/man7/
@@ -78,6 +83,8 @@ install: build
 uninstall:
 	for t in $(TOOLS); do rm -f $(BINDIR)/$$t $(MANDIR)/man1/$$t.1 $(BASHCOMPDIR)/$$t $(ZSHCOMPDIR)/_$$t; done
 	rm -f $(MANDIR)/man7/synthpipe-records.7 $(MANDIR)/man7/synthpipe-status.7
+	for r in $(RECIPES); do rm -f $(RECIPEDIR)/$$r; done
+	rmdir $(RECIPEDIR)/slurm $(RECIPEDIR) $(DESTDIR)$(PREFIX)/share/synthpipe 2>/dev/null || true
 
 clean:
 	rm -rf bin

@@ -44,7 +44,7 @@
 # The runs on the hosts share the server as the local ones do:
 #   parallel --sshlogin 1/host1,1/host2,1/host3,1/host4 --workdir /srv/distill \
 #     --env SYNTHPIPE_TOKENIZER --env SYNTHPIPE_URL --env SYNTHPIPE_BUDGET \
-#     /opt/synthpipe/scripts/run-dataset.sh chat {}/4 ::: 0 1 2 3
+#     /usr/local/share/synthpipe/scripts/run-dataset.sh chat {}/4 ::: 0 1 2 3
 # (tests/recipe_ssh_test.go runs this against an sshd of its own, two logins
 # standing for two hosts.)
 #

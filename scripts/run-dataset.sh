@@ -48,15 +48,20 @@
 #                            every assistant turn of each conversation on the
 #                            model's own answers (agent and tool-calling data;
 #                            tokenize-prompts and generate --turns all)
+#   SYNTHPIPE_QUIET          1: print nothing unless the run fails (then its exit
+#                            status and its last lines of run.log), so that cron
+#                            mails only failures; run.log has everything either way
 #   SYNTHPIPE_SHARED         1: other runs use the server too (generate --shared:
 #                            a server that reports no load is shared by probing
 #                            its queue); fanout.sh sets it, and a shard always is
 #
 # Crontab lines (every 10 minutes; while a run is still going the next is a
-# no-op; after a 75 the next one retries). Cron's own PATH is /usr/bin:/bin,
-# without /usr/local/bin where make install puts the tools: set it.
+# no-op; after a 75 the next one retries; cron mails what a run prints, so
+# SYNTHPIPE_QUIET=1 has it print only a failure). Cron's own PATH is
+# /usr/bin:/bin, without /usr/local/bin where make install puts the tools: set
+# it. make install puts this script in /usr/local/share/synthpipe/scripts.
 #   PATH=/usr/local/bin:/usr/bin:/bin
-#   */10 * * * * cd /srv/distill && SYNTHPIPE_TOKENIZER=/models/Kimi-K2.5 SYNTHPIPE_URL=http://gpu1:30000 /opt/synthpipe/scripts/run-dataset.sh chat >/dev/null 2>&1
+#   */10 * * * * cd /srv/distill && SYNTHPIPE_QUIET=1 SYNTHPIPE_TOKENIZER=/models/Kimi-K2.5 SYNTHPIPE_URL=http://gpu1:30000 /usr/local/share/synthpipe/scripts/run-dataset.sh chat
 set -uo pipefail
 
 usage() {
@@ -73,6 +78,8 @@ dir=$data/$dataset
 tokenizer=${SYNTHPIPE_TOKENIZER:?set SYNTHPIPE_TOKENIZER to the model folder}
 url_list=${SYNTHPIPE_URL:?set SYNTHPIPE_URL to the server base URL(s)}
 backend=${SYNTHPIPE_BACKEND:-sglang}
+quiet=
+case ${SYNTHPIPE_QUIET:-} in 1 | true | yes) quiet=1 ;; esac
 budget=${SYNTHPIPE_BUDGET:-10M}
 max_tokens=${SYNTHPIPE_MAX_TOKENS:-4096}
 shuffle_flags=(--shuffle "${SYNTHPIPE_SHUFFLE:-1}")
@@ -152,7 +159,14 @@ stamp() {
 	trap '' INT TERM HUP
 	while IFS= read -r line; do printf '%s %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$name" "$line"; done
 }
-note() { echo "run-dataset: $*" | stamp | tee -a "$log" >&2; }
+# note says what the run does, in the log and (unless quiet) on stderr.
+note() {
+	if [ -n "$quiet" ]; then
+		echo "run-dataset: $*" | stamp >>"$log"
+	else
+		echo "run-dataset: $*" | stamp | tee -a "$log" >&2
+	fi
+}
 # logged TOOL ARGS...: one stage of the pipeline, its stderr stamped into the
 # log. The stage ends only once its stamper has written all the tool said,
 # so that the pipeline's end, and the run's last line after it, come after
@@ -183,6 +197,8 @@ fi
 printf 'pid %d, process group %d, since %s, log %s\n' "$$" "$(ps -o pgid= -p $$ | tr -d ' ')" \
 	"$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$log" >"$lockfile"
 
+log_start=0 # where this run's lines begin
+[ -f "$log" ] && log_start=$(wc -l <"$log")
 urls=()
 for u in $url_list; do urls+=(--url "$u"); done
 # The script itself notes a signal and lets the pipeline finish stopping,
@@ -216,4 +232,8 @@ for c in "${codes[@]}"; do
 done
 [ -n "$signalled" ] && note "stopped by SIG$signalled"
 note "done: exit statuses ${codes[*]} (tokenize-prompts dedupe-resume generate budget-cut) -> $status"
+if [ -n "$quiet" ] && [ "$status" -ne 0 ]; then
+	echo "run-dataset.sh: $name failed with exit status $status; its last lines of $log:" >&2
+	tail -n "+$((log_start + 1))" "$log" | grep -F " $name " | tail -n 20 >&2
+fi
 exit "$status"

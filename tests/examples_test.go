@@ -195,24 +195,10 @@ func TestExamplesRunAsWritten(t *testing.T) {
 			if out, err := exec.Command("cp", "-a", world+"/.", dir).CombinedOutput(); err != nil {
 				t.Fatalf("copy the example's files: %v\n%s", err, out)
 			}
-			router := sim.Default()
-			router.ModelName = "moonshotai/kimi-k2.5"
-			if m := routerModel.FindStringSubmatch(ex.script); m != nil {
-				router.ModelName = m[1]
-			}
-			routerURL := simtest.Start(t, router).URL
 			script := backgrounded(substitute(ex.script))
 			c := exec.Command("bash", "-e", "-c", script)
 			c.Dir = dir
-			c.Env = append(os.Environ(),
-				"SIM="+simtest.Start(t, quickSimConfig()).URL,
-				"SIM2="+simtest.Start(t, quickSimConfig()).URL,
-				"ROUTER="+routerURL,
-				"SYNTHPIPE_OPENROUTER_URL="+routerURL+"/api/v1", // estimate's price list
-				"REPO="+repoRoot(t),
-				"demo="+filepath.Join(dir, "demo"),
-				"OPENROUTER_API_KEY=sk-test",
-			)
+			c.Env = exampleEnv(t, dir, ex.script)
 			// A failure bound only: the README's whole job runs twelve datasets
 			// twice, which a loaded 2-core machine takes minutes over.
 			out, err := runWithin(c, 10*time.Minute)
@@ -226,6 +212,28 @@ func TestExamplesRunAsWritten(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exampleEnv is the environment an example runs in, in the folder dir: the
+// simulators it names started ($SIM, $SIM2, $ROUTER serving the model the
+// example names), the repository, an API key.
+func exampleEnv(t *testing.T, dir, script string) []string {
+	t.Helper()
+	router := sim.Default()
+	router.ModelName = "moonshotai/kimi-k2.5"
+	if m := routerModel.FindStringSubmatch(script); m != nil {
+		router.ModelName = m[1]
+	}
+	routerURL := simtest.Start(t, router).URL
+	return append(os.Environ(),
+		"SIM="+simtest.Start(t, quickSimConfig()).URL,
+		"SIM2="+simtest.Start(t, quickSimConfig()).URL,
+		"ROUTER="+routerURL,
+		"SYNTHPIPE_OPENROUTER_URL="+routerURL+"/api/v1", // estimate's price list
+		"REPO="+repoRoot(t),
+		"demo="+filepath.Join(dir, "demo"),
+		"OPENROUTER_API_KEY=sk-test",
+	)
 }
 
 // exampleWorld is a folder holding every file the examples name, made once

@@ -638,24 +638,53 @@ func TestRecipeCrontabLine(t *testing.T) {
 	if err := os.Rename(data, filepath.Join(work, "data")); err != nil {
 		t.Fatal(err)
 	}
-	command := strings.NewReplacer(
-		"/srv/distill", work,
-		"/models/Kimi-K2.5", "builtin:"+bundle.TokenizerName,
-		"http://gpu1:30000", startLLMSim(t),
-		"/opt/synthpipe/scripts", scripts,
-	).Replace(string(cronLine[1]))
-	// The tools are in the first folder of the documented PATH.
-	path := strings.Replace(string(pathLine[1]), "/usr/local/bin", filepath.Dir(toolPath), 1)
-	cmd := exec.Command("/bin/sh", "-c", command)
-	cmd.Env = []string{"HOME=" + work, "LOGNAME=cron", "SHELL=/bin/sh", "PATH=" + path, "SYNTHPIPE_MAX_TOKENS=24"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", command, err, out)
+	sim := startLLMSim(t)
+	cron := func(server string) (string, error) {
+		command := strings.NewReplacer(
+			"/srv/distill", work,
+			"/models/Kimi-K2.5", "builtin:"+bundle.TokenizerName,
+			"http://gpu1:30000", server,
+			"/usr/local/share/synthpipe/scripts", scripts,
+		).Replace(string(cronLine[1]))
+		// The tools are in the first folder of the documented PATH.
+		path := strings.Replace(string(pathLine[1]), "/usr/local/bin", filepath.Dir(toolPath), 1)
+		cmd := exec.Command("/bin/sh", "-c", command)
+		cmd.Env = []string{"HOME=" + work, "LOGNAME=cron", "SHELL=/bin/sh", "PATH=" + path, "SYNTHPIPE_MAX_TOKENS=24"}
+		out, err := cmd.CombinedOutput() // what cron would mail
+		return string(out), err
 	}
-	log := checkLog(t, filepath.Join(work, "data", "chat", "run.log"))
-	recs := readRecipeOutput(t, filepath.Join(work, "data", "chat", "out.jsonl"))
+	runLog := filepath.Join(work, "data", "chat", "run.log")
+	outPath := filepath.Join(work, "data", "chat", "out.jsonl")
+	// A run that does the work, and one on the finished dataset: cron
+	// mails nothing.
+	for _, run := range []string{"the first run", "a run on the finished dataset"} {
+		if out, err := cron(sim); err != nil || out != "" {
+			t.Fatalf("%s: %v; want success and nothing printed (cron mails it), got:\n%s", run, err, out)
+		}
+	}
+	log := checkLog(t, runLog)
+	recs := readRecipeOutput(t, outPath)
 	if want := promptCount(t, filepath.Join(work, "data"), "chat"); len(recs) != want {
 		t.Errorf("the cron run wrote %d records, want %d; run.log:\n%s", len(recs), want, log)
 	}
+	// A failure is printed: with a record to redo and no server, the run
+	// says it failed, with the tools' own words.
+	deleteLines(t, outPath, sortedKeys(recs)[0])
+	out, err := cron(closedPortURL(t))
+	if code := exitCode(err); code != 75 || !strings.Contains(out, "run-dataset.sh: chat failed with exit status 75; its last lines of ") || !strings.Contains(out, "generate: ") {
+		t.Errorf("a failed cron run: exit %d, want 75 and what failed printed, got:\n%s", code, out)
+	}
+}
+
+// exitCode is the exit status an exec error carries (0 for none).
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
 
 // TestRecipeFanoutRetryLater: when the runs find no server, fanout.sh exits
