@@ -61,6 +61,20 @@ group, the total last; raw numbers), or --json (one object: "total", and
 total_tokens, completion_length {count, mean, p50, p90, p99, max},
 finish_reasons, truncated, truncated_share, errors, duplicates, missing_ids,
 invalid_lines, torn, and budget {tokens, used, left, percent} with --budget).
+
+Conversations (generate --turns all: records with "turns" and "ended") are
+counted by synthpipe-records(7)'s rule: their prompt and completion tokens
+summed over their turns (what was spent: every turn re-sends the
+conversation so far), their completion length the sum of their turns'. When
+the input holds any, the table and --tsv add, per group: conversations, the
+turns they made in all and per conversation (turns/conv: mean, p50, p90,
+max), each turn's completion tokens (turn mean, p50, p90, p99, max: what
+max_tokens bounds), and why they ended, a column per reason (ended done,
+length, mismatch, budget, ...; synthpipe-records(7)). --json adds to every
+group "conversations": {count, turns, turns_per_conversation {count, mean,
+p50, p90, p99, max}, conversations_by_turns {"N": conversations},
+ended {reason: conversations}, turn_completion_length {count, mean, p50,
+p90, p99, max}, turn_finish_reasons}.
 --total prints only the total token count, one integer, by the fastest path
 (no percentiles, no id set). --hist adds a histogram of completion lengths to
 the table, in log-spaced buckets; its bars are block characters, or "#" when

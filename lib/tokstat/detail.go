@@ -11,24 +11,16 @@ import (
 )
 
 // detail is what the HTML report draws beyond the table's figures: the
-// token limits answers were asked under, soft failures by kind, and for
-// conversations (generate --turns all) their turns and how they ended.
+// token limits answers were asked under and soft failures by kind (a
+// conversation's turns are in stats.conv, which the table shows too).
 // Only --html reads these fields, so the other outputs keep their speed.
 type detail struct {
-	maxTokens     map[int64]int64 // gen.params.max_tokens -> answers asked under it
-	soft          map[string]int64
-	turns         map[int64]int64 // turns per conversation -> conversations
-	ended         map[string]int64
-	conversations int64
-	// Each generated turn of the conversations: max_tokens holds per turn,
-	// so their lengths and finish reasons are what to look at.
-	turnLengths []uint32
-	turnFinish  map[string]int64
+	maxTokens map[int64]int64 // gen.params.max_tokens -> answers asked under it
+	soft      map[string]int64
 }
 
 func newDetail() *detail {
-	return &detail{maxTokens: map[int64]int64{}, soft: map[string]int64{}, turns: map[int64]int64{}, ended: map[string]int64{},
-		turnFinish: map[string]int64{}}
+	return &detail{maxTokens: map[int64]int64{}, soft: map[string]int64{}}
 }
 
 // Soft failures: answers written, yet not what was asked for (as generate's
@@ -49,7 +41,7 @@ func (d *detail) add(line []byte, info record.Info) {
 	if info.HasError {
 		return
 	}
-	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens", "turns", "ended", "text", "tool_calls")
+	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens", "text", "tool_calls")
 	switch {
 	case r[0].Type == gjson.Number:
 		d.maxTokens[r[0].Int()]++
@@ -64,40 +56,23 @@ func (d *detail) add(line []byte, info record.Info) {
 	case "content_filter":
 		d.soft[softFiltered]++
 	}
-	if r[2].IsArray() {
-		d.conversations++
-		d.turns[int64(len(r[2].Array()))]++
-		if e := r[3].String(); e != "" {
-			d.ended[e]++
+	if info.Conversation != nil {
+		for _, t := range info.Conversation.Turns {
+			if t.FinishReason == "length" {
+				d.soft[softTurnTruncated]++
+			}
 		}
-		d.addTurns(r[2])
 		return
 	}
-	if info.CompletionTokens == 0 && r[4].String() == "" && len(r[5].Array()) == 0 {
+	if info.CompletionTokens == 0 && r[2].String() == "" && len(r[3].Array()) == 0 {
 		d.soft[softEmpty]++
-	}
-}
-
-// addTurns reads the turns of a conversation.
-func (d *detail) addTurns(turns gjson.Result) {
-	for _, t := range turns.Array() {
-		r := t.Get("completion_tokens")
-		d.turnLengths = append(d.turnLengths, uint32(min(max(r.Int(), 0), 1<<32-1)))
-		reason := t.Get("finish_reason").String()
-		if reason == "" {
-			reason = noFinishReason
-		}
-		d.turnFinish[reason]++
-		if reason == "length" {
-			d.soft[softTurnTruncated]++
-		}
 	}
 }
 
 // onlyConversations reports whether every answer of s is a conversation:
 // its charts are then of turns.
-func (d *detail) onlyConversations(s *stats) bool {
-	return d.conversations > 0 && d.conversations == s.answers()
+func onlyConversations(s *stats) bool {
+	return s.conv != nil && s.conv.count == s.answers()
 }
 
 // limits lists the max_tokens values, the most used first.

@@ -108,8 +108,8 @@ func (p page) section(s section) {
 		cliutil.Count(st.records, "record"), cliutil.Thousands(st.answers()), dist.mean, dist.p50, dist.p90, dist.p99, dist.max)
 	p.lengths(st, d)
 	p.w.WriteString("<h3>Finish reasons</h3>\n")
-	if d.onlyConversations(st) {
-		p.figure("finish", "how each generated turn ended", barsSVG("finish reasons of the turns", countsByName(d.turnFinish), float64(len(d.turnLengths))))
+	if onlyConversations(st) {
+		p.figure("finish", "how each generated turn ended", barsSVG("finish reasons of the turns", countsByName(st.conv.turnFinish), float64(st.conv.turns())))
 	} else {
 		p.figure("finish", "how the answers ended (none: no finish_reason, as for errors)", barsSVG("finish reasons", countsByName(st.finishReasons), float64(st.records)))
 	}
@@ -120,12 +120,10 @@ func (p page) section(s section) {
 	}
 	p.figure("budget", caption, budgetSVG(st.promptTokens, st.completionTokens, s.budget))
 	p.softFailures(st, d)
-	if d.conversations > 0 {
+	if c := st.conv; c != nil {
 		p.w.WriteString("<h3>Turns per conversation</h3>\n")
-		p.figure("turns", "conversations (generate --turns all) by their number of generated turns", barsSVG("turns per conversation", turnBars(d.turns), float64(d.conversations)))
-		if len(d.ended) > 0 {
-			p.figure("ended", "why the conversations ended", barsSVG("why conversations ended", countsByName(d.ended), float64(d.conversations)))
-		}
+		p.figure("turns", "conversations (generate --turns all) by their number of generated turns", barsSVG("turns per conversation", turnBars(c.byTurns), float64(c.count)))
+		p.figure("ended", "why the conversations ended", barsSVG("why conversations ended", countsByName(c.ended), float64(c.count)))
 	}
 	p.w.WriteString("</section>\n")
 }
@@ -136,8 +134,8 @@ func (p page) section(s section) {
 func (p page) lengths(st *stats, d *detail) {
 	p.w.WriteString("<h3>Completion length</h3>\n")
 	lengths, what := st.lengths, "answers"
-	if d.onlyConversations(st) {
-		lengths, what = slices.Clone(d.turnLengths), "generated turns"
+	if onlyConversations(st) {
+		lengths, what = slices.Clone(st.conv.turnLengths), "generated turns"
 		slices.Sort(lengths)
 	}
 	if len(lengths) == 0 {

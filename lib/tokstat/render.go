@@ -18,16 +18,26 @@ type row struct {
 	*stats
 	dist   distribution
 	budget budgetUse
+	// Conversations: their figures (empty for a group without any), the
+	// turns each made and each turn's completion length.
+	conv                *convStats
+	turnsDist, turnDist distribution
 }
 
 func rowsOf(cfg *config, total *stats, groups []*stats) []row {
 	rows := make([]row, 0, len(groups)+1)
-	for _, s := range groups {
-		rows = append(rows, row{stats: s, dist: s.distribution(), budget: s.budgetUse(cfg.budget)})
-	}
 	// The budget is per group: the total stands against all of them together.
 	totalBudget := cfg.budget * int64(max(len(groups), 1))
-	return append(rows, row{stats: total, dist: total.distribution(), budget: total.budgetUse(totalBudget)})
+	for _, s := range append(groups[:len(groups):len(groups)], total) {
+		budget := cfg.budget
+		if s == total {
+			budget = totalBudget
+		}
+		c := s.conversations()
+		rows = append(rows, row{stats: s, dist: s.distribution(), budget: s.budgetUse(budget),
+			conv: c, turnsDist: distributionOf(c.perConv), turnDist: distributionOf(c.turnLengths)})
+	}
+	return rows
 }
 
 // kind says how a metric is printed.
@@ -53,7 +63,8 @@ func count(tsv, head string, v func(r row) int64) metric {
 
 // sections are the table's blocks, each narrow enough for a terminal; the
 // TSV has them all on one line.
-func sections(cfg *config, reasons []string) [][]metric {
+func sections(cfg *config, total *stats) [][]metric {
+	reasons := reasonsByCount(total)
 	tokens := []metric{
 		count("records", "records", func(r row) int64 { return r.records }),
 		count("prompt_tokens", "prompt", func(r row) int64 { return r.promptTokens }),
@@ -78,7 +89,7 @@ func sections(cfg *config, reasons []string) [][]metric {
 	for _, reason := range reasons {
 		finish = append(finish, count("finish_"+reason, reason, func(r row) int64 { return r.finishReasons[reason] }))
 	}
-	out := [][]metric{tokens, health, finish}
+	out := append([][]metric{tokens, health, finish}, convSections(total)...)
 	if cfg.hasBudget {
 		out = append(out, []metric{
 			count("budget", "budget", func(r row) int64 { return r.budget.budget }),
@@ -133,7 +144,7 @@ func groupHeading(cfg *config) string {
 func writeTable(w io.Writer, cfg *config, total *stats, groups []*stats) error {
 	rows := rowsOf(cfg, total, groups)
 	bw := bufio.NewWriter(w)
-	for i, sec := range sections(cfg, reasonsByCount(total)) {
+	for i, sec := range sections(cfg, total) {
 		if len(sec) == 0 {
 			continue
 		}
@@ -181,7 +192,7 @@ func writeAligned(w *bufio.Writer, cells [][]string) {
 func writeTSV(w io.Writer, cfg *config, total *stats, groups []*stats) error {
 	rows := rowsOf(cfg, total, groups)
 	var metrics []metric
-	for _, sec := range sections(cfg, reasonsByCount(total)) {
+	for _, sec := range sections(cfg, total) {
 		metrics = append(metrics, sec...)
 	}
 	bw := bufio.NewWriter(w)
@@ -227,6 +238,8 @@ type jsonGroup struct {
 	InvalidLines     int64            `json:"invalid_lines"`
 	Torn             int64            `json:"torn"`
 	Budget           *jsonBudget      `json:"budget,omitempty"`
+	// Conversations: with any in the input, in every group.
+	Conversations *jsonConversations `json:"conversations,omitempty"`
 }
 
 type jsonDistribution struct {
@@ -236,6 +249,10 @@ type jsonDistribution struct {
 	P90   uint32  `json:"p90"`
 	P99   uint32  `json:"p99"`
 	Max   uint32  `json:"max"`
+}
+
+func (d distribution) json() jsonDistribution {
+	return jsonDistribution{Count: d.count, Mean: round(d.mean, 2), P50: d.p50, P90: d.p90, P99: d.p99, Max: d.max}
 }
 
 type jsonBudget struct {
@@ -251,23 +268,25 @@ func round(v float64, places int) float64 {
 	return math.Round(v*p) / p
 }
 
-func (r row) json(cfg *config) jsonGroup {
+func (r row) json(cfg *config, hasConversations bool) jsonGroup {
 	g := jsonGroup{
 		Group:            r.name,
 		Records:          r.records,
 		PromptTokens:     r.promptTokens,
 		CompletionTokens: r.completionTokens,
 		TotalTokens:      r.totalTokens(),
-		CompletionLength: jsonDistribution{Count: r.dist.count, Mean: round(r.dist.mean, 2),
-			P50: r.dist.p50, P90: r.dist.p90, P99: r.dist.p99, Max: r.dist.max},
-		FinishReasons:  r.finishReasons,
-		Truncated:      r.truncated,
-		TruncatedShare: round(r.truncatedShare(), 4),
-		Errors:         r.errors,
-		Duplicates:     r.duplicates,
-		MissingIDs:     r.missingIDs,
-		InvalidLines:   r.invalidLines,
-		Torn:           r.torn,
+		CompletionLength: r.dist.json(),
+		FinishReasons:    r.finishReasons,
+		Truncated:        r.truncated,
+		TruncatedShare:   round(r.truncatedShare(), 4),
+		Errors:           r.errors,
+		Duplicates:       r.duplicates,
+		MissingIDs:       r.missingIDs,
+		InvalidLines:     r.invalidLines,
+		Torn:             r.torn,
+	}
+	if hasConversations {
+		g.Conversations = r.jsonConversations()
 	}
 	if cfg.hasBudget {
 		g.Budget = &jsonBudget{Tokens: r.budget.budget, Used: r.budget.used, Left: r.budget.left,
@@ -280,10 +299,11 @@ func (r row) json(cfg *config) jsonGroup {
 func writeJSON(w io.Writer, cfg *config, total *stats, groups []*stats) error {
 	rows := rowsOf(cfg, total, groups)
 	rep := jsonReport{Groups: []jsonGroup{}}
+	convs := total.conv != nil
 	for _, r := range rows[:len(rows)-1] {
-		rep.Groups = append(rep.Groups, r.json(cfg))
+		rep.Groups = append(rep.Groups, r.json(cfg, convs))
 	}
-	rep.Total = rows[len(rows)-1].json(cfg)
+	rep.Total = rows[len(rows)-1].json(cfg, convs)
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode the report: %w", err)

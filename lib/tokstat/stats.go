@@ -23,8 +23,9 @@ type stats struct {
 	invalidLines     int64
 	torn             int64
 	finishReasons    map[string]int64
-	lengths          []uint32 // completion tokens of each answer, for exact percentiles
-	detail           *detail  // only for --html
+	lengths          []uint32   // completion tokens of each answer, for exact percentiles
+	conv             *convStats // regenerated conversations, nil until one is read
+	detail           *detail    // only for --html
 }
 
 func newStats(name string) *stats {
@@ -55,6 +56,12 @@ func (s *stats) add(info record.Info, duplicate bool) {
 	}
 	s.addTokens(info)
 	s.lengths = append(s.lengths, uint32(min(info.CompletionTokens, 1<<32-1)))
+	if info.Conversation != nil {
+		if s.conv == nil {
+			s.conv = newConvStats()
+		}
+		s.conv.add(info.Conversation)
+	}
 }
 
 // addTokens counts only the tokens of a record: all that --total needs.
@@ -95,19 +102,22 @@ type distribution struct {
 // distribution sorts the lengths (once) and reads the percentiles by the
 // nearest-rank method: p is the smallest length with at least p% of the
 // answers at or below it.
-func (s *stats) distribution() distribution {
-	n := len(s.lengths)
+func (s *stats) distribution() distribution { return distributionOf(s.lengths) }
+
+// distributionOf sorts v in place and summarizes it.
+func distributionOf(v []uint32) distribution {
+	n := len(v)
 	if n == 0 {
 		return distribution{}
 	}
-	slices.Sort(s.lengths)
-	rank := func(p int) uint32 { return s.lengths[(p*n+99)/100-1] }
+	slices.Sort(v)
+	rank := func(p int) uint32 { return v[(p*n+99)/100-1] }
 	var sum uint64
-	for _, v := range s.lengths {
-		sum += uint64(v)
+	for _, x := range v {
+		sum += uint64(x)
 	}
 	return distribution{count: n, mean: float64(sum) / float64(n),
-		p50: rank(50), p90: rank(90), p99: rank(99), max: s.lengths[n-1]}
+		p50: rank(50), p90: rank(90), p99: rank(99), max: v[n-1]}
 }
 
 // budgetUse is a group's standing against --budget.
@@ -126,13 +136,16 @@ func (s *stats) budgetUse(budget int64) budgetUse {
 
 // reasonsByCount lists the finish reasons of all groups, the most frequent in
 // total first, so that the table's columns are the same for every group.
-func reasonsByCount(total *stats) []string {
-	names := make([]string, 0, len(total.finishReasons))
-	for r := range total.finishReasons {
+func reasonsByCount(total *stats) []string { return byCount(total.finishReasons) }
+
+// byCount lists the keys of a count map, the largest count first.
+func byCount(m map[string]int64) []string {
+	names := make([]string, 0, len(m))
+	for r := range m {
 		names = append(names, r)
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		return cmp.Or(cmp.Compare(total.finishReasons[b], total.finishReasons[a]), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b))
 	})
 	return names
 }
