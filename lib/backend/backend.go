@@ -136,7 +136,10 @@ type ServerInfo struct {
 	// streams carry deltas rather than cumulative snapshots.
 	IncrementalStreaming bool
 	Version              string // the server's version, when reported
-	Raw                  json.RawMessage
+	// Model is the model it serves, when it says (SGLang's /model_info
+	// model_path): what records name in gen.model.
+	Model string
+	Raw   json.RawMessage
 }
 
 // Backend sends requests to one kind of server.

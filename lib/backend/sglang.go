@@ -351,7 +351,29 @@ func (b *sglang) ServerInfo(ctx context.Context, base string) (*ServerInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	return parseServerInfo(doc), nil
+	info := parseServerInfo(doc)
+	info.Model = b.modelPath(ctx, base, doc)
+	return info, nil
+}
+
+// modelPath is the model the server serves: model_path of GET
+// {base}/model_info, or of the older /get_model_info, else of the server
+// info doc (its server_args), else "".
+func (b *sglang) modelPath(ctx context.Context, base string, doc gjson.Result) string {
+	for _, path := range []string{"/model_info", "/get_model_info"} {
+		m, err := b.getJSON(ctx, joinURL(base, path))
+		if err == nil {
+			if p := m.Get("model_path").String(); p != "" {
+				return p
+			}
+			break
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Status != http.StatusNotFound && e.Status != http.StatusMethodNotAllowed {
+			break
+		}
+	}
+	return doc.Get("model_path").String()
 }
 
 func parseServerInfo(doc gjson.Result) *ServerInfo {

@@ -272,7 +272,8 @@ func TestSGLangServerInfo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 512, ContextLength: 32768, TokenCapacity: 159277, IncrementalStreaming: true, Version: "0.5.5"}
+		// No /model_info: the model is server_args' model_path.
+		want := ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 512, ContextLength: 32768, TokenCapacity: 159277, IncrementalStreaming: true, Version: "0.5.5", Model: "m"}
 		info.Raw = nil
 		if !reflect.DeepEqual(*info, want) {
 			t.Fatalf("got %+v, want %+v", *info, want)
@@ -289,10 +290,27 @@ func TestSGLangServerInfo(t *testing.T) {
 		if info.ContextLength != 8192 || info.MaxRunningRequests != 256 || info.MaxTotalTokens != 50000 || info.TokenCapacity != 50000 || len(info.Raw) == 0 {
 			t.Fatalf("got %+v", info)
 		}
-		if !slices.Equal(s.paths, []string{"/server_info", "/get_server_info"}) {
+		if !slices.Equal(s.paths, []string{"/server_info", "/get_server_info", "/model_info", "/get_model_info"}) {
 			t.Fatalf("asked %v", s.paths)
 		}
 	})
+	// The model it serves is /model_info's model_path (SGLang's http_server.py),
+	// or the older /get_model_info's.
+	for _, path := range []string{"/model_info", "/get_model_info"} {
+		t.Run("model from "+path, func(t *testing.T) {
+			s := newStubPaths(t, map[string]http.HandlerFunc{
+				"/server_info": answerJSON(200, current),
+				path:           answerJSON(200, `{"model_path":"moonshotai/Kimi-K2.5","tokenizer_path":"moonshotai/Kimi-K2.5","is_generation":true}`),
+			})
+			info, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Model != "moonshotai/Kimi-K2.5" {
+				t.Fatalf("model %q, want /model_info's model_path (asked %v)", info.Model, s.paths)
+			}
+		})
+	}
 	t.Run("down", func(t *testing.T) {
 		s := newStub(t, answerJSON(503, `{"object":"error","message":"starting","code":503}`))
 		_, err := NewSGLang(Options{}).ServerInfo(ctxTimeout(t), s.URL)

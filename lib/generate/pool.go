@@ -14,6 +14,7 @@ import (
 type server struct {
 	url         string // as printed and written in gen.endpoint: without user:password
 	base        string // as given to --url, credentials included: where requests go
+	model       string // the model it says it serves (SGLang's /model_info), for gen.model
 	limiter     limiter
 	inFlight    int
 	outstanding int64     // tokens the requests in flight are expected to hold

@@ -113,7 +113,10 @@ func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte 
 	b := make([]byte, 0, 160+len(c.paramsJSON))
 	b = append(b, `{"backend":`...)
 	b = jsonl.AppendString(b, c.backendName)
-	model := res.Model
+	model := res.Model // what answered, else what the server says it serves, else --model
+	if model == "" {
+		model = j.server.model
+	}
 	if model == "" {
 		model = c.cfg.model
 	}

@@ -276,9 +276,19 @@ func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(
 		servers[i] = srv
 		if cfg.fixedConc > 0 {
 			srv.limiter = fixedLimit(cfg.fixedConc)
+			if !cfg.kind.NeedsModel {
+				// Requests name no model: the server's information
+				// names it, for gen.model; nothing else is read.
+				if info, _ := serverInfo(ctx, be, u); info != nil {
+					srv.model = info.Model
+				}
+			}
 			continue
 		}
 		info, err := serverInfo(ctx, be, u)
+		if info != nil {
+			srv.model = info.Model
+		}
 		switch {
 		case err != nil:
 			note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
@@ -323,6 +333,7 @@ func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server
 		note("%s: back, adaptive concurrency (it says nothing of its capacity)", srv.url)
 		pool.back(srv, nil)
 	default:
+		srv.model = info.Model
 		k := newKVSizer(info)
 		if s.view.share != nil {
 			k.startSharing()
