@@ -89,7 +89,14 @@ func listedPrices(ctx context.Context, base, modelID, key string) (prices, error
 	defer cancel()
 	info, err := backend.NewOpenAI(backend.Options{APIKey: key, Model: modelID}).ServerInfo(ctx, base)
 	if err != nil {
-		return prices{}, serverError(base+"/models", err)
+		err = serverError(base+"/models", err)
+		var ce *exitcode.Error
+		if errors.As(err, &ce) && ce.Code == exitcode.TempFail {
+			// Offline, or the list is down: the prices can be given.
+			return prices{}, exitcode.TempFailf("%v: the prices come from that list; without it give --%s and --%s (USD per million tokens), or --%s a copy of the list served where you are (its /models)",
+				err, flagPriceIn, flagPriceOut, flagOpenRouterURL)
+		}
+		return prices{}, err
 	}
 	if info == nil {
 		return prices{}, exitcode.TempFailf("%s/models does not list %q: check the model id, or give --price-in and --price-out", base, modelID)
