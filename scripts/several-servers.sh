@@ -25,7 +25,9 @@
 #
 # Settings (environment): SYNTHPIPE_MAX_TOKENS (default 4096), SYNTHPIPE_BUDGET
 # (default 10M, counting what OUT already holds), SYNTHPIPE_GENERATE_ARGS (more
-# generate flags). Failures go to OUT's name with .errors.jsonl.
+# generate flags). Failures go to OUT's name with .errors.jsonl. The tools see
+# only the flags made from these: the other recipes' settings (an exported
+# SYNTHPIPE_TOKENIZER, say) are not theirs.
 set -uo pipefail
 
 if [ $# -lt 3 ]; then
@@ -39,9 +41,15 @@ for u in "$@"; do urls+=(--url "$u"); done
 # shellcheck disable=SC2206 # word splitting of extra flags is the point
 extra=(${SYNTHPIPE_GENERATE_ARGS:-})
 budget=${SYNTHPIPE_BUDGET:-10M}
+max_tokens=${SYNTHPIPE_MAX_TOKENS:-4096}
+# The tools read SYNTHPIPE_<FLAG> as defaults for their flags: generate would
+# take SYNTHPIPE_TOKENIZER (run-dataset.sh's model folder) as its own
+# --tokenizer, which --backend sglang refuses.
+# shellcheck disable=SC2163 # the variable named by $name is the one meant
+while read -r name; do export -n "$name"; done < <(compgen -e SYNTHPIPE_)
 
 dedupe-resume --done "$out" "$requests" |
-	generate --backend sglang "${urls[@]}" --max-tokens "${SYNTHPIPE_MAX_TOKENS:-4096}" \
+	generate --backend sglang "${urls[@]}" --max-tokens "$max_tokens" \
 		--errors "${out%.jsonl}.errors.jsonl" --token-budget "$budget" --already "$out" "${extra[@]}" |
 	budget-cut --tokens "$budget" -o "$out" --append
 codes=("${PIPESTATUS[@]}")

@@ -595,7 +595,10 @@ func TestRecipeSeveralServers(t *testing.T) {
 	servers := []string{startLLMSim(t), startLLMSim(t), startLLMSim(t)}
 	out := filepath.Join(dir, "out.jsonl")
 
-	mustRunRecipe(t, []string{"SYNTHPIPE_MAX_TOKENS=24"}, "several-servers.sh", append([]string{rs.path, out}, servers...)...)
+	// The README's job exports SYNTHPIPE_TOKENIZER for run-dataset.sh: it is
+	// not generate's --tokenizer here.
+	env := []string{"SYNTHPIPE_MAX_TOKENS=24", "SYNTHPIPE_TOKENIZER=builtin:" + bundle.TokenizerName}
+	mustRunRecipe(t, env, "several-servers.sh", append([]string{rs.path, out}, servers...)...)
 	recs := readRecipeOutput(t, out)
 	if !reflect.DeepEqual(sortedKeys(recs), rs.ids()) {
 		t.Fatalf("wrote %d records, want one for each of the %d requests", len(recs), len(rs.ids()))
