@@ -138,6 +138,10 @@ type budget struct {
 	// failedCharged how many attempts that was.
 	failedUSD     float64
 	failedCharged int
+	// refused is the worst case of the request that did not fit with
+	// nothing in flight, and refusedMax its answer limit: for stopReason.
+	refused    reservation
+	refusedMax int
 }
 
 func newBudget(cfg *config, alreadySpent int64, usdPerToken float64) *budget {
@@ -229,6 +233,9 @@ func (b *budget) book(ctx context.Context, promptTokens, maxTokens int, c conver
 		// A new record waits for the conversations between turns too:
 		// their next turns settle, or they end and free their pledges.
 		busy := b.held > 0 || turnOf == nil && b.pledgedTurns > 0
+		if !fits && !reached && !busy {
+			b.refused, b.refusedMax = need, maxTokens
+		}
 		b.mu.Unlock()
 		switch {
 		case fits:
@@ -270,6 +277,17 @@ func (b *budget) stopReason() string {
 	defer b.mu.Unlock()
 	if b.tokens.reached() || b.cost.reached() {
 		return "budget reached: what the answers spent reached it; no request starts any more"
+	}
+	if r := b.refused; r.tokens > 0 && !b.tokens.fits(r.tokens) {
+		left := max(b.tokens.limit-b.tokens.spent, 0)
+		reason := fmt.Sprintf("budget reached: the next request (up to %s tokens: its prompt and --%s %s) does not fit in the %s left, even with nothing in flight",
+			cliutil.Thousands(int64(r.tokens)), flagMaxTokens, cliutil.Thousands(int64(b.refusedMax)), cliutil.Thousands(int64(left)))
+		if r.tokens > b.tokens.limit {
+			// No request of this size can ever start: say what would.
+			reason += fmt.Sprintf("; --%s %s is more than the whole --%s %s allows one request: lower --%s or raise the budget",
+				flagMaxTokens, cliutil.Thousands(int64(b.refusedMax)), flagTokenBudget, cliutil.Thousands(int64(b.tokens.limit)), flagMaxTokens)
+		}
+		return reason
 	}
 	return "budget reached: the next request might pass it even with nothing in flight"
 }

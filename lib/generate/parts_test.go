@@ -185,6 +185,25 @@ func TestBudgetReachedOnlyWithNothingInFlight(t *testing.T) {
 	if _, err := b.reserve(context.Background(), 5, 40); !errors.Is(err, errBudgetReached) {
 		t.Fatalf("nothing in flight and 45 tokens do not fit in 10: %v, want errBudgetReached", err)
 	}
+	want := "budget reached: the next request (up to 45 tokens: its prompt and --max-tokens 40) does not fit in the 10 left, even with nothing in flight"
+	if got := b.stopReason(); got != want {
+		t.Errorf("stop reason:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A budget smaller than one request's worst case (the default --max-tokens
+// of 4,096 with a budget of 3,000) starts nothing: the reason says why and
+// what to change.
+func TestBudgetSmallerThanOneRequest(t *testing.T) {
+	b := newBudget(&config{tokenBudget: 3000, countMode: record.CountTotal}, 0, 0)
+	if _, err := b.reserve(context.Background(), 27, 4096); !errors.Is(err, errBudgetReached) {
+		t.Fatalf("4,123 tokens in a budget of 3,000: %v, want errBudgetReached", err)
+	}
+	want := "budget reached: the next request (up to 4,123 tokens: its prompt and --max-tokens 4,096) does not fit in the 3,000 left, even with nothing in flight; " +
+		"--max-tokens 4,096 is more than the whole --token-budget 3,000 allows one request: lower --max-tokens or raise the budget"
+	if got := b.stopReason(); got != want {
+		t.Errorf("stop reason:\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestAppendString(t *testing.T) {
