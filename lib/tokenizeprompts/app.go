@@ -175,7 +175,7 @@ N of the order are written: a seeded random sample.`,
 			cliutil.SkipInvalidFlag(),
 		},
 		ExitCodes: []cliutil.ExitStatus{
-			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records)"},
+			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records, naming the first five on stderr)"},
 			{Code: 66, Meaning: "an input file, the tokenizer or the template file does not exist or cannot be read"},
 		},
 		Examples: []cliutil.Example{

@@ -43,8 +43,11 @@ func run(c *cli.Context) (err error) {
 		return err
 	}
 	batches := &batcher{}
+	// Skipped lines are named, even with -q: it is about the data.
+	invalid := cliutil.NewInvalidNamer(func(msg string) { cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", msg) })
 	opt := cfg.input
 	opt.BeforeRead = batches.flush
+	opt.Skipped = invalid.Name
 	opt.LastLineRecord = true // prompts are often written without a final newline
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
@@ -65,7 +68,7 @@ func run(c *cli.Context) (err error) {
 		defer sorter.Close()
 	}
 	write := func(r converted) error {
-		if err := sum.add(r, cfg.input.SkipInvalid); err != nil {
+		if err := sum.add(r, cfg.input.SkipInvalid, invalid); err != nil {
 			return err
 		}
 		if r.out == nil {
@@ -122,6 +125,7 @@ func run(c *cli.Context) (err error) {
 	if err == errStop {
 		err = nil
 	}
+	invalid.Done()
 	if err == nil && sorter != nil {
 		err = writeShuffled(sorter, out, cfg, &sum)
 	}
@@ -231,8 +235,9 @@ type summary struct {
 	shuffledWritten, spilled                   int64 // --shuffle: records written, bytes spilled to disk
 }
 
-// add counts one record; an invalid one ends the run unless skipInvalid.
-func (s *summary) add(r converted, skipInvalid bool) error {
+// add counts one record; an invalid one ends the run unless skipInvalid,
+// when invalid names it.
+func (s *summary) add(r converted, skipInvalid bool, invalid *cliutil.InvalidNamer) error {
 	s.read++
 	switch {
 	case r.err != nil:
@@ -240,6 +245,7 @@ func (s *summary) add(r converted, skipInvalid bool) error {
 			return exitcode.DataErrorf("%s: %v%s", r.pos, r.err, invalidHint)
 		}
 		s.invalid++
+		invalid.Name(r.pos, r.err)
 	case r.tooLong:
 		s.tooLong++
 		if r.fullCount > s.longestDropped {

@@ -152,22 +152,19 @@ func run(c *cli.Context) error {
 	return err
 }
 
-// maxShownInvalid is how many invalid lines are named on stderr.
-const maxShownInvalid = 5
-
 // collector reads the input into the total and the groups.
 type collector struct {
-	cfg      *config
-	input    jsonl.Options // cfg.input, with skipped lines named
-	scan     *record.Scanner
-	warn     func(string)
-	total    *stats
-	groups   []*stats
-	byName   map[string]*stats
-	ids      *idset.Set // nil for --total, which needs no duplicates
-	grouper  *record.Grouper
-	perFile  bool
-	nInvalid int
+	cfg     *config
+	input   jsonl.Options // cfg.input, with skipped lines named
+	scan    *record.Scanner
+	warn    func(string)
+	total   *stats
+	groups  []*stats
+	byName  map[string]*stats
+	ids     *idset.Set // nil for --total, which needs no duplicates
+	grouper *record.Grouper
+	perFile bool
+	invalid *cliutil.InvalidNamer // names the first lines skipped as invalid
 }
 
 func newCollector(cfg *config, warn func(string)) *collector {
@@ -187,7 +184,8 @@ func newCollector(cfg *config, warn func(string)) *collector {
 		col.ids = idset.New(0)
 	}
 	col.input = record.ScanAhead(cfg.input, col.scan)
-	col.input.Skipped = col.nameInvalid
+	col.invalid = cliutil.NewInvalidNamer(warn)
+	col.input.Skipped = col.invalid.Name
 	return col
 }
 
@@ -265,15 +263,6 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 	return nil
 }
 
-// nameInvalid names the first few lines the reader skipped as invalid,
-// whether the reader refused them (too long) or the record scanner did.
-func (col *collector) nameInvalid(pos string, cause error) {
-	col.nInvalid++
-	if col.nInvalid <= maxShownInvalid {
-		col.warn(fmt.Sprintf("%s: %v (counted as invalid, skipped)", pos, cause))
-	}
-}
-
 // finish sorts --by groups by name (files keep their order) and says how
 // many invalid lines went unnamed.
 func (col *collector) finish() {
@@ -283,7 +272,5 @@ func (col *collector) finish() {
 			col.warn(w)
 		}
 	}
-	if n := col.total.invalidLines; n > maxShownInvalid {
-		col.warn(fmt.Sprintf("%d invalid lines in all (the first %d are named above)", n, maxShownInvalid))
-	}
+	col.invalid.Done()
 }
