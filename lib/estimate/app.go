@@ -93,8 +93,9 @@ APIs are priced without a discount for cached input). A turn that reaches
 departs from the source (generate's "mismatch") is not foreseen, so the
 figures are for every turn. Under --budget a conversation fits whole or not
 at all (generate may stop one part way, "budget"). The table gains the
-turns and prefill columns; the turns of a conversation are timed as
-requests of the batch in input order.
+turns and prefill columns. The time models send a conversation's later
+turns as generate does: each as soon as the turn before is answered, in the
+request slot the conversation holds.
 
 Backends, any combination; each is a column of the table:
   --url URL (repeatable): an SGLang server. Its KV cache and running request

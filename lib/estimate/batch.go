@@ -72,7 +72,14 @@ type client struct {
 	// not modelled; step turns steps into the seconds it lasts.
 	warmupConc int
 	step       stepTiming
+	// follows[i] (nil: none) says jobs[i] is the next turn of the
+	// conversation of jobs[i-1]: it is sent as soon as that one is
+	// answered, in the request slot the conversation holds, never before.
+	follows []bool
 }
+
+// followsAt reports whether jobs[i] is a later turn of a conversation.
+func (cl client) followsAt(i int) bool { return i < len(cl.follows) && cl.follows[i] }
 
 // tuneInterval is how often generate re-sizes its requests in flight.
 const tuneInterval = 1.0
@@ -140,6 +147,10 @@ func simulateBatch(jobs []job, c kvCapacity, cl client, lives []life) batchRun {
 	hold := false
 	for {
 		for inSystem < conc && next < len(jobs) {
+			if cl.followsAt(next) {
+				next++ // sent when the turn before it is answered
+				continue
+			}
 			j := jobs[next]
 			if cl.reserving() {
 				own := int64(j.prompt + cl.reserve)
@@ -224,6 +235,17 @@ func simulateBatch(jobs []job, c kvCapacity, cl client, lives []life) batchRun {
 					reserved -= int64(r.prompt + cl.reserve)
 				}
 				hold = false
+				if i := r.index + 1; cl.followsAt(i) && jobs[i].prompt+1 <= kv {
+					// The conversation's next turn, in its slot (generate
+					// booked it when the conversation started).
+					j := jobs[i]
+					j.answer = min(max(j.answer, 1), kv-j.prompt)
+					waiting = append(waiting, &simRequest{job: j, index: i, arrivedSteps: run.steps, arrivedTokens: run.tokens})
+					inSystem++
+					if cl.reserving() {
+						reserved += int64(j.prompt + cl.reserve)
+					}
+				}
 				continue
 			}
 			kept = append(kept, r)

@@ -155,3 +155,27 @@ func TestFitStepTiming(t *testing.T) {
 		t.Error("fitted a step time from 5 answers")
 	}
 }
+
+// TestConversationTurnsInOrder: a conversation's later turns are sent only
+// once the turn before is answered, in the slot the conversation holds, by
+// the API model and the server model alike.
+func TestConversationTurnsInOrder(t *testing.T) {
+	// A conversation of three turns, then a record of one answer.
+	jobs := []job{{10, 100}, {160, 100}, {310, 100}, {10, 100}}
+	follows := []bool{false, true, true, false}
+	// Two slots, 1 s of overhead and 100 tokens at 100 tok/s: the
+	// conversation takes three 2 s turns one after another, the record one
+	// 2 s turn beside it.
+	if got := makespan(jobs, client{conc: 2, budget: -1, follows: follows}, 1, 100); got != 6 {
+		t.Errorf("API: %g s, want 6 (three turns in turn)", got)
+	}
+	if got := makespan(jobs, client{conc: 2, budget: -1}, 1, 100); got != 4 {
+		t.Errorf("API, independent requests: %g s, want 4", got)
+	}
+	// The server runs the record beside the first turn; the later turns
+	// come one after another: 3 x 100 decode steps.
+	run := simulateBatch(jobs, kvCapacity{Tokens: 10000, MaxRunning: 100}, client{conc: 2, budget: -1, follows: follows}, nil)
+	if run.steps != 300 || run.tokens != 400 {
+		t.Errorf("server: %d steps, %d tokens; want 300 and 400", run.steps, run.tokens)
+	}
+}

@@ -64,6 +64,9 @@ type draw struct {
 	uncutCompl  int64 // and completion
 	jobs        []job // the records that fit, for the time model (kept for the first draws only)
 	uncutJobs   []job // every record
+	// follows and uncutFollows mark the jobs that are a conversation's
+	// later turns (client.follows).
+	follows, uncutFollows []bool
 }
 
 func (d draw) total() int64 { return d.prompt + d.completion }
@@ -98,6 +101,7 @@ func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int)
 			d.uncutCompl += compl
 			if keep {
 				d.uncutJobs = append(d.uncutJobs, turns...)
+				d.uncutFollows = appendFollows(d.uncutFollows, len(turns))
 			}
 			if stopped || (left >= 0 && d.total()+prompt+compl > left) {
 				stopped = true
@@ -110,6 +114,7 @@ func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int)
 			d.prefill += prefilled(turns, t)
 			if keep {
 				d.jobs = append(d.jobs, turns...)
+				d.follows = appendFollows(d.follows, len(turns))
 			}
 		}
 	}
@@ -137,6 +142,15 @@ func plan(dst []job, t todo, dist lengths, rng *rand.Rand, limit int) []job {
 			break
 		}
 		prompt += a + t.growth
+	}
+	return dst
+}
+
+// appendFollows marks a record's n requests: all but the first follow the
+// one before.
+func appendFollows(dst []bool, n int) []bool {
+	for k := range n {
+		dst = append(dst, k > 0)
 	}
 	return dst
 }
@@ -182,13 +196,13 @@ func mean(v []int64) float64 {
 // an SGLang server (0 otherwise).
 // left is the dataset's budget left (<0: none) and reserve generate's
 // --max-tokens, which its --token-budget reserves per request (0: unknown).
-func (b *backendModel) runTime(jobs []job, left int64, reserve int) (secs float64, steps int64) {
+func (b *backendModel) runTime(jobs []job, follows []bool, left int64, reserve int) (secs float64, steps int64) {
 	if len(jobs) == 0 || !b.knowsTime() {
 		return 0, 0
 	}
 	switch b.kind {
 	case kindSGLang:
-		cl := client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve}
+		cl := client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve, follows: follows}
 		step := b.step
 		if !step.known() {
 			// A rate is what the server makes with a full batch: one step
@@ -213,7 +227,7 @@ func (b *backendModel) runTime(jobs []job, left int64, reserve int) (secs float6
 			}
 			return tokens / b.rate, 0
 		}
-		return makespan(jobs, client{conc: b.concurrency, budget: left, reserve: reserve}, b.overhead, b.perRequest), 0
+		return makespan(jobs, client{conc: b.concurrency, budget: left, reserve: reserve, follows: follows}, b.overhead, b.perRequest), 0
 	}
 }
 
@@ -234,6 +248,10 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 		return int(window)
 	}
 	for i := 0; i < len(jobs) || h.Len() > 0; {
+		if i < len(jobs) && cl.followsAt(i) {
+			i++ // sent when the turn before it is answered
+			continue
+		}
 		if i < len(jobs) && h.Len() < slots() {
 			j := jobs[i]
 			own := int64(j.prompt + cl.reserve)
@@ -241,7 +259,7 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 				if cl.reserving() {
 					reserved += own
 				}
-				heap.Push(&h, finish{now + overhead + float64(j.answer)/rate, j})
+				heap.Push(&h, finish{now + overhead + float64(j.answer)/rate, j, i})
 				i++
 				continue
 			}
@@ -256,6 +274,14 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 			spent += int64(f.prompt + f.answer)
 			reserved -= int64(f.prompt + cl.reserve)
 		}
+		if k := f.index + 1; cl.followsAt(k) {
+			// The conversation's next turn, in its slot.
+			j := jobs[k]
+			if cl.reserving() {
+				reserved += int64(j.prompt + cl.reserve)
+			}
+			heap.Push(&h, finish{now + overhead + float64(j.answer)/rate, j, k})
+		}
 	}
 	return now
 }
@@ -264,6 +290,7 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 type finish struct {
 	at float64
 	job
+	index int // in the jobs
 }
 
 type finishHeap []finish

@@ -217,11 +217,11 @@ func costOf(b *backendModel, draws []draw, left int64, reserve int) cost {
 	var secs, uncutSecs, usd, uncutUSD float64
 	var steps int64
 	for _, d := range draws[:n] {
-		s, st := b.runTime(d.jobs, left, reserve)
+		s, st := b.runTime(d.jobs, d.follows, left, reserve)
 		secs += s
 		steps += st
 		if hasBudget {
-			us, _ := b.runTime(d.uncutJobs, -1, 0)
+			us, _ := b.runTime(d.uncutJobs, d.uncutFollows, -1, 0)
 			uncutSecs += us
 		}
 	}
