@@ -1,6 +1,9 @@
 package tokenizer
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // bpeModel holds a byte-level BPE vocabulary in raw bytes (the byte-level
 // alphabet is undone at load time) and its merge table.
@@ -21,18 +24,79 @@ type bpeModel struct {
 	// ignore_merges, and what tiktoken always does.
 	wholePieceFirst bool
 	cache           *pieceCache
+	// byConcat (tiktoken) has no merge table at load: the merge of a pair
+	// is its concatenation's rank, looked up in pieceID (the same answer
+	// as the table, which holds one rule for every way of cutting a token
+	// in two). Building that table is most of a load's time (a third of a
+	// second for Kimi-K2.5's 163,840 ranks), which a run that encodes a
+	// few prompts never wins back; once lookups pass buildMergesAfter,
+	// the table is built in the background and used from when it is done.
+	byConcat bool
+	lookups  atomic.Int64
+	built    atomic.Pointer[pairTable]
 }
+
+// buildMergesAfter is how many merges a byConcat model looks up by
+// concatenation before it builds its table: a lookup by concatenation
+// costs about five table lookups more, and the table about six million of
+// those.
+const buildMergesAfter = 1 << 20
 
 const noRank = ^uint32(0)
 
 func pairKey(left, right uint32) uint64 { return uint64(left)<<32 | uint64(right) }
 
 func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
-	v, ok := m.merges.get(pairKey(left, right))
+	t := m.merges
+	if m.byConcat {
+		if t = m.built.Load(); t == nil {
+			return m.mergeByConcat(left, right)
+		}
+	}
+	v, ok := t.get(pairKey(left, right))
 	if !ok {
 		return noRank, 0
 	}
 	return uint32(v >> 32), uint32(v)
+}
+
+// mergeByConcat is merge without a table: the pair merges into the token
+// that is its concatenation, ranked by that token's rank (tiktoken's rule).
+func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
+	if m.lookups.Add(1) == buildMergesAfter {
+		go m.built.Store(m.concatMerges())
+	}
+	var buf [64]byte
+	b := append(append(buf[:0], m.tokenBytes[left]...), m.tokenBytes[right]...)
+	id, ok := m.pieceID[string(b)]
+	if !ok {
+		return noRank, 0
+	}
+	return uint32(id), uint32(id)
+}
+
+// concatMerges is the table mergeByConcat answers from: for every token
+// (each its id's, where several ids spell the same bytes) and every way of
+// cutting it into two tokens, a rule ranked by the token.
+func (m *bpeModel) concatMerges() *pairTable {
+	t := newPairTable(2 * len(m.pieceID))
+	for id, tok := range m.tokenBytes {
+		if !m.tokenOK[id] || m.pieceID[tok] != id {
+			continue
+		}
+		for cut := 1; cut < len(tok); cut++ {
+			// Most prefixes are no token: look the rest up only for
+			// those that are (most of the build's time is these lookups).
+			left, ok := m.pieceID[tok[:cut]]
+			if !ok {
+				continue
+			}
+			if right, ok := m.pieceID[tok[cut:]]; ok {
+				t.put(pairKey(uint32(left), uint32(right)), uint64(id)<<32|uint64(id))
+			}
+		}
+	}
+	return t
 }
 
 // longPiece is the symbol count above which the tree-based merge replaces

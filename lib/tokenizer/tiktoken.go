@@ -80,7 +80,8 @@ func kimiSpecialTokens(numRanks int, named []AddedToken) []AddedToken {
 
 // readTiktokenRanks builds a BPE model from ranks. tiktoken merges the
 // adjacent pair whose concatenation has the lowest rank, so every way of
-// cutting a token into two tokens becomes a merge rule ranked by the token.
+// cutting a token into two tokens is a merge rule ranked by the token: the
+// model looks them up by concatenation (bpeModel.byConcat).
 func readTiktokenRanks(path string) (*bpeModel, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -125,19 +126,6 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 		m.pieceID[e.tok] = e.rank
 	}
 	m.indexSingleBytes()
-	m.merges = newPairTable(2 * len(entries))
-	for _, e := range entries {
-		for cut := 1; cut < len(e.tok); cut++ {
-			// Most prefixes are no token: look the rest up only for
-			// those that are (most of the load's time is these lookups).
-			left, ok := m.pieceID[e.tok[:cut]]
-			if !ok {
-				continue
-			}
-			if right, ok := m.pieceID[e.tok[cut:]]; ok {
-				m.merges.put(pairKey(uint32(left), uint32(right)), uint64(e.rank)<<32|uint64(e.rank))
-			}
-		}
-	}
+	m.byConcat = true // merges are looked up by concatenation (bpe.go)
 	return m, nil
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Rerun: the demo's pipeline for one dataset run again when everything is
+# already done,
+#   tokenize-prompts | dedupe-resume --done out | generate --already out | budget-cut -o out --append
+# must finish in well under a second. It runs the bundled chat prompts once
+# against llm-sim (to a token budget, as make demo does), then the same
+# command RERUN_RUNS times with nothing left to do, and prints each stage's
+# wall and CPU seconds (GNU time) and the whole rerun's wall time. The
+# tokenizer's load is most of it: tiktoken merges are looked up by
+# concatenation until a run has encoded enough to build the table
+# (lib/tokenizer/bpe.go); generate contacts no server before it has a
+# request to send.
+# Run from anywhere: bash scripts/bench/rerun.sh
+# Settings (environment): RERUN_RUNS (default 5), RERUN_DATASET (chat).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+RUNS="${RERUN_RUNS:-5}"
+DATASET="${RERUN_DATASET:-chat}"
+WORK="$(mktemp -d)"
+SIMPID=""
+cleanup() {
+  if [[ -n "$SIMPID" ]]; then
+    kill "$SIMPID" 2>/dev/null || true
+    wait "$SIMPID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+note() { printf '%s\n' "$*" >&2; }
+
+note "building the pipeline's tools and llm-sim from the working tree..."
+mkdir -p bin
+go build -o bin/ ./cmd/tokenize-prompts ./cmd/dedupe-resume ./cmd/generate ./cmd/budget-cut ./cmd/llm-sim
+TIME=/usr/bin/time # GNU time
+[[ -x $TIME ]] || { note "GNU time (/usr/bin/time) is needed: apt-get install time"; exit 1; }
+
+bin/llm-sim --url-file "$WORK/url" --max-total-tokens 40000 --lengths lognormal:300,0.7,1500 --seed 7 2>"$WORK/llm-sim.stderr" &
+SIMPID=$!
+for _ in $(seq 100); do
+  [[ -s $WORK/url ]] && break
+  sleep 0.1
+done
+[[ -s $WORK/url ]] || { note "llm-sim did not start:"; cat "$WORK/llm-sim.stderr" >&2; exit 1; }
+URL="$(head -n1 "$WORK/url")"
+OUT="$WORK/out.jsonl"
+PROMPTS="lib/bundle/prompts/$DATASET.jsonl.zst"
+
+# pipeline TAG: the demo's pipeline, each stage under GNU time into
+# $WORK/TAG.STAGE.time ("wall cpu").
+pipeline() {
+  local t="$WORK/$1"
+  $TIME -f '%e %U %S' -o "$t.tokenize-prompts.time" bin/tokenize-prompts -q --tokenizer builtin:kimi-k2.5 --date 2026-01-01 "$PROMPTS" |
+    $TIME -f '%e %U %S' -o "$t.dedupe-resume.time" bin/dedupe-resume -q --done "$OUT" |
+    $TIME -f '%e %U %S' -o "$t.generate.time" bin/generate -q --backend sglang --url "$URL" --max-tokens 1500 --token-budget 40k --already "$OUT" |
+    $TIME -f '%e %U %S' -o "$t.budget-cut.time" bin/budget-cut -q --tokens 40k -o "$OUT" --append
+}
+
+note "first run: $DATASET to a budget of 40k tokens"
+pipeline first 2>"$WORK/first.stderr"
+note "$(wc -l <"$OUT") records written; now $RUNS reruns with nothing to do"
+printf '%-4s %-10s %s\n' run stage 'wall s / cpu s (user + sys)'
+for i in $(seq "$RUNS"); do
+  start=$(date +%s.%N)
+  pipeline "rerun$i" 2>>"$WORK/rerun.stderr"
+  end=$(date +%s.%N)
+  for stage in tokenize-prompts dedupe-resume generate budget-cut; do
+    read -r wall user sys <"$WORK/rerun$i.$stage.time"
+    printf '%-4s %-16s %5.2f / %4.2f\n' "$i" "$stage" "$wall" "$(echo "$user + $sys" | bc)"
+  done
+  printf '%-4s %-16s %5.2f\n' "$i" "whole rerun" "$(echo "$end - $start" | bc)"
+done
+printf 'load average: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
