@@ -249,7 +249,10 @@ the requests in flight down: the server, the budget, the reorder window, the
 output backlog, the input, or draining at the end. The ETA is computed from
 tokens, to the end of the input or of the budget, whichever comes first,
 counting the answers still in flight so that the short answers finishing
-first do not make it optimistic; it shows "ETA ..." until 16 answers are in. When stdout closes (budget-cut or
+first do not make it optimistic; under a token budget it counts the tail,
+where each request in flight holds its worst case (prompt + max_tokens)
+and so fewer and fewer run at once (3, then 2, then 1, each an answer's
+time); it shows "ETA ..." until 16 answers are in. When stdout closes (budget-cut or
 head downstream) requests in flight are cancelled and generate exits 0. On
 SIGINT, SIGTERM or SIGHUP it stops reading, lets requests in flight finish
 for up to --drain-timeout, writes them, and exits 130, 143 or 129; requests

@@ -131,6 +131,20 @@ func (p *pool) decoding() float64 {
 	return n
 }
 
+// capacity is how many requests the servers' limits let be in flight at
+// once, for the ETA under a budget (budgetTail).
+func (p *pool) capacity() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.servers {
+		if s.limiter != nil {
+			n += s.limiter.limit()
+		}
+	}
+	return n
+}
+
 // wake lets waiting requests look again: the limits changed.
 func (p *pool) wake() {
 	p.changed.notify()

@@ -372,7 +372,9 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 	if total > 0 {
 		notStarted = float64(max(total-t.finished()-int64(inFlight), 0))
 	}
+	tail := 0.0 // the budget's tail, when a budget holds the run
 	if left := s.budget.tokensLeft(); left >= 0 {
+		tail = s.budgetTail(left, notStarted, inFlight, est, meanPrompt)
 		notStarted = min(notStarted, s.budgetStarts(left, inFlight, est, meanPrompt))
 	}
 	if math.IsInf(notStarted, 1) {
@@ -387,8 +389,59 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 		// full batch's per-request rate.
 		secs += drainWeight * max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
 	}
+	secs = max(secs, tail)
 	return time.Duration(secs * float64(time.Second)), true
 }
+
+// budgetTail is how long the rest of a run under a token budget takes
+// when the budget, not the servers, holds it: every request in flight
+// holds its worst case (prompt and max_tokens) against the budget, so that
+// of left tokens only left/worst requests run at once, and each answer
+// frees its worst case but spends its expected cost. Near the end the
+// requests in flight thin out (3 in flight, then 2, then 1) while each
+// still takes an answer's time: the rate now, which the ETA otherwise
+// divides by, overstates the rate then. The tail is counted in waves of
+// one answer's time (budgetWaves), less what the requests in flight have
+// done; 0 when it cannot be told yet.
+func (s *scheduler) budgetTail(left, notStarted float64, inFlight int, est lengthEstimate, meanPrompt float64) float64 {
+	mode := s.cfg.countMode
+	cost := tokenCount(mode, meanPrompt, est.mean)
+	worst := tokenCount(mode, meanPrompt, float64(s.cfg.params.MaxTokens))
+	if cost <= 0 || worst <= 0 || est.decodeRate <= 0 {
+		return 0
+	}
+	answer := est.mean / est.decodeRate // one answer's time
+	most := max(s.dispatcher.pool.capacity(), inFlight, 1)
+	waves := budgetWaves(left, cost, worst, notStarted+float64(inFlight), most)
+	secs := waves * answer
+	if inFlight > 0 {
+		secs -= min(est.inFlightDone/float64(inFlight)/est.decodeRate, answer)
+	}
+	return max(secs, 0)
+}
+
+// budgetWaves is how many answers' times the rest of a run takes with left
+// tokens of budget, requests of expected cost and worst case worst,
+// starts requests left to start (those in flight included), at most most
+// at once: in each wave as many run as the servers allow and the budget
+// holds worst cases for, each spending cost; the run ends when the next
+// worst case no longer fits, or nothing is left to start.
+func budgetWaves(left, cost, worst, starts float64, most int) float64 {
+	waves := 0.0
+	for ; waves < maxBudgetWaves; waves++ {
+		n := min(float64(most), math.Floor(left/worst), math.Ceil(starts))
+		if n < 1 {
+			break
+		}
+		left -= n * cost
+		starts -= n
+	}
+	return waves
+}
+
+// maxBudgetWaves bounds budgetWaves' loop: a budget of billions of tokens
+// with one request at a time.
+const maxBudgetWaves = 1e5
 
 // budgetStarts is how many more requests the token budget lets start, of
 // left tokens: the requests in flight take their expected cost first, each

@@ -202,3 +202,39 @@ func TestGeneratedSkipsTheWait(t *testing.T) {
 		t.Fatalf("still waiting: %.1f tokens, want 0", got)
 	}
 }
+
+// Under a token budget the last requests run few at a time: each holds
+// its worst case (29 + 1,500 tokens) of what is left, so 40,000 tokens run
+// 26 at once, then 18, 13, 10, 7, 5, 3, 3, 2, 1, 1, 1: twelve answers'
+// times, where the rate of 26 in flight would say four.
+func TestBudgetWavesThinOutAtTheEnd(t *testing.T) {
+	if got := budgetWaves(40000, 429, 1529, math.Inf(1), 84); got != 12 {
+		t.Fatalf("%v waves, want 12", got)
+	}
+	if got := budgetWaves(40000, 429, 1529, math.Inf(1), 4); got != 26 {
+		t.Fatalf("4 at most at once: %v waves, want 26 (the servers hold it first)", got)
+	}
+	if got := budgetWaves(1e9, 429, 1529, 10, 84); got != 1 {
+		t.Fatalf("10 records left, a budget far away: %v waves, want 1", got)
+	}
+	if got := budgetWaves(1000, 429, 1529, 10, 84); got != 0 {
+		t.Fatalf("no worst case fits: %v waves, want 0", got)
+	}
+}
+
+// The ETA the progress line and the status file give knows the budget's
+// tail: with 40,000 tokens left, answers of 400 tokens at 100 tokens/s
+// each and 84 requests allowed at once, twelve answers' times (48 s), not
+// the 36 s that the rate now (1,000 tokens/s) would give for the 90
+// answers the budget still pays for.
+func TestETAKnowsTheBudgetsTail(t *testing.T) {
+	cfg := &config{countMode: record.CountTotal, tokenBudget: 40000}
+	cfg.params.MaxTokens = 1500
+	s := &scheduler{cfg: cfg, budget: newBudget(cfg, 0, 0),
+		dispatcher: &dispatcher{pool: newPool([]*server{{url: "http://a", limiter: fixedLimit(84)}}, time.Minute)}}
+	est := lengthEstimate{mean: 400, decodeRate: 100}
+	eta, ok := s.eta(tally{completionTokens: 10000}, 0, 0, est, 29, 10*time.Second)
+	if !ok || eta != 48*time.Second {
+		t.Fatalf("ETA %v (%v), want 48s: twelve waves of a 4 s answer", eta, ok)
+	}
+}
