@@ -132,11 +132,11 @@ func runWithin(c *exec.Cmd, limit time.Duration) (string, error) {
 // fileTokens counts a file's tokens as budget-cut does.
 func fileTokens(t *testing.T, path string) int64 {
 	t.Helper()
-	n, _, err := record.SumTokens(nil, []string{path}, jsonl.Options{}, record.NewScanner("id", false, ""), record.CountTotal)
+	sum, err := record.SumTokens(nil, []string{path}, jsonl.Options{}, record.NewScanner("id", false, ""), record.CountTotal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return sum.Tokens
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -40,9 +40,12 @@ lengths of input_ids and output_ids, then to usage); --count and --path choose
 otherwise. A record with none of these (generate --output-format openai-batch
 writes its usage under response.body) is not passed as 0 tokens: budget-cut
 stops with exit 65 naming it, file and line, and the --path that would count
-it; --count records cuts by the number of records instead. Tokens already spent count against the budget: --already names
-earlier outputs (a torn last line in them is ignored; one that does not exist
-yet, before a first run, counts as empty), --used gives a number.
+it; --count records cuts by the number of records instead. Tokens already
+spent count against the budget: --already names earlier outputs (a torn last
+line in them is ignored; one that does not exist yet, before a first run,
+counts as empty; a record in them without a token count is refused as in the
+input, and --count records counts their records), --used gives a number.
+--tokens 0 is refused with 64, as every synthpipe budget of 0 is.
 With -o FILE --append the existing FILE counts as already spent too, a torn
 last line in it is cut off first (kept in FILE.torn), and every record is
 written whole and flushed. The run holds an exclusive lock (flock) on FILE:
@@ -52,7 +55,7 @@ by the first holds. A compressed FILE (gzip, zstd) is refused with 64 and
 left as it is: records appended to it would be plain text.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTokens, Aliases: []string{"n"}, EnvVars: []string{cliutil.EnvName(flagTokens)},
-				Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number)"},
+				Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number; 0 is refused with 64, as generate --token-budget 0 is)"},
 			&cli.StringSliceFlag{Name: flagAlready, EnvVars: []string{cliutil.EnvName(flagAlready)},
 				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable; missing = empty)"},
 			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},

@@ -2,6 +2,7 @@ package budgetcut
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
@@ -45,8 +46,8 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, cliutil.Usagef("--tokens is required (e.g. --tokens 10M)")
 	}
 	var err error
-	if cfg.budget, err = cliutil.ParseCount(c.String(flagTokens)); err != nil {
-		return nil, cliutil.Usagef("--tokens: %v", err)
+	if cfg.budget, err = cliutil.ParseBudget(flagTokens, c.String(flagTokens), "to pass every record, leave budget-cut out of the pipeline"); err != nil {
+		return nil, err
 	}
 	if cfg.used, err = cliutil.ParseCount(c.String(flagUsed)); err != nil {
 		return nil, cliutil.Usagef("--used: %v", err)
@@ -127,7 +128,7 @@ func run(c *cli.Context) (err error) {
 		}
 	})
 	if len(already) > 0 {
-		n, _, err := record.SumTokens(c.App.Reader, already, input, scan, cfg.mode)
+		n, err := cfg.spentAlready(c.App.Reader, already, input, scan)
 		if err != nil {
 			return err
 		}
@@ -162,10 +163,10 @@ func run(c *cli.Context) (err error) {
 		}
 		t, err := cfg.tokens(info)
 		if err != nil {
-			return exitcode.DataErrorf("%s: record%s %v", in.Pos(), idNote(info), err)
+			return exitcode.DataErrorf("%s: record%s %v", in.Pos(), record.IDNote(info), err)
 		}
 		if spent+t > cfg.budget {
-			reason = fmt.Sprintf("budget reached: the next record%s has %s, %s left", idNote(info), cliutil.Count(t, "token"), cliutil.Thousands(cfg.budget-spent))
+			reason = fmt.Sprintf("budget reached: the next record%s has %s, %s left", record.IDNote(info), cliutil.Count(t, "token"), cliutil.Thousands(cfg.budget-spent))
 			if !cfg.inclusive {
 				break
 			}
@@ -198,6 +199,23 @@ func run(c *cli.Context) (err error) {
 	return nil
 }
 
+// spentAlready is what the --already files spent, counted as the input
+// is: records under --count records, and a record without any token count
+// refused as it would be in the input (65), not counted as 0.
+func (cfg *config) spentAlready(stdin io.Reader, already []string, input jsonl.Options, scan *record.Scanner) (int64, error) {
+	sum, err := record.SumTokens(stdin, already, input, scan, cfg.mode)
+	switch {
+	case err != nil:
+		return 0, err
+	case cfg.records:
+		return sum.Records, nil
+	case sum.Uncounted > 0:
+		return 0, exitcode.DataErrorf("%s %s: --%s cannot count it against --tokens (%s in all); %s",
+			sum.FirstUncounted, record.NoCount, flagAlready, cliutil.Count(sum.Uncounted, "such record"), record.CountHint)
+	}
+	return sum.Tokens, nil
+}
+
 // tokens is what info counts against the budget. A record without any
 // token count is refused rather than passed as 0 (an output of generate
 // --output-format openai-batch carries its usage under response.body).
@@ -208,14 +226,6 @@ func (cfg *config) tokens(info record.Info) (int64, error) {
 	case info.Counted || info.HasCustom:
 		return info.Tokens(cfg.mode), nil
 	}
-	return 0, fmt.Errorf("carries no token count (no prompt_tokens, completion_tokens, input_ids, output_ids or usage): " +
-		"it cannot be counted against --tokens; name the number that counts it with --path " +
-		"(generate --output-format openai-batch: --path response.body.usage.total_tokens), or cut by records with --count records")
-}
-
-func idNote(info record.Info) string {
-	if info.HasID {
-		return fmt.Sprintf(" (id %s)", record.ShowID(info.ID))
-	}
-	return ""
+	return 0, fmt.Errorf("%s: it cannot be counted against --tokens; name the number that counts it with --path "+
+		"(generate --output-format openai-batch: --path response.body.usage.total_tokens), or cut by records with --count records", record.NoCount)
 }

@@ -311,3 +311,20 @@ func TestFinishPipedInput(t *testing.T) {
 		})
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"running":                 "running",
+		"été, 東京 ok":              "été, 東京 ok",
+		"\x1b[2J\x1b]0;pwned\x07": `\x1b[2J\x1b]0;pwned\a`,
+		"a\u009b31mb":             `a\u009b31mb`,
+		"tab\there\nnew":          `tab\there\nnew`,
+		"bad \xff utf-8":          `bad \xff utf-8`,
+		"bidi \u202e txet":        `bidi \u202e txet`,
+		"\r overwrite":            `\r overwrite`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

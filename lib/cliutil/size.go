@@ -67,3 +67,19 @@ func isDecimal(t string) bool {
 	}
 	return digits > 0 && dots <= 1
 }
+
+// ParseBudget reads the value of a budget flag (budget-cut --tokens,
+// generate --token-budget, estimate and tokstat --budget) as ParseCount does.
+// A budget of 0 is refused with 64 in every tool, the same way: it would let
+// nothing through, and no tool reads 0 as "no budget". none says how to
+// mean that instead.
+func ParseBudget(flag, s, none string) (int64, error) {
+	n, err := ParseCount(s)
+	if err != nil {
+		return 0, Usagef("--%s: %v", flag, err)
+	}
+	if n == 0 {
+		return 0, Usagef("--%s 0: a budget of 0 lets nothing through (0 is never \"no budget\"): %s", flag, none)
+	}
+	return n, nil
+}

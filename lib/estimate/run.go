@@ -72,9 +72,9 @@ func parse(c *cli.Context) (*config, error) {
 		rates:       map[string]float64{},
 	}
 	if c.IsSet(flagBudget) {
-		n, err := cliutil.ParseCount(c.String(flagBudget))
+		n, err := cliutil.ParseBudget(flagBudget, c.String(flagBudget), "for no budget, leave --"+flagBudget+" out (or $"+cliutil.EnvName(flagBudget)+" empty)")
 		if err != nil {
-			return nil, cliutil.Usagef("--%s: %v", flagBudget, err)
+			return nil, err
 		}
 		cfg.budget = n
 	}

@@ -2,12 +2,13 @@ package estimate
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
 // statusVersion is the newest synthpipe-status(7) version estimate reads.
@@ -26,7 +27,7 @@ type runningJob struct {
 
 // readStatus reads a status file written by generate --status-file.
 func readStatus(path string) (gjson.Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := statusfile.ReadFile(path)
 	if err != nil {
 		return gjson.Result{}, exitcode.NoInputf("--%s %v", flagStatus, err)
 	}
@@ -52,7 +53,7 @@ func jobOn(docs []statusDoc, url string) (runningJob, bool) {
 			if backend.ServerKey(s.Get("url").String()) != backend.ServerKey(url) {
 				continue
 			}
-			j := runningJob{path: d.path, updated: d.doc.Get("updated").String()}
+			j := runningJob{path: d.path, updated: cliutil.Printable(d.doc.Get("updated").String())}
 			if m := s.Get("metrics"); m.IsObject() {
 				j.running, j.genThroughput = m.Get("running").Float(), m.Get("gen_throughput").Float()
 			}

@@ -206,11 +206,8 @@ func parse(c *cli.Context) (*config, error) {
 		cfg.fixedConc = n
 	}
 	if s := c.String(flagTokenBudget); s != "" {
-		if cfg.tokenBudget, err = cliutil.ParseCount(s); err != nil {
-			return nil, cliutil.Usagef("--%s: %v", flagTokenBudget, err)
-		}
-		if cfg.tokenBudget == 0 {
-			return nil, cliutil.Usagef("--%s 0: nothing could be written", flagTokenBudget)
+		if cfg.tokenBudget, err = cliutil.ParseBudget(flagTokenBudget, s, "for no token budget, leave --"+flagTokenBudget+" out (or $"+cliutil.EnvName(flagTokenBudget)+" empty)"); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.countMode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
@@ -226,6 +223,10 @@ func parse(c *cli.Context) (*config, error) {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return nil, cliutil.Usagef("--%s %v: want a number of USD, 0 or more", f.name, f.v)
 		}
+	}
+	if c.IsSet(flagCostBudget) && cfg.costBudget == 0 {
+		// As budget-cut --tokens 0 and --token-budget 0 are (cliutil.ParseBudget).
+		return nil, cliutil.Usagef("--%s 0: a budget of $0 lets nothing through (0 is never \"no budget\"): for no cost budget, leave --%s out", flagCostBudget, flagCostBudget)
 	}
 	if cfg.answerMem, err = cliutil.ParseCount(c.String(flagMaxAnswerMemory)); err != nil || cfg.answerMem < 1<<20 {
 		return nil, cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (1Gi, 512Mi)", flagMaxAnswerMemory, c.String(flagMaxAnswerMemory))

@@ -84,11 +84,11 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: flagReorderWindow, Value: 4096, Usage: "with --ordered: hold at most `N` records waiting for an earlier one"},
 		// Budgets.
 		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
-			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens"},
+			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens; 0 is refused with 64 (as budget-cut --tokens 0 is): for no budget, leave it out"},
 		&cli.StringSliceFlag{Name: flagAlready, Usage: "the tokens of this earlier output `FILE` count against --token-budget (repeatable; missing = empty)"},
 		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
 		&cli.BoolFlag{Name: flagDrain, Usage: "no effect, accepted so that older scripts run: a budget stop waits for the requests in flight, leaving none to cancel"},
-		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case)"},
+		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case); 0 is refused with 64: for no cost budget, leave it out"},
 		&cli.BoolFlag{Name: flagOverKeyLimit, Usage: "go on when --cost-budget is more than the OpenRouter key can still spend (GET /key); the run then stops with 77 when the key runs out"},
 		&cli.Float64Flag{Name: flagMaxPrice, DefaultText: "from the server's /models", Usage: "worst-case price in `USD` per million tokens, for --cost-budget"},
 		// Progress and stopping.

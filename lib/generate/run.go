@@ -14,6 +14,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
@@ -93,9 +94,15 @@ func run(c *cli.Context) (err error) {
 	})
 	if len(already) > 0 {
 		scan := record.NewScanner(cfg.idPath, false, "")
-		if spent, alreadyRecords, err = record.SumTokens(c.App.Reader, already, cfg.input, scan, cfg.countMode); err != nil {
+		sum, err := record.SumTokens(c.App.Reader, already, cfg.input, scan, cfg.countMode)
+		if err != nil {
 			return err
 		}
+		if sum.Uncounted > 0 {
+			return exitcode.DataErrorf("%s %s: --%s cannot count it against --%s (%s in all); an output of --output-format openai-batch is cut by budget-cut: %s",
+				sum.FirstUncounted, record.NoCount, flagAlready, flagTokenBudget, cliutil.Count(sum.Uncounted, "such record"), record.CountHint)
+		}
+		spent, alreadyRecords = sum.Tokens, sum.Records
 		if spent >= cfg.tokenBudget {
 			note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(spent), cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 			earlyReason = "already at or over budget"

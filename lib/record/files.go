@@ -1,36 +1,71 @@
 package record
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
+// NoCount says what a record lacks when it carries no token count of any
+// kind (Info.Counted false and no --path count): the tools that count
+// tokens name such records instead of counting them as 0 in silence.
+const NoCount = "carries no token count (no prompt_tokens, completion_tokens, input_ids, output_ids or usage)"
+
+// CountHint says how budget-cut counts records that carry no token count.
+const CountHint = "--path names the number that counts them (generate --output-format openai-batch: " +
+	"--path response.body.usage.total_tokens), or --count records cuts by records"
+
+// Sum is what SumTokens read.
+type Sum struct {
+	Tokens  int64 // under the mode (or the Scanner's count path)
+	Records int64 // records without an error
+	// Uncounted records carry no token count (see NoCount): counted as 0
+	// tokens; FirstUncounted names the first one (FILE:LINE: record (id "x")).
+	Uncounted      int64
+	FirstUncounted string
+}
+
 // SumTokens counts the tokens already spent in existing output files (the
 // --already of budget-cut and generate). A torn last line is not counted:
 // that record will be redone. Records that carry an error count nothing:
 // failures never reach an output file, and a stray one spent no answer.
-func SumTokens(stdin io.Reader, names []string, opt jsonl.Options, s *Scanner, mode CountMode) (tokens, records int64, err error) {
+func SumTokens(stdin io.Reader, names []string, opt jsonl.Options, s *Scanner, mode CountMode) (Sum, error) {
+	var sum Sum
 	in, err := jsonl.Open(stdin, names, ScanAhead(opt, s))
 	if err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 	defer in.Close()
 	for in.Next() {
 		info, err := Scanned(in)
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
-				return tokens, records, err
+				return sum, err
 			}
 			continue
 		}
 		if info.HasError {
 			continue
 		}
-		tokens += info.Tokens(mode)
-		records++
+		if !info.Counted && !info.HasCustom {
+			if sum.Uncounted == 0 {
+				sum.FirstUncounted = in.Pos() + ": record" + IDNote(info)
+			}
+			sum.Uncounted++
+		}
+		sum.Tokens += info.Tokens(mode)
+		sum.Records++
 	}
-	return tokens, records, in.Err()
+	return sum, in.Err()
+}
+
+// IDNote is " (id X)" for a record with an id, for messages that name it.
+func IDNote(info Info) string {
+	if info.HasID {
+		return fmt.Sprintf(" (id %s)", ShowID(info.ID))
+	}
+	return ""
 }
 
 // scanned is a line scanned ahead (see ScanAhead).

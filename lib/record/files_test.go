@@ -35,8 +35,8 @@ func TestSumTokensReadAhead(t *testing.T) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		var skipped []string
 		opt := jsonl.Options{SkipInvalid: skipInvalid, Skipped: func(pos string, err error) { skipped = append(skipped, pos+": "+err.Error()) }}
-		tokens, records, err := SumTokens(nil, []string{path}, opt, NewScanner("", true, ""), CountTotal)
-		return fmt.Sprintf("%d tokens in %d records, skipped %q, error %v", tokens, records, skipped, err)
+		s, err := SumTokens(nil, []string{path}, opt, NewScanner("", true, ""), CountTotal)
+		return fmt.Sprintf("%d tokens in %d records, skipped %q, error %v", s.Tokens, s.Records, skipped, err)
 	}
 	for _, skipInvalid := range []bool{true, false} {
 		serial, ahead := sum(1, skipInvalid), sum(2, skipInvalid)

@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -154,20 +156,52 @@ func CheckTarget(path string) error {
 	case fi.Mode().IsRegular():
 		return nil
 	}
-	what := "not a regular file"
-	switch m := fi.Mode(); {
+	return fmt.Errorf("%s is %s: it is replaced by a regular file on every write, so it is refused (give the path of a regular file, or leave the flag out)", path, Kind(fi.Mode()))
+}
+
+// Kind names what a file that is not a regular one is, for messages.
+func Kind(m fs.FileMode) string {
+	switch {
 	case m&fs.ModeSymlink != 0:
-		what = "a symbolic link"
+		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
-		what = "a FIFO"
+		return "a FIFO"
 	case m&fs.ModeDevice != 0:
-		what = "a device"
+		return "a device"
 	case m.IsDir():
-		what = "a directory"
+		return "a directory"
 	case m&fs.ModeSocket != 0:
-		what = "a socket"
+		return "a socket"
 	}
-	return fmt.Errorf("%s is %s: it is replaced by a regular file on every write, so it is refused (give the path of a regular file, or leave the flag out)", path, what)
+	return "not a regular file"
+}
+
+// MaxSize is the most ReadFile reads: a status file is a few kilobytes.
+const MaxSize = 16 << 20
+
+// ReadFile reads the bytes of a status file. Only a regular file is read
+// (through symbolic links): a FIFO would hold the reader until a writer
+// came, a device such as /dev/zero would never end. It is opened without
+// blocking and checked once open, so that a FIFO put there in between
+// does not hold it either.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file: not read as a status file", path, Kind(fi.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err == nil && len(data) > MaxSize {
+		err = fmt.Errorf("%s is larger than %d MiB: not a status file", path, MaxSize>>20)
+	}
+	return data, err
 }
 
 // WriteAtomic replaces path with data: a temporary file in the same folder,
@@ -207,7 +241,7 @@ func WriteAtomic(path string, data []byte) error {
 
 // Read reads a status file.
 func Read(path string) (*Status, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

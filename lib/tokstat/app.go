@@ -111,7 +111,7 @@ of its output.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
-			&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G); the total row stands against the sum of the groups' budgets"},
+			&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G); the total row stands against the sum of the groups' budgets; 0 is refused with 64, as in every tool"},
 			&cli.BoolFlag{Name: flagHist, Usage: "add a histogram of the completion lengths of all answers to the table"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
 			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},

@@ -89,8 +89,11 @@ var (
 	outName    = regexp.MustCompile(`^out(\.shard-\d+-of-\d+)?\.jsonl(\.zst|\.gz)?$`)
 )
 
-// collectJob walks the folders for datasets.
-func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*jobView, error) {
+// collectJob walks the folders for datasets (following symbolic links:
+// a job's folder often links its datasets in); a status file or output
+// that is not a regular file (a FIFO, a device) is named in a warning and
+// left out, never opened.
+func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time, warn func(string)) (*jobView, error) {
 	type found struct{ status, out string }
 	byKey := map[string]*found{}
 	var keys []string
@@ -103,24 +106,22 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 		}
 		return f
 	}
+	visit := func(path string, mode fs.FileMode) {
+		name := filepath.Base(path)
+		dir := filepath.Dir(path)
+		status, out := statusName.FindStringSubmatch(name), outName.FindStringSubmatch(name)
+		switch {
+		case status == nil && out == nil:
+		case !mode.IsRegular():
+			warn(fmt.Sprintf("%s is %s, not a regular file: left out of the job view", cliutil.Printable(path), statusfile.Kind(mode)))
+		case status != nil:
+			at(dir + "\x00" + status[1]).status = path
+		default:
+			at(dir + "\x00" + out[1]).out = path
+		}
+	}
 	for _, root := range roots {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			name := d.Name()
-			dir := filepath.Dir(path)
-			if m := statusName.FindStringSubmatch(name); m != nil {
-				at(dir + "\x00" + m[1]).status = path
-			} else if m := outName.FindStringSubmatch(name); m != nil {
-				at(dir + "\x00" + m[1]).out = path
-			}
-			return nil
-		})
-		if err != nil {
+		if err := walkFollowing(root, visit); err != nil {
 			return nil, err
 		}
 	}
@@ -164,6 +165,52 @@ func collectJob(stdin io.Reader, roots []string, cfg *config, now time.Time) (*j
 		job.Total.Total = 0
 	}
 	return job, nil
+}
+
+// walkFollowing calls visit for every file beneath root, in lexical order,
+// with its mode after symbolic links are followed: a link to a folder is
+// walked as the folder (root too, with or without a trailing slash), each
+// folder once, so that a link back up does not loop.
+func walkFollowing(root string, visit func(path string, mode fs.FileMode)) error {
+	seen := map[[2]uint64]bool{}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			id := [2]uint64{uint64(st.Dev), st.Ino}
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			mode := e.Type()
+			if mode&fs.ModeSymlink != 0 {
+				fi, err := os.Stat(path)
+				if err != nil {
+					continue // a dangling link holds nothing
+				}
+				mode = fi.Mode()
+			}
+			if mode.IsDir() {
+				if err := walk(path); err != nil {
+					return err
+				}
+				continue
+			}
+			visit(path, mode)
+		}
+		return nil
+	}
+	return walk(root)
 }
 
 // viewDataset fills a dataset's row: its state, errors, retries, budget and
@@ -233,6 +280,12 @@ func datasetName(roots []string, dir string) string {
 // fill takes a dataset's row from its status file.
 func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
 	v.State = st.State
+	switch st.State {
+	case statusfile.StateRunning, statusfile.StateFinished, statusfile.StateFailed:
+	default:
+		v.State, v.Note = "unreadable", fmt.Sprintf("state %q is none of running, finished or failed: not a status file generate wrote", st.State)
+		return
+	}
 	// The dataset's records: earlier runs' and this one's.
 	v.Records, v.Errors = st.Records.Already+st.Records.OK, st.Records.Errors
 	if st.Records.Total > 0 {
@@ -321,7 +374,10 @@ func writeJobTable(w io.Writer, job *jobView) error {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, cell := range r {
-			width[i] = max(width[i], len(cell))
+			// Names and states come from folders and status files: no
+			// escape sequence in them reaches the terminal.
+			r[i] = cliutil.Printable(cell)
+			width[i] = max(width[i], len(r[i]))
 		}
 	}
 	var b strings.Builder
@@ -347,7 +403,7 @@ func writeJobTable(w io.Writer, job *jobView) error {
 	for _, v := range job.Datasets {
 		for _, line := range []string{v.Server, v.Note} {
 			if line != "" {
-				fmt.Fprintf(&b, "%s: %s\n", v.Dataset, line)
+				fmt.Fprintf(&b, "%s: %s\n", cliutil.Printable(v.Dataset), cliutil.Printable(line))
 			}
 		}
 	}

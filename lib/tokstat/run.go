@@ -70,9 +70,9 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, cliutil.Usagef("--hist goes with the table output, not --json, --tsv, --html or --total (the --html page has its own histograms)")
 	}
 	if c.IsSet(flagBudget) {
-		n, err := cliutil.ParseCount(c.String(flagBudget))
+		n, err := cliutil.ParseBudget(flagBudget, c.String(flagBudget), "for no budget, leave --"+flagBudget+" out")
 		if err != nil {
-			return nil, cliutil.Usagef("--budget: %v", err)
+			return nil, err
 		}
 		cfg.budget, cfg.hasBudget = n, true
 	}
@@ -106,7 +106,7 @@ func run(c *cli.Context) error {
 		return err
 	}
 	if cfg.jobs {
-		job, err := collectJob(c.App.Reader, cfg.files, cfg, time.Now())
+		job, err := collectJob(c.App.Reader, cfg.files, cfg, time.Now(), cliutil.Warner(c))
 		if err != nil {
 			return err
 		}
@@ -165,6 +165,9 @@ type collector struct {
 	grouper *record.Grouper
 	perFile bool
 	invalid *cliutil.InvalidNamer // names the first lines skipped as invalid
+	// nUncounted counts the records that carry no token count (see
+	// record.NoCount): 0 tokens in the report, named in warnings.
+	nUncounted int64
 }
 
 func newCollector(cfg *config, warn func(string)) *collector {
@@ -223,6 +226,9 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 			in.Invalid(err) // with SkipInvalid it counts and names the line: never an error
 			continue
 		}
+		if !info.HasError && !info.Counted {
+			col.uncounted(in.Pos(), info)
+		}
 		if col.ids == nil { // --total: the fast path
 			col.total.addTokens(info)
 			continue
@@ -263,6 +269,16 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 	return nil
 }
 
+// uncounted names the first few records that carry no token count: they
+// are in the report as 0 tokens, which they are not.
+func (col *collector) uncounted(pos string, info record.Info) {
+	col.nUncounted++
+	if col.nUncounted <= cliutil.ShownInvalid {
+		col.warn(fmt.Sprintf("%s: record%s %s: counted as 0 tokens (budget-cut counts such records: %s)",
+			pos, record.IDNote(info), record.NoCount, record.CountHint))
+	}
+}
+
 // finish sorts --by groups by name (files keep their order) and says how
 // many invalid lines went unnamed.
 func (col *collector) finish() {
@@ -271,6 +287,13 @@ func (col *collector) finish() {
 		for _, w := range col.grouper.Warnings() {
 			col.warn(w)
 		}
+	}
+	if n := col.nUncounted; n > 1 {
+		named := "all named above"
+		if n > cliutil.ShownInvalid {
+			named = fmt.Sprintf("the first %d are named above", cliutil.ShownInvalid)
+		}
+		col.warn(fmt.Sprintf("%s records carry no token count: the tokens in this report leave them out (%s)", cliutil.Thousands(n), named))
 	}
 	col.invalid.Done()
 }
