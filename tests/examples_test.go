@@ -65,6 +65,10 @@ var exampleSubstitutions = [][2]string{
 	// Budgets of millions of tokens become a few thousand.
 	{"--tokens 10M", "--tokens 3k"},
 	{"SYNTHPIPE_BUDGET=10M", "SYNTHPIPE_BUDGET=3k"},
+	// A request reserves its prompt and its answer limit: 10,240 would not
+	// fit in 3k, and 2,900 fits once, so that each dataset of the README's
+	// job stops with work left for its estimate and its API loop.
+	{"SYNTHPIPE_MAX_TOKENS=10240", "SYNTHPIPE_MAX_TOKENS=2900"},
 	// A server that runs until stopped listens on a free port.
 	{"llm-sim --port 30000", "llm-sim --port 0"},
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -126,4 +128,62 @@ func mustOpen(t *testing.T, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// TestReadmeJobViewAsPrinted: the job view the README shows ("Watching a
+// job") has the columns and the note tokstat DIR prints now, and its rows
+// line up under them as tokstat aligns them.
+func TestReadmeJobViewAsPrinted(t *testing.T) {
+	requireTools(t, "tokstat")
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := bytes.Cut(readme, []byte("watch -n 10 tokstat data/"))
+	if !ok {
+		t.Fatal("the README shows no `watch -n 10 tokstat data/`")
+	}
+	_, view, _ := bytes.Cut(after, []byte("```\n```\n"))
+	view, _, _ = bytes.Cut(view, []byte("```"))
+	shown := strings.Split(strings.TrimSpace(string(view)), "\n")
+
+	// A job of one finished dataset, as run-dataset.sh leaves it.
+	data := t.TempDir()
+	dir := filepath.Join(data, "chat")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "out.jsonl"), []byte(`{"id":"a","prompt_tokens":10,"completion_tokens":5,"finish_reason":"stop"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	st := statusfile.Status{Version: statusfile.Version, Tool: "generate", Host: host, PID: os.Getpid(), IntervalSeconds: 60,
+		State: statusfile.StateFinished, Updated: time.Now(), Records: statusfile.Records{OK: 1},
+		Tokens: statusfile.Tokens{Spent: 15, Budget: 100}, Exit: &statusfile.Exit{Code: 0, Reason: "input done"}}
+	if err := statusfile.Write(filepath.Join(dir, "status.json"), &st); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runTool(t, time.Minute, nil, nil, "tokstat", data)
+	if code != 0 {
+		t.Fatalf("tokstat %s: exit %d\n%s", data, code, stderr)
+	}
+	printed := strings.Split(string(out), "\n")
+	if got, want := strings.Fields(shown[0]), strings.Fields(printed[0]); !slices.Equal(got, want) {
+		t.Errorf("the README's job view has the columns %v; tokstat prints %v", got, want)
+	}
+	const note = "records, soft and tokens: counted in the output files now"
+	if !slices.ContainsFunc(printed, func(l string) bool { return strings.HasPrefix(l, note) }) {
+		t.Fatalf("tokstat no longer prints %q:\n%s", note, out)
+	}
+	for _, l := range printed {
+		if strings.HasPrefix(l, note) && !slices.Contains(shown, l) {
+			t.Errorf("the README lacks the note tokstat prints: %q", l)
+		}
+	}
+	// Right-aligned columns end where their header does.
+	for _, row := range shown[1:5] {
+		if len(row) > len(shown[0]) {
+			t.Errorf("README job view row longer than its header:\n%s\n%s", shown[0], row)
+		}
+	}
 }

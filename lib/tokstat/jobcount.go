@@ -1,6 +1,7 @@
 package tokstat
 
 import (
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -56,8 +57,13 @@ func countOutput(stdin io.Reader, path string, opt jsonl.Options, idPath string)
 // for them.
 var promptFiles = []string{"prompts.jsonl", "prompts.jsonl.zst", "prompts.jsonl.gz"}
 
-// countPrompts is the number of prompt lines in dir, the records a dataset
-// has in all; 0 when it has no prompts file.
+// countPrompts is the number of distinct prompt lines in dir, the records a
+// dataset has in all; 0 when it has no prompts file. A line repeated byte
+// for byte is one prompt (the same source id, or the same derived one:
+// dedupe-resume lets one through), so a finished dataset with duplicates
+// shows all it has (180/180), not 180/200. Prompts that differ only in key
+// order or in fields tokenize-prompts drops still count apart. Memory: a
+// 64-bit hash per distinct line.
 func countPrompts(stdin io.Reader, dir string, opt jsonl.Options) int64 {
 	for _, name := range promptFiles {
 		path := filepath.Join(dir, name)
@@ -69,12 +75,15 @@ func countPrompts(stdin io.Reader, dir string, opt jsonl.Options) int64 {
 		if err != nil {
 			return 0
 		}
-		var n int64
+		seen := map[uint64]struct{}{}
+		h := fnv.New64a()
 		for in.Next() {
-			n++
+			h.Reset()
+			h.Write(in.Bytes())
+			seen[h.Sum64()] = struct{}{}
 		}
 		in.Close()
-		return n
+		return int64(len(seen))
 	}
 	return 0
 }

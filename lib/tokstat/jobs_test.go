@@ -137,7 +137,8 @@ func TestJobViewCountsOutputs(t *testing.T) {
 {"id":"d","prompt_tokens":10,"completion_tokens":5,"finish_reason":"stop"}
 `
 	// Running, its status written at the start: no answers yet, no total.
-	write("chat/prompts.jsonl", "{}\n{}\n{}\n{}\n{}\n")
+	// Five prompts, one of them twice: the dataset has five.
+	write("chat/prompts.jsonl", "{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}\n{\"prompt\":\"c\"}\n{\"prompt\":\"b\"}\n{\"prompt\":\"d\"}\n{\"prompt\":\"e\"}\n")
 	write("chat/out.jsonl", answers)
 	status("chat", statusfile.Status{PID: os.Getpid(), State: statusfile.StateRunning, Updated: now,
 		Tokens: statusfile.Tokens{Budget: 1000}})
