@@ -119,7 +119,9 @@ so is a record without one on --backend sglang, whose input_ids were
 rendered already: run tokenize-prompts --thinking.
 
 Concurrency. --concurrency auto (the default) sizes the requests in flight per
-server. Against SGLang it reads /server_info (KV cache tokens, running
+server (a server is contacted once the run has a request to send: a run
+with nothing to do, an empty input or a spent budget, contacts none).
+Against SGLang it reads /server_info (KV cache tokens, running
 request limit) and keeps as many requests in flight as the KV cache holds
 given the mean prompt length and the tokens a running answer holds on
 average (E[L^2]/2E[L] for answer lengths L, learned as answers arrive,

@@ -32,6 +32,23 @@ type dispatcher struct {
 	limits     *limits     // what the dispatcher waits on, for the progress line
 	sized      bool        // the KV-bound servers were sized from the first prompt
 	logged     atomic.Bool // the first sizing was said
+	// start contacts the servers (sizeServers) and starts reading their
+	// load, once, when the first request has its budget: a run with
+	// nothing to send contacts none. nil: they are ready (tests).
+	start   func()
+	started bool
+}
+
+// kvFrom adds the servers of servers sized from their KV cache to those
+// the dispatcher re-sizes.
+func (d *dispatcher) kvFrom(servers []*server) {
+	d.kvMu.Lock()
+	defer d.kvMu.Unlock()
+	for _, srv := range servers {
+		if _, ok := srv.limiter.(*kvSizer); ok {
+			d.kvServers = append(d.kvServers, srv)
+		}
+	}
 }
 
 // run starts requests until the records end or dispatching stops.
@@ -62,7 +79,6 @@ func (d *dispatcher) run(records <-chan *job) {
 			return
 		}
 		next = j.seq + 1
-		d.sizeFirst(j)
 		d.limits.enter(heldByBudget)
 		r, err := d.reserve(ctx, j)
 		if errors.Is(err, errBudgetReached) {
@@ -75,6 +91,13 @@ func (d *dispatcher) run(records <-chan *job) {
 			return // dispatching stopped while waiting for room
 		}
 		j.reserve = r
+		if !d.started {
+			d.started = true
+			if d.start != nil {
+				d.start()
+			}
+		}
+		d.sizeFirst(j)
 		j.kvTokens = j.promptTokens + int(d.lengths.cachedMean())
 		d.limits.enter(heldByServer)
 		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)

@@ -138,7 +138,7 @@ func run(c *cli.Context) (err error) {
 		errs = errsFile.Writer
 	}
 	note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
-	servers := newServers(c.Context, cfg, be, note)
+	servers := newServers(cfg)
 	var tmpl *chat.Model
 	var retok *retokenizer
 	if cfg.tokenizer != "" {
@@ -184,11 +184,15 @@ func run(c *cli.Context) (err error) {
 	}
 
 	s.view = newServerView(cfg, note)
-	s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
 	s.dispatcher.pool.recheck = func(srv *server) { s.recheck(s.stops.dispatch, be, srv, note) }
 	viewCtx, stopView := context.WithCancel(context.Background())
 	defer stopView()
-	go s.view.run(viewCtx)
+	s.dispatcher.start = func() { // with the first request to send
+		sizeServers(c.Context, cfg, be, s.dispatcher.pool, note)
+		s.dispatcher.kvFrom(servers)
+		s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
+		go s.view.run(viewCtx)
+	}
 	statusDone := make(chan struct{})
 	if cfg.statusFile != "" {
 		warn := func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) }
@@ -274,48 +278,65 @@ func newBackend(cfg *config) backend.Backend {
 	return cfg.kind.New(opts)
 }
 
-// newServers sets up each --url with its concurrency limiter: fixed, sized
-// from the server's KV cache, or AIMD when the server does not say.
-func newServers(ctx context.Context, cfg *config, be backend.Backend, note func(string, ...any)) []*server {
+// newServers makes a server of each --url; sizeServers gives each its
+// concurrency limiter once the run has a request to send.
+func newServers(cfg *config) []*server {
 	servers := make([]*server, len(cfg.urls))
 	for i, u := range cfg.urls {
-		srv := &server{url: backend.WithoutUserinfo(u), base: u}
-		servers[i] = srv
-		if cfg.fixedConc > 0 {
-			srv.limiter = fixedLimit(cfg.fixedConc)
-			if !cfg.kind.NeedsModel {
-				// Requests name no model: the server's information
-				// names it, for gen.model; nothing else is read.
-				if info, _ := serverInfo(ctx, be, u); info != nil {
-					srv.model = info.Model
-				}
-			}
-			continue
-		}
-		info, err := serverInfo(ctx, be, u)
-		if info != nil {
-			srv.model = info.Model
-		}
-		switch {
-		case err != nil:
-			note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
-			srv.limiter = newAIMD()
-			var be *backend.Error
-			if errors.As(err, &be) && be.Kind == backend.KindConnect {
-				// Unreachable now: sideline it; when the sideline ends
-				// its capacity is read again (scheduler.recheck).
-				srv.markUnreachable(shortCause(be))
-				srv.needInfo = true
-			}
-		case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
-			note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
-			srv.limiter = newAIMD()
-		default:
-			// Sized from the first record's prompt once it is read.
-			srv.limiter = newKVSizer(info)
-		}
+		servers[i] = &server{url: backend.WithoutUserinfo(u), base: u}
 	}
 	return servers
+}
+
+// sizeServers reads what each server of p says of itself (its capacity,
+// the model it serves) and sets its concurrency limiter: fixed, sized from
+// its KV cache, or AIMD when it does not say. The dispatcher calls it when
+// it has its first request to send, not before: a run with nothing to do
+// (an empty input, a budget already spent) contacts no server. The servers
+// change under the pool's lock: the progress line reads them.
+func sizeServers(ctx context.Context, cfg *config, be backend.Backend, p *pool, note func(string, ...any)) {
+	infos := make([]*backend.ServerInfo, len(p.servers))
+	errs := make([]error, len(p.servers))
+	for i, srv := range p.servers {
+		// With --concurrency N only a backend whose requests name no
+		// model asks: the server's information names it, for gen.model.
+		if cfg.fixedConc == 0 || !cfg.kind.NeedsModel {
+			infos[i], errs[i] = serverInfo(ctx, be, srv.base)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, srv := range p.servers {
+		sizeServer(cfg, srv, infos[i], errs[i], note)
+	}
+	p.updateDownLocked()
+}
+
+// sizeServer sets srv's limiter from what it said (info, or err).
+func sizeServer(cfg *config, srv *server, info *backend.ServerInfo, err error, note func(string, ...any)) {
+	if info != nil {
+		srv.model = info.Model
+	}
+	switch {
+	case cfg.fixedConc > 0:
+		srv.limiter = fixedLimit(cfg.fixedConc)
+	case err != nil:
+		note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
+		srv.limiter = newAIMD()
+		var be *backend.Error
+		if errors.As(err, &be) && be.Kind == backend.KindConnect {
+			// Unreachable now: sideline it; when the sideline ends
+			// its capacity is read again (scheduler.recheck).
+			srv.markUnreachable(shortCause(be))
+			srv.needInfo = true
+		}
+	case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
+		note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
+		srv.limiter = newAIMD()
+	default:
+		// Sized from the first record's prompt once it is read.
+		srv.limiter = newKVSizer(info)
+	}
 }
 
 // recheck reads the capacity of srv, which could not be reached when the

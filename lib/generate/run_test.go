@@ -3,11 +3,14 @@ package generate
 import (
 	"bytes"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -406,5 +409,27 @@ func TestSlowReaderHoldsBackDispatch(t *testing.T) {
 	if limit := maxUnwritten + concurrency + buffered; sent > limit {
 		t.Errorf("%d requests sent while stdout took nothing, more than the %d backlog + %d in flight + %d in the output buffer",
 			sent, maxUnwritten, concurrency, buffered)
+	}
+}
+
+// A run with nothing to send contacts no server: not with an empty input,
+// nor when the budget cannot pay for the first request. The server is
+// asked for its capacity once there is a request for it.
+func TestNothingToSendContactsNoServer(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	if r := runGenerate(t, "", "--url", srv.URL, "--max-tokens", "16"); r.code != 0 {
+		t.Fatalf("empty input: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runGenerate(t, sglangRequests(3, 8), "--url", srv.URL, "--max-tokens", "100", "--token-budget", "50")
+	if r.code != 0 || !strings.Contains(r.stderr, "budget reached") {
+		t.Fatalf("a budget that pays for no request: exit %d\n%s", r.code, r.stderr)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("%d HTTP requests to the server, want none", n)
 	}
 }

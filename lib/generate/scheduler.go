@@ -128,11 +128,7 @@ func newScheduler(o schedulerOptions) *scheduler {
 		note:      o.note,
 		limits:    newLimits(time.Now),
 	}
-	for _, srv := range o.servers {
-		if _, ok := srv.limiter.(*kvSizer); ok {
-			d.kvServers = append(d.kvServers, srv)
-		}
-	}
+	d.kvFrom(o.servers) // those sized already (tests); else the run's start
 	return &scheduler{
 		cfg:        cfg,
 		stops:      o.stops,
