@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,6 +100,9 @@ type cost struct {
 	Steps        int64    `json:"steps,omitempty"` // SGLang: decode steps
 	UncutSeconds *float64 `json:"uncut_seconds,omitempty"`
 	UncutUSD     *float64 `json:"uncut_usd,omitempty"`
+	// NotComputed names the figures that came out as no time or money (a
+	// speed or price past belief): null above, and said.
+	NotComputed []string `json:"not_computed,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -195,6 +199,9 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 		addRow(total, row)
 		rep.Datasets = append(rep.Datasets, row)
 	}
+	for i := range total.Backends {
+		total.Backends[i].dropNotComputed()
+	}
 	total.TotalTokens, total.Uncut = spreadOf(total.totals), spreadOf(total.uncuts)
 	if cfg.budget >= 0 {
 		total.BudgetLeft = ptr(totalLeft)
@@ -231,24 +238,26 @@ func costOf(b *backendModel, draws []draw, left int64, reserve int) cost {
 	}
 	usd = roundTo(usd/float64(len(draws)), 1e-9)
 	uncutUSD = roundTo(uncutUSD/float64(len(draws)), 1e-9)
+	why := &c.NotComputed
 	if b.knowsTime() {
-		c.Seconds = ptr(secs / float64(n))
-		c.Hours = ptr(*c.Seconds / 3600)
-		c.Steps = steps / int64(n)
+		if c.Seconds = bounded(secs/float64(n), maxSeconds, "time", "s", why); c.Seconds != nil {
+			c.Hours = ptr(*c.Seconds / 3600)
+			c.Steps = steps / int64(n)
+		}
 		if hasBudget {
-			c.UncutSeconds = ptr(uncutSecs / float64(n))
+			c.UncutSeconds = bounded(uncutSecs/float64(n), maxSeconds, "uncut time", "s", why)
 		}
 	}
 	switch {
 	case b.kind == kindOpenRouter:
-		c.USD = ptr(usd)
+		c.USD = bounded(usd, maxUSD, "cost", "USD", why)
 		if hasBudget {
-			c.UncutUSD = ptr(uncutUSD)
+			c.UncutUSD = bounded(uncutUSD, maxUSD, "uncut cost", "USD", why)
 		}
 	case b.hourlyCost > 0 && c.Seconds != nil:
-		c.USD = ptr(*c.Hours * b.hourlyCost)
-		if hasBudget {
-			c.UncutUSD = ptr(*c.UncutSeconds / 3600 * b.hourlyCost)
+		c.USD = bounded(*c.Hours*b.hourlyCost, maxUSD, "cost", "USD", why)
+		if hasBudget && c.UncutSeconds != nil {
+			c.UncutUSD = bounded(*c.UncutSeconds/3600*b.hourlyCost, maxUSD, "uncut cost", "USD", why)
 		}
 	}
 	return c
@@ -278,7 +287,41 @@ func addRow(t, r *datasetRow) {
 		tc.USD = addPtr(tc.USD, c.USD)
 		tc.UncutSeconds = addPtr(tc.UncutSeconds, c.UncutSeconds)
 		tc.UncutUSD = addPtr(tc.UncutUSD, c.UncutUSD)
+		for _, w := range c.NotComputed {
+			if !slices.Contains(tc.NotComputed, w) {
+				tc.NotComputed = append(tc.NotComputed, w)
+			}
+		}
 	}
+}
+
+// dropNotComputed leaves out of a total the figures some dataset could not
+// compute: a sum without them would be less than the whole.
+func (c *cost) dropNotComputed() {
+	for _, w := range c.NotComputed {
+		switch what, _, _ := strings.Cut(w, " ("); what {
+		case "time":
+			c.Seconds, c.Hours = nil, nil
+		case "uncut time":
+			c.UncutSeconds = nil
+		case "cost":
+			c.USD = nil
+		case "uncut cost":
+			c.UncutUSD = nil
+		}
+	}
+}
+
+// notComputedLines says, per backend, what the table leaves out and why.
+func notComputedLines(rep *report) string {
+	var b strings.Builder
+	for i, c := range rep.Total.Backends {
+		if len(c.NotComputed) > 0 {
+			fmt.Fprintf(&b, "%s: not computed: %s: the speed or prices it was given are past belief (see %s's line above)\n",
+				rep.Backends[i].Label, strings.Join(c.NotComputed, ", "), rep.Backends[i].Label)
+		}
+	}
+	return b.String()
 }
 
 func addPtr(a, b *float64) *float64 {
@@ -413,6 +456,7 @@ func writeTable(w io.Writer, rep *report) error {
 	if rep.Budget != nil {
 		b.WriteString(uncutLine(rep.Total))
 	}
+	b.WriteString(notComputedLines(rep))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -89,8 +89,13 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, cliutil.Usagef("--%s and --%s go together: give both (USD per million tokens)", flagPriceIn, flagPriceOut)
 	}
 	cfg.hasPrices = c.IsSet(flagPriceIn)
-	if cfg.priceIn < 0 || cfg.priceOut < 0 || cfg.hourlyCost < 0 {
-		return nil, cliutil.Usagef("prices must not be negative")
+	for _, f := range []struct {
+		flag    string
+		v, most float64
+	}{{flagPriceIn, cfg.priceIn, maxPricePerMillion}, {flagPriceOut, cfg.priceOut, maxPricePerMillion}, {flagHourlyCost, cfg.hourlyCost, maxHourlyCost}} {
+		if err := checkPrice(f.flag, f.v, f.most); err != nil {
+			return nil, cliutil.Usagef("%v", err)
+		}
 	}
 	if cfg.hasPrices && len(cfg.models) == 0 {
 		return nil, cliutil.Usagef("--%s and --%s price a --model: name it (any id, e.g. --model mine)", flagPriceIn, flagPriceOut)
@@ -144,8 +149,8 @@ func parse(c *cli.Context) (*config, error) {
 // parseRate reads tokens per second: 1250, 1.25k, 850.5.
 func parseRate(s string) (float64, error) {
 	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-		if f <= 0 || f > 1e12 {
-			return 0, fmt.Errorf("want a positive number of tokens per second")
+		if !usableRate(f) {
+			return 0, fmt.Errorf("want a number of tokens per second from %g to %g", minRate, maxRate)
 		}
 		return f, nil
 	}
@@ -248,11 +253,17 @@ func probeBackends(ctx context.Context, cfg *config, done map[string]*doneStats,
 			return nil, err
 		}
 		load, merr := serverMetrics(ctx, u, "")
-		if merr == nil && load.genThroughput <= 0 {
+		switch {
+		case merr == nil && load.genThroughput <= 0:
 			merr = fmt.Errorf("%s: sglang:gen_throughput is 0 (the server has not decoded yet)", load.source)
+		case merr == nil && !usableRate(load.genThroughput):
+			merr = fmt.Errorf("%s: sglang:gen_throughput %g is no speed (want %g to %g tokens per second)", load.source, load.genThroughput, minRate, maxRate)
 		}
 		doneStep, doneOK := fitStepTiming(sglangRuns, b.cap, cfg.budget)
 		job, jobOK := jobOn(statuses, b.url) // status files hold URLs as shown
+		if job.unusable != "" {
+			note("%s: %s: no speed, left out", job.path, job.unusable)
+		}
 		switch r, ok := rateFor(u); {
 		case ok:
 			b.rate, b.rateSource = r, fmt.Sprintf("--rate %s tok/s", fmtRate(r))
@@ -341,8 +352,11 @@ func seconds(s float64) string {
 
 // fmtRate writes tokens per second as people read them.
 func fmtRate(r float64) string {
-	if r >= 100 {
+	switch {
+	case r >= 100:
 		return cliutil.Thousands(int64(r + 0.5))
+	case r < 0.1:
+		return strconv.FormatFloat(r, 'g', 2, 64)
 	}
 	return strconv.FormatFloat(r, 'f', 1, 64)
 }

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -23,6 +24,27 @@ type runningJob struct {
 	running       float64 // sglang:num_running_reqs, 0 unknown
 	genThroughput float64 // sglang:gen_throughput, 0 unknown
 	clientRate    float64 // the job's output tokens per second over its servers
+	unusable      string  // the figures left out as no speed (NaN, 1e-300, 1e999), in words
+}
+
+// checkFigures leaves out the figures of j that are no speed or count.
+func (j *runningJob) checkFigures() {
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    *float64
+		ok   func(float64) bool
+	}{
+		{"gen_throughput", &j.genThroughput, usableRate},
+		{"rates.output_tokens_per_second", &j.clientRate, usableRate},
+		{"running", &j.running, func(v float64) bool { return v >= 0 && v <= 1e9 }},
+	} {
+		if *f.v != 0 && !f.ok(*f.v) {
+			bad = append(bad, fmt.Sprintf("%s %g", f.name, *f.v))
+			*f.v = 0
+		}
+	}
+	j.unusable = strings.Join(bad, ", ")
 }
 
 // readStatus reads a status file written by generate --status-file.
@@ -59,6 +81,7 @@ func jobOn(docs []statusDoc, url string) (runningJob, bool) {
 			}
 			// The job's rate is over all its servers: this one's share.
 			j.clientRate = d.doc.Get("rates.output_tokens_per_second").Float() / float64(len(servers))
+			j.checkFigures()
 			return j, j.genThroughput > 0 || j.clientRate > 0
 		}
 	}

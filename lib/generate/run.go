@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -186,12 +187,22 @@ func run(c *cli.Context) (err error) {
 	s.view = newServerView(cfg, note)
 	s.dispatcher.pool.recheck = func(srv *server) { s.recheck(s.stops.dispatch, be, srv, note) }
 	viewCtx, stopView := context.WithCancel(context.Background())
-	defer stopView()
+	var viewRunning sync.WaitGroup
+	defer func() {
+		// Joined, not only stopped: nothing of the run reads on after it
+		// returns (its readings use settings a caller may change then).
+		stopView()
+		viewRunning.Wait()
+	}()
 	s.dispatcher.start = func() { // with the first request to send
 		sizeServers(c.Context, cfg, be, s.dispatcher.pool, note)
 		s.dispatcher.kvFrom(servers)
 		s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
-		go s.view.run(viewCtx)
+		viewRunning.Add(1)
+		go func() {
+			defer viewRunning.Done()
+			s.view.run(viewCtx)
+		}()
 	}
 	statusDone := make(chan struct{})
 	if cfg.statusFile != "" {
