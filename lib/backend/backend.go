@@ -106,6 +106,11 @@ const (
 	KindAuth     = "auth"     // 401/403: bad key, or refused
 	KindCredits  = "credits"  // 402: no credits left
 	KindRequest  = "bad_request"
+	// KindContextOverflow: the prompt does not fit the model's context
+	// length with room for an answer. generate refuses such a prompt
+	// before sending it; a server that refuses one for that reason (its
+	// count differs from the record's) gets the same kind.
+	KindContextOverflow = "context_overflow"
 )
 
 // Error is a failed request, classified.
@@ -131,7 +136,11 @@ type ServerInfo struct {
 	MaxTotalTokens     int // KV cache size in tokens (SGLang max_total_num_tokens)
 	MaxRunningRequests int
 	ContextLength      int
-	TokenCapacity      int // internal_states[].memory_usage.token_capacity, summed over data-parallel ranks
+	// MaxCompletionTokens is the most tokens an answer may have whatever
+	// its prompt (OpenRouter's top_provider.max_completion_tokens), 0 when
+	// the server does not say.
+	MaxCompletionTokens int
+	TokenCapacity       int // internal_states[].memory_usage.token_capacity, summed over data-parallel ranks
 	// IncrementalStreaming is SGLang's incremental_streaming_output: its
 	// streams carry deltas rather than cumulative snapshots.
 	IncrementalStreaming bool

@@ -24,7 +24,9 @@ import (
 //	402                            KindCredits, Fatal
 //	429                            KindRate, retryable, RetryAfter from Retry-After(-Ms)
 //	408 409 425 5xx                KindHTTP, retryable (503 with RetryAfter)
-//	other 4xx                      KindRequest (context too long, unknown model, ...)
+//	400, 413 saying the prompt     KindContextOverflow (SGLang's, vLLM's, OpenAI's
+//	  exceeds the context length     and OpenRouter's wordings)
+//	other 4xx                      KindRequest (unknown model, bad parameter, ...)
 //	200 with garbage or HTML       KindProtocol, retryable (a proxy's transient page)
 //	error body or chunk after 200  by its error.code as that status (402 fatal,
 //	                               400 a failed record, 429 and 5xx retried);
@@ -88,11 +90,37 @@ func classifyStatus(e *Error, status int, header http.Header, body []byte) {
 		if status == http.StatusServiceUnavailable {
 			e.RetryAfter = retryAfter(header, time.Now())
 		}
+	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && isContextOverflow(e.Message):
+		e.Kind = KindContextOverflow
 	case status >= 400 && status < 500:
 		e.Kind = KindRequest
 	default:
 		e.Kind = KindHTTP
 	}
+}
+
+// contextOverflowPhrases are how servers say that a prompt and its answer
+// do not fit the context: SGLang's two ValueErrors ("The input (N tokens)
+// is longer than the model's context length (M tokens)." and "Requested
+// token count exceeds the model's maximum context length of M tokens. ..."),
+// vLLM's and OpenAI's ("This model's maximum context length is M tokens")
+// and OpenRouter's ("This endpoint's maximum context length is ...").
+var contextOverflowPhrases = []string{
+	"longer than the model's context length",
+	"maximum context length",
+	"context_length_exceeded",
+}
+
+// isContextOverflow reports whether a server's message refuses a request
+// for its length.
+func isContextOverflow(msg string) bool {
+	lower := strings.ToLower(msg)
+	for _, p := range contextOverflowPhrases {
+		if strings.Contains(lower, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryableStatus reports whether a status (HTTP, or the status_code of an

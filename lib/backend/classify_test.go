@@ -44,7 +44,7 @@ func TestStatusClassification(t *testing.T) {
 		message    string
 	}{
 		{status: 400, body: `{"object":"error","message":"This model's maximum context length is 32768 tokens","type":"BadRequestError","code":400}`,
-			kind: KindRequest, message: "This model's maximum context length is 32768 tokens"},
+			kind: KindContextOverflow, message: "This model's maximum context length is 32768 tokens"},
 		{status: 401, body: openRouter(401, "User not found."), kind: KindAuth, fatal: true, message: "User not found."},
 		{status: 402, body: openRouter(402, "Insufficient credits"), kind: KindCredits, fatal: true},
 		{status: 403, body: openRouter(403, "Key disabled"), kind: KindAuth, fatal: true},

@@ -476,7 +476,7 @@ func (r *reasoningDetails) json() json.RawMessage {
 
 // ServerInfo reads the served model's context length from GET
 // {base}/models (vLLM's max_model_len, OpenRouter's and SGLang's
-// context_length). It returns (nil, nil) when the server has no model list
+// context_length, and OpenRouter's top_provider.max_completion_tokens). It returns (nil, nil) when the server has no model list
 // or does not list Options.Model; OpenAI-compatible servers do not report
 // their KV capacity.
 func (b *openAI) ServerInfo(ctx context.Context, base string) (*ServerInfo, error) {
@@ -493,8 +493,9 @@ func (b *openAI) ServerInfo(ctx context.Context, base string) (*ServerInfo, erro
 		return nil, nil
 	}
 	return &ServerInfo{
-		ContextLength: int(firstOf(m, "context_length", "max_model_len", "top_provider.context_length").Int()),
-		Raw:           json.RawMessage(m.Raw),
+		ContextLength:       int(firstOf(m, "context_length", "max_model_len", "top_provider.context_length").Int()),
+		MaxCompletionTokens: int(m.Get("top_provider.max_completion_tokens").Int()),
+		Raw:                 json.RawMessage(m.Raw),
 	}, nil
 }
 

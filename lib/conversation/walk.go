@@ -32,6 +32,9 @@ const (
 	// EndBudget: a budget (generate --token-budget, --cost-budget) was
 	// reached before the next turn; kept with the turns paid for.
 	EndBudget = "budget"
+	// EndContext: the next turn's prompt leaves less of the model's
+	// context length than generate --min-room; kept with the turns done.
+	EndContext = "context"
 )
 
 // Turn is one regenerated turn as it was sent and answered.

@@ -35,6 +35,8 @@ const (
 	flagURL                = "url"
 	flagModel              = "model"
 	flagMaxTokens          = "max-tokens"
+	flagContextLength      = "context-length"
+	flagMinRoom            = "min-room"
 	flagTemperature        = "temperature"
 	flagTopP               = "top-p"
 	flagTopK               = "top-k"
@@ -180,6 +182,24 @@ the server with the fewest tokens outstanding; a server that fails to
 connect is sidelined and retried later with backoff, and a request whose
 connection was refused moves to another server at once without using a retry (when
 no server is up, the run stops with 75 and leaves it to a later run).
+
+The context length. Each request asks for --max-tokens, or less when its
+prompt leaves less of the model's context length: the context length is
+--context-length, else the smallest the servers report (SGLang's
+/server_info context_length; an OpenAI-compatible server's /models entry,
+context_length or vLLM's max_model_len, and OpenRouter's
+top_provider.max_completion_tokens, which caps every answer; with
+--concurrency N the list is not read). The capped value is the record's
+gen.params.max_tokens and what a budget reserves. A prompt that leaves fewer
+than --min-room tokens (default 1: SGLang refuses a prompt as long as the
+context) is not sent: it goes to --errors with kind context_overflow and the
+closing summary counts it ("2 errors (2 context overflow; in errors.jsonl)").
+Only an exact prompt size is capped on: token ids, or the record's
+prompt_tokens (tokenize-prompts writes them); the size of messages without
+them is an estimate, and a server that refuses such a prompt for its length
+gives the same kind. With --turns all on SGLang each turn is capped at what
+its own prompt leaves, and a conversation whose next prompt leaves too little
+ends there ("ended": "context").
 
 Failures. What the server marks retryable (connection errors, timeouts, 5xx,
 429) is retried up to --retries times with exponential backoff and jitter,

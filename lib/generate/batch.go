@@ -145,7 +145,7 @@ func (b *batchInput) parse(line []byte) (*job, error) {
 			return nil, fmt.Errorf("chat template: %v", err)
 		}
 		j.req.InputIDs = b.chat.Encode(rendered)
-		j.promptTokens = len(j.req.InputIDs)
+		j.promptTokens, j.exactPrompt = len(j.req.InputIDs), true
 		return j, nil
 	}
 	j.req.Messages, j.req.Tools = messages, tools

@@ -107,6 +107,9 @@ func (c *collector) handle(o *outcome) {
 		c.budget.cancel(j.reserve)
 		c.count(func(t *tally) {
 			t.errors++
+			if o.err != nil && o.err.Kind == backend.KindContextOverflow {
+				t.contextOverflow++
+			}
 			if o.exhausted {
 				t.retriesExhausted++
 			}

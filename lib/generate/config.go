@@ -47,8 +47,11 @@ type config struct {
 	quiet        bool
 	ordered      bool
 	window       int
-	fixedConc    int  // 0: auto
-	shared       bool // --shared: probe servers without /metrics
+	fixedConc    int // 0: auto
+	// contextLength is --context-length (0: the servers'); minRoom is
+	// --min-room. See contextFit.
+	contextLength, minRoom int
+	shared                 bool // --shared: probe servers without /metrics
 
 	tokenBudget int64 // 0: none
 	already     []string
@@ -197,6 +200,13 @@ func parse(c *cli.Context) (*config, error) {
 		if f.bad {
 			return nil, cliutil.Usagef("--%s %v: %s", f.name, c.Value(f.name), f.why)
 		}
+	}
+	cfg.contextLength, cfg.minRoom = c.Int(flagContextLength), c.Int(flagMinRoom)
+	if cfg.contextLength < 0 || cfg.contextLength == 1 {
+		return nil, cliutil.Usagef("--%s %d: want 2 or more tokens (0: the servers')", flagContextLength, cfg.contextLength)
+	}
+	if cfg.minRoom < 1 {
+		return nil, cliutil.Usagef("--%s %d: want at least 1 token", flagMinRoom, cfg.minRoom)
 	}
 	if s := c.String(flagConcurrency); s != "auto" {
 		n, err := strconv.Atoi(s)

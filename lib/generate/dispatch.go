@@ -30,6 +30,7 @@ type dispatcher struct {
 	collector  *collector // its backlog holds dispatching back; it counts the records a budget cuts
 	note       func(format string, args ...any)
 	limits     *limits     // what the dispatcher waits on, for the progress line
+	fit        contextFit  // caps max tokens at the context; a conversation caps each turn (turnRunner)
 	sized      bool        // the KV-bound servers were sized from the first prompt
 	logged     atomic.Bool // the first sizing was said
 	// start contacts the servers (sizeServers) and starts reading their
@@ -79,6 +80,9 @@ func (d *dispatcher) run(records <-chan *job) {
 			return
 		}
 		next = j.seq + 1
+		if d.refused(j) {
+			continue
+		}
 		d.limits.enter(heldByBudget)
 		r, err := d.reserve(ctx, j)
 		if errors.Is(err, errBudgetReached) {
@@ -95,6 +99,14 @@ func (d *dispatcher) run(records <-chan *job) {
 			d.started = true
 			if d.start != nil {
 				d.start()
+			}
+			// The servers said their context length only now: the first
+			// request is fitted to it, its reservation (the uncapped worst
+			// case) kept until it settles.
+			if d.refused(j) {
+				d.budget.cancel(r)
+				d.budget.unpledge(&j.pledge)
+				continue
 			}
 		}
 		d.sizeFirst(j)
@@ -114,6 +126,20 @@ func (d *dispatcher) run(records <-chan *job) {
 		d.flight.begin(j)
 		d.workers.start(j)
 	}
+}
+
+// refused fits j to the context length (contextFit.fit) and hands a
+// prompt that cannot fit to the collector as its error, never sent. A
+// conversation is fitted turn by turn (turnRunner).
+func (d *dispatcher) refused(j *job) bool {
+	if j.conv != nil {
+		return false
+	}
+	e := d.fit.fit(j)
+	if e != nil {
+		d.collector.submit(&outcome{job: j, err: e})
+	}
+	return e != nil
 }
 
 // reserve books j's worst case; a conversation pledges its later turns.

@@ -76,12 +76,14 @@ func TestRetryableFaults(t *testing.T) {
 }
 
 // TestBadRequestIsAnErrorRecord: a 400 is not retried; the record goes to
-// the errors file at once and the others succeed.
+// the errors file at once and the others succeed. --context-length says more
+// than the server has, so that the request is sent and refused (the server's
+// own would cap its max tokens instead).
 func TestBadRequestIsAnErrorRecord(t *testing.T) {
 	_, url := startSim(t, func(c *sim.Config) { c.ContextLength = 100 })
 	dir := t.TempDir()
 	input := sglangRequests(3, 10) + `{"id":"long","input_ids":` + string(jsonl.AppendIntArray(nil, promptIDs(9, 95))) + `,"error":{"kind":"old"}}` + "\n"
-	r := runGenerate(t, input, "--url", url, "--max-tokens", "20", "--errors", dir+"/err.jsonl")
+	r := runGenerate(t, input, "--url", url, "--max-tokens", "20", "--context-length", "1000", "--errors", dir+"/err.jsonl")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -90,13 +92,13 @@ func TestBadRequestIsAnErrorRecord(t *testing.T) {
 	}
 	errs := readLines(t, dir+"/err.jsonl")
 	if len(errs) != 1 || errs[0].Get("id").String() != "long" || errs[0].Get("error.status").Int() != 400 ||
-		errs[0].Get("error.attempts").Int() != 1 || errs[0].Get("error.retryable").Bool() || errs[0].Get("error.kind").String() == "old" {
+		errs[0].Get("error.attempts").Int() != 1 || errs[0].Get("error.retryable").Bool() || errs[0].Get("error.kind").String() != "context_overflow" {
 		t.Fatalf("errors file: %v", errs)
 	}
 	if strings.Count(errs[0].Raw, `"error"`) != 1 {
 		t.Fatalf("the old error member was kept: %s", errs[0].Raw)
 	}
-	if !strings.Contains(r.stderr, "3 ok") || !strings.Contains(r.stderr, ", 1 error (in ") {
+	if !strings.Contains(r.stderr, "3 ok") || !strings.Contains(r.stderr, ", 1 error (1 context overflow; in ") {
 		t.Fatalf("summary: %s", r.stderr)
 	}
 }
@@ -124,7 +126,8 @@ func TestNothingSucceededExitStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, url := startSim(t, tc.set)
 			errs := t.TempDir() + "/err.jsonl"
-			r := runGenerate(t, tc.input, "--url", url, "--max-tokens", "10", "--retries", "1", "--timeout", "200ms", "--errors", errs)
+			// --context-length above the server's: the long prompt is sent, and refused.
+			r := runGenerate(t, tc.input, "--url", url, "--max-tokens", "10", "--context-length", "1000", "--retries", "1", "--timeout", "200ms", "--errors", errs)
 			if r.code != tc.wantCode {
 				t.Fatalf("exit %d, want %d: %s", r.code, tc.wantCode, r.stderr)
 			}

@@ -21,6 +21,7 @@ type job struct {
 	req             backend.Request
 	promptTokens    int  // the record's, else len(input_ids), else an estimate
 	hasPromptTokens bool // the record states its prompt size; the server's is not added
+	exactPrompt     bool // promptTokens is the record's or its ids' count, not an estimate
 	collides        bool // the record already has response members: replace, do not append
 	reserve         reservation
 	pledge          pledge               // a conversation's later turns (--turns all)
@@ -153,6 +154,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 		if !j.hasPromptTokens {
 			j.promptTokens = len(ids)
 		}
+		j.exactPrompt = true
 	default:
 		if len(messages) == 0 || messages[0] != '[' {
 			return nil, missingInput(p.kind)
@@ -161,10 +163,11 @@ func (p *parser) parse(line []byte) (*job, error) {
 		if len(tools) > 0 && tools[0] == '[' {
 			j.req.Tools = tools
 		}
+		j.exactPrompt = j.hasPromptTokens
 		if !j.hasPromptTokens {
 			switch n, ok := jsonl.IntArrayLen(inputIDs); {
 			case ok && len(inputIDs) > 0:
-				j.promptTokens = n
+				j.promptTokens, j.exactPrompt = n, true
 			default:
 				// About three bytes of JSON a token: rather high than low,
 				// since this only sizes reservations.

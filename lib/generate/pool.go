@@ -38,6 +38,10 @@ type server struct {
 	// before any request is sent to it, so that it is sized from its KV
 	// cache as a server up at the start is, not adaptively without bound.
 	needInfo bool
+	// contextLength and maxCompletion are what the server said of the
+	// model's context length and its longest answer at the start (0: it
+	// did not say), for the run's contextFit.
+	contextLength, maxCompletion int
 }
 
 // markUnreachable sidelines s after a failed connection (at start-up, its

@@ -197,6 +197,11 @@ func run(c *cli.Context) (err error) {
 	s.dispatcher.start = func() { // with the first request to send
 		sizeServers(c.Context, cfg, be, s.dispatcher.pool, note)
 		s.dispatcher.kvFrom(servers)
+		// The servers said their context length: before any worker starts.
+		s.dispatcher.fit = newContextFit(cfg, servers)
+		if turns != nil {
+			turns.fit = s.dispatcher.fit
+		}
 		s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
 		viewRunning.Add(1)
 		go func() {
@@ -310,7 +315,8 @@ func sizeServers(ctx context.Context, cfg *config, be backend.Backend, p *pool, 
 	errs := make([]error, len(p.servers))
 	for i, srv := range p.servers {
 		// With --concurrency N only a backend whose requests name no
-		// model asks: the server's information names it, for gen.model.
+		// model asks: the server's information names it, for gen.model,
+		// and says its context length.
 		if cfg.fixedConc == 0 || !cfg.kind.NeedsModel {
 			infos[i], errs[i] = serverInfo(ctx, be, srv.base)
 		}
@@ -327,6 +333,7 @@ func sizeServers(ctx context.Context, cfg *config, be backend.Backend, p *pool, 
 func sizeServer(cfg *config, srv *server, info *backend.ServerInfo, err error, note func(string, ...any)) {
 	if info != nil {
 		srv.model = info.Model
+		srv.contextLength, srv.maxCompletion = info.ContextLength, info.MaxCompletionTokens
 	}
 	switch {
 	case cfg.fixedConc > 0:

@@ -127,6 +127,10 @@ func newScheduler(o schedulerOptions) *scheduler {
 		collector: col,
 		note:      o.note,
 		limits:    newLimits(time.Now),
+		fit:       newContextFit(cfg, o.servers),
+	}
+	if o.turns != nil {
+		o.turns.fit = d.fit
 	}
 	d.kvFrom(o.servers) // those sized already (tests); else the run's start
 	return &scheduler{

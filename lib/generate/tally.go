@@ -30,6 +30,9 @@ type tally struct {
 	// server error, a bad answer, a timeout) after their last retry: a run
 	// where they are all there is must be tried again later.
 	retriesExhausted int64
+	// contextOverflow counts the errors whose prompt does not fit the
+	// context length (most refused before they were sent).
+	contextOverflow int64
 }
 
 // money is what a run spent, and what of it went to failed attempts.
@@ -55,11 +58,17 @@ func (t *tally) summary(elapsed time.Duration, errorsFile string, usd money, rea
 		fmt.Fprintf(&b, ", %s lost (answered, but %s, so not done: a rerun does them)", cliutil.Thousands(t.lostAnswers), t.lostWhere)
 	}
 	fmt.Fprintf(&b, ", %s", cliutil.Count(t.errors, "error"))
+	var overflow string
+	if t.contextOverflow > 0 {
+		overflow = cliutil.Thousands(t.contextOverflow) + " context overflow; "
+	}
 	switch {
 	case t.lostErrors > 0:
-		fmt.Fprintf(&b, " (%s in %s, %s lost: %s)", cliutil.Thousands(t.errors-t.lostErrors), errorsFile, cliutil.Thousands(t.lostErrors), t.lostErrorsWhere)
+		fmt.Fprintf(&b, " (%s%s in %s, %s lost: %s)", overflow, cliutil.Thousands(t.errors-t.lostErrors), errorsFile, cliutil.Thousands(t.lostErrors), t.lostErrorsWhere)
 	case t.errors > 0 && errorsFile != "":
-		fmt.Fprintf(&b, " (in %s)", errorsFile)
+		fmt.Fprintf(&b, " (%sin %s)", overflow, errorsFile)
+	case overflow != "":
+		fmt.Fprintf(&b, " (%s)", overflow[:len(overflow)-2])
 	}
 	fmt.Fprintf(&b, ", %s cut by budget, %s cancelled in flight, %s not started", cliutil.Thousands(t.cut), cliutil.Thousands(t.cancelled), cliutil.Thousands(notStarted))
 	secs := max(elapsed.Seconds(), 1e-3)

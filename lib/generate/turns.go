@@ -61,6 +61,7 @@ type turnRunner struct {
 	format   *answerformat.Format // reads answers from token ids; nil on messages backends
 	tokenIDs bool                 // the backend takes token ids
 	opts     conversation.Options
+	fit      contextFit // caps each turn's max tokens at what its prompt leaves of the context
 }
 
 // newTurnRunner builds the runner of --turns all, nil without it. A model
@@ -97,6 +98,8 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 	defer func() { j.req.ID = id }()
 	defer w.budget.unpledge(&j.pledge)
 	sent := 0 // bytes of the messages of the turn before
+	maxTokens := j.req.Params.MaxTokens
+	defer func() { j.req.Params.MaxTokens = maxTokens }()
 	for n := 0; wk.Ended() == ""; n++ {
 		if n > 0 && w.stops.dispatch.Err() != nil && !w.budget.reached() {
 			o.cancelled = true // stopping: no new turn starts
@@ -105,6 +108,14 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 		if err := t.prepare(j, wk); err != nil {
 			o.err = &backend.Error{Kind: backend.KindRequest, Message: fmt.Sprintf("turn %d: %v", n+1, err)}
 			return
+		}
+		if !t.capTurn(j, maxTokens) {
+			if n == 0 {
+				o.err = t.fit.overflow(len(j.req.InputIDs))
+				return
+			}
+			wk.End(conversation.EndContext)
+			break
 		}
 		if n > 0 {
 			if !t.reserveTurn(w, j, t.promptBound(j, wk, sent), o) {
@@ -126,6 +137,18 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 	if !o.cancelled {
 		o.walk = wk
 	}
+}
+
+// capTurn caps the turn's max tokens at what its prompt leaves of the
+// context length; false when it leaves too little. Only a token-id
+// backend knows a turn's prompt size exactly.
+func (t *turnRunner) capTurn(j *job, maxTokens int) bool {
+	if !t.tokenIDs {
+		return true
+	}
+	limit, ok := t.fit.limit(len(j.req.InputIDs), maxTokens)
+	j.req.Params.MaxTokens = limit
+	return ok
 }
 
 // promptBound is the most tokens the next turn's prompt can be: its
