@@ -2,6 +2,7 @@ package tokstat
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 
@@ -37,15 +38,23 @@ const (
 
 // add reads one record's detail fields. Records with an error are only
 // errors: they have no answer to describe.
+// isLimit reports whether a max_tokens is one to draw: a whole number from
+// 1 to the longest answer counted (lengths are held as uint32). Another
+// (-5, 1e300, "NaN") limits nothing, and drawn it would stretch the
+// histogram's axis past what its labels can say.
+func isLimit(r gjson.Result) bool {
+	return r.Type == gjson.Number && r.Num >= 1 && r.Num <= math.MaxUint32 && r.Num == math.Trunc(r.Num)
+}
+
 func (d *detail) add(line []byte, info record.Info) {
 	if info.HasError {
 		return
 	}
 	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens", "text", "tool_calls")
 	switch {
-	case r[0].Type == gjson.Number:
+	case isLimit(r[0]):
 		d.maxTokens[r[0].Int()]++
-	case r[1].Type == gjson.Number:
+	case isLimit(r[1]):
 		d.maxTokens[r[1].Int()]++
 	}
 	switch info.FinishReason {

@@ -171,7 +171,10 @@ func writeAligned(w *bufio.Writer, cells [][]string) {
 	widths := make([]int, len(cells[0]))
 	for _, line := range cells {
 		for j, c := range line {
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+			// Group names and finish reasons come from the records: no
+			// escape sequence in them reaches the terminal.
+			line[j] = cliutil.Printable(c)
+			widths[j] = max(widths[j], utf8.RuneCountInString(line[j]))
 		}
 	}
 	for _, line := range cells {
@@ -198,7 +201,7 @@ func writeTSV(w io.Writer, cfg *config, total *stats, groups []*stats) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("group")
 	for _, m := range metrics {
-		bw.WriteString("\t" + m.tsv)
+		bw.WriteString("\t" + tsvField(m.tsv))
 	}
 	bw.WriteByte('\n')
 	for _, r := range rows {
@@ -213,7 +216,7 @@ func writeTSV(w io.Writer, cfg *config, total *stats, groups []*stats) error {
 
 // tsvField keeps a group name (a --by value may hold anything) on one field.
 func tsvField(s string) string {
-	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+	return cliutil.Printable(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s))
 }
 
 // jsonReport is the --json object.
