@@ -86,7 +86,8 @@ dataset under them (a folder with status.json, written by generate
 only an out.jsonl) and prints the whole job on one screen: per dataset its
 state (running, finished, stopped by a signal, failed; died when the status says running but its
 process is gone, stale when a run on another host has not rewritten it for
-three intervals and a minute; no status), records ok of the total, errors,
+three intervals and a minute; complete when the status is not finished but
+the output, written after it, answers every prompt; no status), records ok of the total, errors,
 soft failures, retries (errors and retries of the latest run), tokens against the
 budget (earlier runs' included), the ETA and how old the status file is.
 Records (of the prompts in DATASET/prompts.jsonl, when there), soft

@@ -33,6 +33,7 @@ const (
 	stateStale     = "stale"     // running, on another host, and silent for long
 	stateNoStatus  = "no status" // an output without a status file
 	stateStopped   = "stopped"   // ended by a signal (exit 129, 130, 143)
+	stateComplete  = "complete"  // not finished by its status file, yet its output answers every prompt
 	staleIntervals = 3           // rewrites missed before a run counts as stale
 	staleGrace     = time.Minute
 )
@@ -229,6 +230,7 @@ func viewDataset(stdin io.Reader, v datasetView, dir string, whole bool, cfg *co
 	} else {
 		v.State = stateNoStatus
 	}
+	outputNewer, statusNote := false, v.Note
 	if v.Output != "" {
 		c, err := countOutput(stdin, v.Output, jsonl.Options{MaxLine: cfg.input.MaxLine}, cfg.idPath)
 		if err != nil {
@@ -240,6 +242,7 @@ func viewDataset(stdin io.Reader, v datasetView, dir string, whole bool, cfg *co
 		}
 		if st != nil && v.State != statusfile.StateRunning {
 			if fi, err := os.Stat(v.Output); err == nil && fi.ModTime().After(st.Updated.Add(time.Second)) {
+				outputNewer = true
 				v.Note = joinNotes(v.Note, fmt.Sprintf("%s was written after its status file (by a run without --status-file?): state, errors, budget and ETA are as of %s ago",
 					filepath.Base(v.Output), time.Duration(v.StatusAgeSecs)*time.Second))
 			}
@@ -249,6 +252,14 @@ func viewDataset(stdin io.Reader, v datasetView, dir string, whole bool, cfg *co
 		if n := countPrompts(stdin, dir, jsonl.Options{MaxLine: cfg.input.MaxLine}); n > 0 {
 			v.Total = n
 		}
+	}
+	// A run that wrote no status file (the README's API loop) may have
+	// finished what a stopped or failed run left: say so, rather than "run
+	// the same command again".
+	if outputNewer && v.State != statusfile.StateFinished && v.Total > 0 && v.Records >= v.Total {
+		v.State = stateComplete
+		v.Note = fmt.Sprintf("%s answers every prompt (%d/%d), written after its status file (by a run without --status-file?), which said: %s",
+			filepath.Base(v.Output), v.Records, v.Total, statusNote)
 	}
 	return v
 }
@@ -355,7 +366,7 @@ func jobRows(job *jobView) (rows [][]string, states []string) {
 			cliutil.Thousands(v.Retries), cliutil.Thousands(v.Tokens), budgetCell(v.Budget), usedCell(v.Tokens, v.Budget), etaCell(v.ETASeconds), age})
 	}
 	t := job.Total
-	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, stateStopped, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
+	for _, s := range []string{statusfile.StateRunning, statusfile.StateFinished, stateComplete, stateStopped, statusfile.StateFailed, stateDied, stateStale, stateNoStatus, "unreadable"} {
 		if n := t.States[s]; n > 0 {
 			states = append(states, fmt.Sprintf("%d %s", n, s))
 		}

@@ -151,18 +151,27 @@ func TestJobViewCountsOutputs(t *testing.T) {
 	status("math", statusfile.Status{PID: os.Getpid(), State: statusfile.StateFinished, Updated: now.Add(-time.Hour),
 		Records: statusfile.Records{OK: 1}, Exit: &statusfile.Exit{Code: 0, Reason: "input done"}})
 
+	// Stopped by Ctrl-C an hour ago; a run without a status file (the
+	// README's API loop) answered the rest since.
+	write("tools/prompts.jsonl", "{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}\n")
+	write("tools/out.jsonl", answers[:strings.Index(answers, "\n")+1]+`{"id":"e","prompt_tokens":1,"completion_tokens":1,"finish_reason":"stop"}`+"\n")
+	status("tools", statusfile.Status{PID: os.Getpid(), State: statusfile.StateFailed, Updated: now.Add(-time.Hour),
+		Exit: &statusfile.Exit{Code: 130, Reason: "interrupted"}})
+
 	var out, errb bytes.Buffer
 	if code := Main([]string{"tokstat", root}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	text := out.String()
 	for _, want := range []string{
+		"tools    complete      2/2",
+		"4 datasets: 1 running, 1 finished, 1 complete, 1 stopped\n",
+		"tools: out.jsonl answers every prompt (2/2), written after its status file (by a run without --status-file?), which said: exit 130: stopped by SIGINT; run the same command again to go on\n",
 		"chat     running       3/5       0     1        0     104   1,000  10.4%",
 		"code     stopped         3       0     1        0     104",
 		"math     finished        3       0     1        0     104",
 		"1h0m0s ago\n",
-		"total                    9       0     3              312   1,000  10.4%",
-		"3 datasets: 1 running, 1 finished, 1 stopped\n",
+		"total                   11       0     3              329   1,000  10.4%",
 		"code: exit 130: stopped by SIGINT; run the same command again to go on\n",
 		"math: exit 0: input done; out.jsonl was written after its status file (by a run without --status-file?): state, errors, budget and ETA are as of 1h0m0s ago\n",
 		"records, soft and tokens: counted in the output files now",
