@@ -99,6 +99,13 @@ func run(c *cli.Context) (err error) {
 	stderr, name := c.App.ErrWriter, c.App.Name
 	scan := record.NewScanner(cfg.idPath, false, cfg.path)
 
+	// Every input is checked before -o is created: a missing one must not
+	// cost the file an earlier run wrote there.
+	if in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), cfg.input); err != nil {
+		return err
+	} else {
+		in.Close()
+	}
 	// Open (and repair) the output before counting it as already spent.
 	out, finishOutput, err := jsonl.OpenOutput(cfg.output, cfg.appendTo, c.App.Writer, cliutil.Warner(c))
 	if err != nil {

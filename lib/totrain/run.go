@@ -56,6 +56,13 @@ func run(c *cli.Context) (err error) {
 	if err := files.Check(); err != nil {
 		return err
 	}
+	// Every input is checked before -o is created: a missing one must not
+	// cost the file an earlier run wrote there.
+	if in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt); err != nil {
+		return err
+	} else {
+		in.Close()
+	}
 	var out sampleWriter
 	var viewer *showWriter
 	if show != nil {
