@@ -16,6 +16,7 @@ const (
 	flagDone        = "done"
 	flagRetryErrors = "retry-errors"
 	flagShard       = "shard"
+	flagSamples     = "samples"
 )
 
 // NewApp returns a fresh dedupe-resume command.
@@ -48,7 +49,19 @@ Each record passes as soon as it is read (output is flushed whenever the
 input would block), so dedupe-resume can sit between a slow producer and
 generate. Unless -q, a summary on stderr counts the records to do, already
 done, repeated in the stream, skipped as other shards' and the torn lines
-ignored. Done ids take about their length plus 20 bytes of memory each.`,
+ignored. Done ids take about their length plus 20 bytes of memory each.
+
+Samples. generate --samples N writes N answers per prompt, sample k under
+the id ID#k (sample 1 keeps ID; see synthpipe-records(7)). With --samples N,
+dedupe-resume takes a prompt as done only when all N of its samples are, and
+writes each missing sample as the request generate makes of it (its id, and
+"prompt_id" and "sample" added), so that a resumed run redoes exactly the
+samples a stop or a failure left out, each with the seed it would have had;
+the counts in the summary are samples. A record that is a sample already
+(an errors file re-fed) passes as itself. With --shard a sample goes with
+its prompt. Without --samples, done records that are samples past the first
+are named in a warning: their prompts would count as done as soon as their
+first sample is.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: flagDone, Aliases: []string{"d"}, EnvVars: []string{cliutil.EnvName(flagDone)},
 				Usage: "ids of the records in this earlier output `FILE` are done (repeatable; .gz/.zst read; missing = empty)"},
@@ -56,6 +69,8 @@ ignored. Done ids take about their length plus 20 bytes of memory each.`,
 				Usage: "done records that carry an \"error\" member do not count as done: retry them"},
 			&cli.StringFlag{Name: flagShard, EnvVars: []string{cliutil.EnvName(flagShard)},
 				Usage: "keep only the ids of shard `K/N` (0 <= K < N): FNV-1a 64 of the id, modulo N, equals K"},
+			&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: []string{cliutil.EnvName(flagSamples)},
+				Usage: "a prompt is done when all its `N` samples are (generate --samples N): write each missing sample as its own request (id ID, ID#2 ... ID#N)"},
 			cliutil.IDPathFlag(),
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),
@@ -66,6 +81,8 @@ ignored. Done ids take about their length plus 20 bytes of memory each.`,
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL --token-budget 10M --already out.jsonl | budget-cut --tokens 10M -o out.jsonl --append"},
 			{Comment: "four client machines, each its own quarter of the prompts (GNU parallel fan-out); cat out-*.jsonl is the whole",
 				Command: "parallel --sshlogin 1/m1,1/m2,1/m3,1/m4 --workdir /data/run 'dedupe-resume --shard {}/4 --done out-{}.jsonl req.jsonl | generate --url URL >> out-{}.jsonl' ::: 0 1 2 3"},
+			{Comment: "four answers per prompt, resumed sample by sample",
+				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --samples 4 --done out.jsonl | generate --url URL --samples 4 >> out.jsonl"},
 			{Comment: "from cron: retry what failed last time, every stage quiet (-q): cron mails only what fails",
 				Command: "*/30 * * * * cd /data/run && dedupe-resume -q --retry-errors --done out.jsonl --done errors.jsonl req.jsonl.zst | generate -q --url URL --errors errors.jsonl >> out.jsonl"},
 		},

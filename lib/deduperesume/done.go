@@ -16,15 +16,16 @@ import (
 // --retry-errors: they are work still to do. With --shard, only the ids of
 // this shard are kept, so that N machines reading one shared done file each
 // hold a 1/N of it.
-func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*idset.Set, jsonl.Stats, error) {
+func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*idset.Set, doneStats, error) {
 	set := idset.New(0)
+	var st doneStats
 	existing := jsonl.ExistingFiles(cfg.done, missing)
 	if len(existing) == 0 {
-		return set, jsonl.Stats{}, nil
+		return set, st, nil
 	}
 	in, err := jsonl.Open(nil, existing, cfg.input)
 	if err != nil {
-		return nil, jsonl.Stats{}, err
+		return nil, st, err
 	}
 	defer in.Close()
 	set = idset.New(expectedIDs(existing) / max(int(cfg.shard.n), 1))
@@ -35,17 +36,26 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
-				return nil, in.Stats(), err
+				st.Stats = in.Stats()
+				return nil, st, err
 			}
 			continue
 		}
-		if info.HasError && cfg.retryErrors || !cfg.shard.keeps(info.ID) {
+		if info.HasError && cfg.retryErrors || !cfg.shard.keeps(shardID(info)) {
 			continue // still to do, or another shard's: no need to hold it
 		}
+		st.maxSample = max(st.maxSample, info.Sample)
 		fill.add(info.ID)
 	}
 	fill.wait()
-	return set, in.Stats(), in.Err()
+	st.Stats = in.Stats()
+	return set, st, in.Err()
+}
+
+// doneStats is what reading the done files found besides their ids.
+type doneStats struct {
+	jsonl.Stats
+	maxSample int // the highest sample number a done record has (generate --samples)
 }
 
 // sampleSize is how much of each done file expectedIDs reads.

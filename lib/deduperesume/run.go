@@ -1,6 +1,7 @@
 package deduperesume
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,6 +22,7 @@ type config struct {
 	quiet       bool
 	idPath      string
 	input       jsonl.Options
+	samples     int // --samples: a prompt is done when all its samples are
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -28,6 +30,10 @@ func parse(c *cli.Context) (*config, error) {
 		retryErrors: c.Bool(flagRetryErrors),
 		quiet:       c.Bool(cliutil.FlagQuiet),
 		idPath:      c.String(cliutil.FlagIDPath),
+		samples:     c.Int(flagSamples),
+	}
+	if cfg.samples < 1 || cfg.samples > record.MaxSamples {
+		return nil, cliutil.Usagef("--%s %d: want 1 to %d samples per prompt", flagSamples, cfg.samples, record.MaxSamples)
 	}
 	var err error
 	if cfg.shard, err = parseShard(c.String(flagShard)); err != nil {
@@ -58,6 +64,7 @@ func parse(c *cli.Context) (*config, error) {
 // tally counts what happened to the records, for the summary.
 type tally struct {
 	toDo, done, repeated, otherShards, torn, invalid int64
+	samples                                          int // --samples: the counts are samples
 }
 
 func run(c *cli.Context) (err error) {
@@ -94,8 +101,12 @@ func run(c *cli.Context) (err error) {
 	}
 	defer in.Close()
 
-	var t tally
-	seen := idset.New(0)
+	if doneStats.maxSample > 1 && cfg.samples == 1 && !cfg.quiet {
+		cliutil.Notef(stderr, name, "warning: the done records hold up to %d samples per prompt (generate --samples): without --%s %d a prompt counts as done when its first sample is, and its missing samples are not redone",
+			doneStats.maxSample, flagSamples, doneStats.maxSample)
+	}
+	t := tally{samples: cfg.samples}
+	f := &filter{cfg: cfg, done: done, seen: idset.New(0), id: record.NewIDPath(cfg.idPath), out: out, t: &t}
 	for in.Next() {
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
@@ -104,21 +115,15 @@ func run(c *cli.Context) (err error) {
 			}
 			continue
 		}
-		switch {
-		case !cfg.shard.keeps(info.ID):
-			t.otherShards++
-			continue
-		case done.ContainsString(info.ID):
-			t.done++
-			continue
-		case !seen.AddString(info.ID):
-			t.repeated++
-			continue
+		if err := f.record(info, in.Bytes()); err != nil {
+			var wf writeFailed
+			if errors.As(err, &wf) {
+				return t.closedPipe(wf.err, cfg, stderr, name) // cliutil makes a closed pipe status 0
+			}
+			if err := in.Invalid(err); err != nil {
+				return err
+			}
 		}
-		if err := out.Write(in.Bytes()); err != nil {
-			return t.closedPipe(err, cfg, stderr, name) // cliutil makes a closed pipe status 0
-		}
-		t.toDo++
 	}
 	if err := in.Err(); err != nil {
 		return t.closedPipe(err, cfg, stderr, name) // a flush before a read can meet the closed pipe too
@@ -146,6 +151,9 @@ func (t tally) closedPipe(err error, cfg *config, stderr io.Writer, name string)
 func (t tally) summary(s shard) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d to do, %d already done, %d repeated in stream", t.toDo, t.done, t.repeated)
+	if t.samples > 1 {
+		fmt.Fprintf(&b, " (samples, %d per prompt)", t.samples)
+	}
 	if !s.all() {
 		fmt.Fprintf(&b, ", %d skipped as other shards' (shard %d/%d)", t.otherShards, s.k, s.n)
 	}

@@ -75,6 +75,7 @@ const (
 	flagDrainTimeout       = "drain-timeout"
 	flagTokenizer          = "tokenizer"
 	flagTurns              = "turns"
+	flagSamples            = "samples"
 )
 
 // defaultMaxTokens applies without --max-tokens. SGLang's own default (128)
@@ -236,6 +237,20 @@ errors (and how many of them never reached a full --errors file), cut (by
 a budget), cancelled in flight and not started, which add up to the
 records read.
 
+Several answers per prompt. --samples N writes N answers to each prompt,
+each its own record: sample 1 keeps the prompt's id, sample k is ID#k, and
+every sample carries "prompt_id" and "sample" (synthpipe-records(7)).
+Sample k is sent with the seed --seed + k - 1 (--seed 0 when not given; to
+SGLang as sampling_params.sampling_seed, to OpenAI-compatible servers as
+"seed", which vLLM and SGLang honour and OpenRouter passes on to providers
+that do) and gen.sample_seed records it. Each sample is a request of its
+own: it reserves its own share of --token-budget and --cost-budget, is
+retried, written and sent to --errors alone; the progress counts samples. A
+record that carries "sample" already (dedupe-resume --samples N wrote it, or
+an errors file re-fed) is sent as that one sample with its seed: resume with
+"dedupe-resume --samples N --done out.jsonl", which writes only the missing
+samples. --samples is for records, not OpenAI Batch files.
+
 Budgets. --token-budget N never writes past N tokens (counted like
 budget-cut, --count, plus the tokens of --already FILE...). Every request
 reserves its prompt plus --max-tokens, and the next request starts only if
@@ -363,6 +378,8 @@ stops with exit 77, naming the Location.`,
 				Command: "parallel 'generate --backend openai --url https://openrouter.ai/api/v1 --model deepseek/deepseek-r1 --cost-budget 20 --errors {.}.err.jsonl < {} > {.}.out.jsonl' ::: data/*.jsonl"},
 			{Comment: "a draft for both modes: 30% of the prompts with thinking on (the same 30% on every rerun), recorded for to-train",
 				Command: "tokenize-prompts --tokenizer DIR --thinking mix:0.3 prompts.jsonl | generate --backend openai --url https://openrouter.ai/api/v1 --model qwen/qwen3-8b > thinking-mix.jsonl"},
+			{Comment: "four answers per prompt with distinct seeds, resumed sample by sample after a stop",
+				Command: "dedupe-resume --samples 4 --done out.jsonl req.jsonl | generate --url http://gpu1:30000 --samples 4 --temperature 0.8 >> out.jsonl"},
 			{Comment: "a cron line that resumes every hour, every stage quiet (-q): cron mails only what fails",
 				Command: "0 * * * * cd /data && flock -n .lock sh -c 'dedupe-resume -q --done out.jsonl req.jsonl | generate -q --url http://gpu1:30000 --errors err.jsonl --token-budget 10M --already out.jsonl | budget-cut -q --tokens 10M --already out.jsonl >> out.jsonl'"},
 		},

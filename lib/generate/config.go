@@ -71,6 +71,7 @@ type config struct {
 	declaration string // --tool-declaration: how tools reach the template with --tokenizer
 	turnsAll    bool   // --turns all: regenerate whole conversations
 	thinking    thinking.Mode
+	samples     int // --samples: answers per prompt
 
 	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
 
@@ -145,6 +146,7 @@ func parse(c *cli.Context) (*config, error) {
 		tokenizer:     c.String(flagTokenizer),
 		declaration:   c.String(chat.FlagToolDeclaration),
 		turnsAll:      c.String(flagTurns) == turnsAll,
+		samples:       c.Int(flagSamples),
 	}
 	var err error
 	kind, ok := backend.Lookup(c.String(flagBackend))
@@ -173,6 +175,9 @@ func parse(c *cli.Context) (*config, error) {
 	}
 	if cfg.thinking.IsSet() && batchInput {
 		return nil, cliutil.Usagef("--%s is for records (--input-format %s): an OpenAI Batch body sets its own reasoning", thinking.FlagThinking, formatRecords)
+	}
+	if err := checkSamples(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput && !cfg.turnsAll {
 		return nil, cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",

@@ -32,6 +32,7 @@ type job struct {
 	// newThinking: the thinking setting (req.Thinking) was chosen by this
 	// run's --thinking, not read from the record, and is written on it.
 	newThinking bool
+	sample      int // which of the prompt's samples this is (--samples), 0 for none
 }
 
 // responseKeys are the members generate adds; a record that already has one
@@ -63,25 +64,40 @@ type parser struct {
 	kind     *backend.Kind
 	turns    bool // --turns all: each record is a conversation
 	thinking thinking.Mode
+	nSamples int // --samples
 	id       record.IDPath
 	params   backend.Params
 	batch    *batchInput // --input-format openai-batch, else nil
 }
 
 func newParser(cfg *config) *parser {
-	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params, turns: cfg.turnsAll, thinking: cfg.thinking}
+	return &parser{kind: cfg.kind, id: record.NewIDPath(cfg.idPath), params: cfg.params, turns: cfg.turnsAll, thinking: cfg.thinking, nSamples: cfg.samples}
+}
+
+// parseAll parses line into its jobs: one, or one per sample (--samples).
+func (p *parser) parseAll(line []byte) ([]*job, error) {
+	if p.batch != nil {
+		j, err := p.batch.parse(line)
+		if err != nil {
+			return nil, err
+		}
+		return []*job{j}, nil
+	}
+	j, s, err := p.parse(line)
+	if err != nil {
+		return nil, err
+	}
+	return p.samples(j, s)
 }
 
 // parse validates line as one JSON object and builds its job; line is
 // copied, since the reader reuses its buffer, and the request's messages
-// point into the copy.
-func (p *parser) parse(line []byte) (*job, error) {
-	if p.batch != nil {
-		return p.batch.parse(line)
-	}
+// point into the copy. It also returns the sample the record is, if any.
+func (p *parser) parse(line []byte) (*job, sampleOf, error) {
 	line = bytes.Clone(line)
 	var (
 		idRaw, inputIDs, messages, tools, promptTok []byte
+		sampleRaw, promptIDRaw                      []byte
 		thinkingMembers                             []byte // the record's own setting, as an object's members
 		hasError, collides                          bool
 		id                                          = p.id.Match()
@@ -98,6 +114,10 @@ func (p *parser) parse(line []byte) (*job, error) {
 			promptTok = m.Value
 		case record.FieldError:
 			hasError = true
+		case record.FieldSample:
+			sampleRaw = m.Value
+		case record.FieldPromptID:
+			promptIDRaw = m.Value
 		case thinking.FieldThinking, thinking.FieldReasoningEffort:
 			thinkingMembers = fmt.Appendf(thinkingMembers, `,%q:%s`, m.Key, m.Value)
 		default:
@@ -108,7 +128,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 		id.Visit(m)
 	})
 	if err != nil {
-		return nil, err
+		return nil, sampleOf{}, err
 	}
 	if p.id.TopKey() != nil {
 		idRaw, err = id.Result()
@@ -116,39 +136,39 @@ func (p *parser) parse(line []byte) (*job, error) {
 		idRaw, err = p.id.Find(line)
 	}
 	if err != nil {
-		return nil, err
+		return nil, sampleOf{}, err
 	}
 	j := &job{collides: collides}
 	if len(idRaw) == 0 || idRaw[0] != '"' {
-		return nil, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
+		return nil, sampleOf{}, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
 	}
 	// The request id is text (SGLang's rid): lone surrogates as escapes,
 	// so that two ids that differ only in them stay two requests.
 	j.req.ID = record.IDText(record.DecodeID(idRaw))
 	if j.req.ID == "" {
-		return nil, fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
+		return nil, sampleOf{}, fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
 	}
 	if len(promptTok) > 0 && !bytes.Equal(promptTok, []byte("null")) {
 		n, err := strconv.ParseInt(string(promptTok), 10, 64)
 		if err != nil && errors.Is(err, strconv.ErrRange) || err == nil && n > maxCount {
-			return nil, fmt.Errorf("%q is %s, more than 2^53: no record holds that many tokens", record.FieldPromptTokens, promptTok)
+			return nil, sampleOf{}, fmt.Errorf("%q is %s, more than 2^53: no record holds that many tokens", record.FieldPromptTokens, promptTok)
 		}
 		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, promptTok)
+			return nil, sampleOf{}, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, promptTok)
 		}
 		j.promptTokens, j.hasPromptTokens = int(n), true
 	}
 	switch p.kind.Input {
 	case backend.TokenIDs:
 		if len(inputIDs) == 0 || bytes.Equal(inputIDs, []byte("null")) {
-			return nil, missingInput(p.kind)
+			return nil, sampleOf{}, missingInput(p.kind)
 		}
 		ids, ok := parseIDs(inputIDs)
 		if !ok {
-			return nil, record.TokenIDsError(record.FieldInputIDs, inputIDs)
+			return nil, sampleOf{}, record.TokenIDsError(record.FieldInputIDs, inputIDs)
 		}
 		if len(ids) == 0 {
-			return nil, errEmptyPrompt
+			return nil, sampleOf{}, errEmptyPrompt
 		}
 		j.req.InputIDs = ids
 		if !j.hasPromptTokens {
@@ -157,7 +177,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 		j.exactPrompt = true
 	default:
 		if len(messages) == 0 || messages[0] != '[' {
-			return nil, missingInput(p.kind)
+			return nil, sampleOf{}, missingInput(p.kind)
 		}
 		j.req.Messages = messages
 		if len(tools) > 0 && tools[0] == '[' {
@@ -177,18 +197,27 @@ func (p *parser) parse(line []byte) (*job, error) {
 	}
 	if p.turns {
 		if j.conv, err = parseConversation(messages, tools); err != nil {
-			return nil, err
+			return nil, sampleOf{}, err
 		}
 	}
-	if err := p.setThinking(j, thinkingMembers); err != nil {
-		return nil, err
+	sample, err := readSample(sampleRaw, promptIDRaw)
+	if err != nil {
+		return nil, sampleOf{}, err
+	}
+	// A sample's thinking setting is its prompt's, chosen by the prompt's id.
+	choiceID := j.req.ID
+	if sample.k > 0 {
+		choiceID = sample.promptID
+	}
+	if err := p.setThinking(j, choiceID, thinkingMembers); err != nil {
+		return nil, sampleOf{}, err
 	}
 	j.req.Params = p.params
 	j.line = line
 	if hasError {
 		j.line = dropStaleError(j.line)
 	}
-	return j, nil
+	return j, sample, nil
 }
 
 // setThinking gives j the thinking setting it is generated with: the
@@ -197,7 +226,7 @@ func (p *parser) parse(line []byte) (*job, error) {
 // from --thinking's choice is refused rather than generated either way,
 // and so is a prompt already rendered into token ids without a setting,
 // which no request field can change.
-func (p *parser) setThinking(j *job, members []byte) error {
+func (p *parser) setThinking(j *job, id string, members []byte) error {
 	var c thinking.Choice
 	var ok bool
 	var err error
@@ -210,7 +239,7 @@ func (p *parser) setThinking(j *job, members []byte) error {
 	}
 	if ok {
 		if p.thinking.IsSet() {
-			if want := p.thinking.Choose(j.req.ID); want != c {
+			if want := p.thinking.Choose(id); want != c {
 				return fmt.Errorf("the record was rendered with %s but --%s %s chooses %s for its id: give generate the --%s and --%s tokenize-prompts had, or leave --%s out to follow the record",
 					c, thinking.FlagThinking, p.thinking, want, thinking.FlagThinking, thinking.FlagSeed, thinking.FlagThinking)
 			}
@@ -225,7 +254,7 @@ func (p *parser) setThinking(j *job, members []byte) error {
 		return fmt.Errorf(`no %q on the record: its input_ids were rendered without --%s, and --%s %s sends them as they are (run tokenize-prompts --%s %s)`,
 			thinking.FieldThinking, thinking.FlagThinking, flagBackend, p.kind.Name, thinking.FlagThinking, p.thinking)
 	}
-	c = p.thinking.Choose(j.req.ID)
+	c = p.thinking.Choose(id)
 	j.req.Thinking, j.newThinking = &c, true
 	return nil
 }

@@ -140,6 +140,12 @@ func (c *collector) genMember(j *job, res *backend.Result, attempts int) []byte 
 	} else {
 		b = append(b, c.paramsJSON...)
 	}
+	if j.sample > 0 {
+		// The run's params are the same on every record; the seed is
+		// each sample's own.
+		b = append(b, `,"sample_seed":`...)
+		b = strconv.AppendInt(b, *j.req.Params.Seed, 10)
+	}
 	return append(b, '}')
 }
 

@@ -121,7 +121,7 @@ func run(c *cli.Context) (err error) {
 	}
 	total := cfg.total
 	if total == 0 {
-		total = countRecords(c.App.Reader, cfg.inputs)
+		total = countRecords(c.App.Reader, cfg.inputs) * int64(cfg.samples)
 	}
 
 	out := jsonl.NewWriter(c.App.Writer)

@@ -362,7 +362,7 @@ func (r *reader) run(in *jsonl.Reader, records chan<- *job) {
 	defer close(records)
 	var seq int64
 	for in.Next() {
-		j, err := r.parser.parse(in.Bytes())
+		jobs, err := r.parser.parseAll(in.Bytes())
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
 				r.setErr(err)
@@ -371,13 +371,15 @@ func (r *reader) run(in *jsonl.Reader, records chan<- *job) {
 			r.skipped.Add(1)
 			continue
 		}
-		j.seq = seq
-		seq++
-		r.read.Add(1)
-		select {
-		case records <- j:
-		case <-r.stops.dispatch.Done():
-			return
+		for _, j := range jobs {
+			j.seq = seq
+			seq++
+			r.read.Add(1)
+			select {
+			case records <- j:
+			case <-r.stops.dispatch.Done():
+				return
+			}
 		}
 	}
 	if r.stops.dispatch.Err() == nil {

@@ -28,6 +28,7 @@ const (
 	FieldUsage            = "usage"
 	FieldFinishReason     = "finish_reason"
 	FieldError            = "error"
+	FieldGen              = "gen" // who made the answer: backend, model, endpoint, params
 	// FieldConversationTurns is how many assistant turns a conversation
 	// record asks generate --turns all for (tokenize-prompts --turns all).
 	FieldConversationTurns = "conversation_turns"
@@ -51,6 +52,14 @@ type Info struct {
 	// --turns all): its turns' counts and why it ended. PromptTokens and
 	// CompletionTokens are then summed over its turns (ConversationTotals).
 	Conversation *ConversationInfo
+	// Sample is which of its prompt's answers the record is (generate
+	// --samples, FieldSample), 0 for none; PromptID is then its prompt's
+	// id (FieldPromptID).
+	Sample   int
+	PromptID string
+	// Gen is the record's "gen" member as it stands in the line (valid
+	// only as long as the line), nil when absent: who made the answer.
+	Gen []byte
 }
 
 // ConversationInfo is what the tools read of a regenerated conversation.
@@ -125,6 +134,7 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		in                                        Info
 		promptTok, complTok, inIDs, outIDs, usage []byte
 		idRaw, finish, turns, ended               []byte
+		sample, promptID                          []byte
 		id                                        = IDMatch{key: s.idTop}
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
@@ -148,6 +158,12 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 			turns = m.Value
 		case FieldEnded:
 			ended = m.Value
+		case FieldSample:
+			sample = m.Value
+		case FieldPromptID:
+			promptID = m.Value
+		case FieldGen:
+			in.Gen = m.Value
 		}
 		if s.idTop != nil && bytes.Equal(key, s.idTop) {
 			id.raw = m.Value
@@ -189,6 +205,9 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 	}
 	if len(finish) > 0 && finish[0] == '"' {
 		in.FinishReason = finishReason(finish)
+	}
+	if err := readSample(&in, sample, promptID); err != nil {
+		return in, err
 	}
 	if isConversation(turns, ended) {
 		return in, readConversation(&in, turns, ended)

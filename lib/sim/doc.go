@@ -22,8 +22,10 @@
 // second fit on a laptop.
 //
 // Outputs are deterministic: output token i of a request is a pure function
-// of its prompt (see ExpectedOutputIDs), and the answer length is drawn from
-// Config.Lengths with a generator seeded by Config.Seed and the prompt. A test
+// of its prompt and its sampling seed, when it sends one (SGLang's
+// sampling_seed, the chat API's seed; see ExpectedOutputIDs for a request
+// without), and the answer length is drawn from Config.Lengths with a
+// generator seeded by Config.Seed, the prompt and the request's seed. A test
 // can therefore verify that every response belongs to its own request.
 //
 // With Config.AnswerFormat kimi-k2.5 a /generate answer to input_ids is

@@ -92,6 +92,7 @@ func (s *Server) parseChat(doc gjson.Result) (chatInput, error) {
 	if err := s.checkLengths(in.promptTokens, in.params.maxNew); err != nil {
 		return in, err
 	}
+	in.key = withSeed(in.key, doc.Get("seed"))
 	in.stream = doc.Get("stream").Bool()
 	in.reasoning = parseReasoning(doc)
 	in.tool = chosenTool(doc)

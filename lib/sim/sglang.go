@@ -91,6 +91,7 @@ func (s *Server) parseGenerate(doc gjson.Result) (generateInput, error) {
 		return in, err
 	}
 	in.params.noStopTrim = sp.Get("no_stop_trim").Bool()
+	in.key = withSeed(in.key, sp.Get("sampling_seed"))
 	if err := s.checkLengths(in.promptTokens, in.params.maxNew); err != nil {
 		return in, err
 	}

@@ -295,3 +295,40 @@ func TestInfoEndpoints(t *testing.T) {
 		t.Errorf("/metrics: %d %s", code, body)
 	}
 }
+
+// TestSamplingSeed: a request's sampling seed picks its answer, as on a
+// sampling server: another seed, another answer; the same seed, the same
+// one; none, the prompt's own.
+func TestSamplingSeed(t *testing.T) {
+	_, url := startSim(t, Default())
+	in := prompt(12, 3)
+	generate := func(seed any) []int {
+		sp := map[string]any{"max_new_tokens": 32}
+		if seed != nil {
+			sp["sampling_seed"] = seed
+		}
+		_, _, body := post(t, url+"/generate", map[string]any{"input_ids": in, "sampling_params": sp})
+		return ints(gjson.GetBytes(body, "output_ids"))
+	}
+	chat := func(seed any) string {
+		body := map[string]any{"model": "m", "max_tokens": 32, "messages": []map[string]any{{"role": "user", "content": "hi"}}}
+		if seed != nil {
+			body["seed"] = seed
+		}
+		_, _, out := post(t, url+"/v1/chat/completions", body)
+		return gjson.GetBytes(out, "choices.0.message.content").String()
+	}
+	none, s1, s2, s1again := generate(nil), generate(1), generate(2), generate(1)
+	if !slices.Equal(none, ExpectedOutputIDs(in, len(none)-1)) && !slices.Equal(none, ExpectedOutputIDs(in, len(none))) {
+		t.Errorf("without a seed the answer is not the prompt's own: %v", none)
+	}
+	if slices.Equal(s1, s2) || slices.Equal(s1, none) {
+		t.Errorf("seeds 1 and 2 (and none) give the same answer: %v %v %v", s1, s2, none)
+	}
+	if !slices.Equal(s1, s1again) {
+		t.Errorf("seed 1 twice gives two answers: %v, %v", s1, s1again)
+	}
+	if c1, c2 := chat(1), chat(2); c1 == c2 || c1 != chat(1) {
+		t.Errorf("chat seeds 1, 2, 1: %q, %q, %q", c1, c2, chat(1))
+	}
+}

@@ -2,13 +2,16 @@ package sim
 
 import (
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // The output-ids rule.
 //
 // Every prompt has a 64-bit key: the mix of its input_ids in order (for
 // /generate with input_ids) or of its bytes (for /generate with text and for
-// chat completions). Content token i of the answer is
+// chat completions), mixed with the request's sampling seed when it sends
+// one (withSeed). Content token i of the answer is
 //
 //	x = splitmix64(key + (i+1)*0x9E3779B97F4A7C15) mod (VocabSize-1)
 //	id = x, or x+1 when x >= EOSTokenID     (content never takes the EOS id)
@@ -56,6 +59,18 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
 	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
 	return x ^ (x >> 31)
+}
+
+// withSeed folds a request's sampling seed (SGLang's sampling_seed, the
+// chat API's seed) into its answer key: the same prompt with another seed
+// gets another answer, of another length, as from a sampling server; with
+// the same seed, the same answer. A request without one keeps its
+// prompt's key.
+func withSeed(key uint64, seed gjson.Result) uint64 {
+	if seed.Type != gjson.Number {
+		return key
+	}
+	return splitmix64(key ^ splitmix64(uint64(seed.Int())^0x5EED5EED))
 }
 
 func keyOfIDs(ids []int) uint64 {
