@@ -196,7 +196,7 @@ func (s *showWriter) print(v trainView) error {
 			nTrained++
 		}
 	}
-	name := v.id
+	name := cliutil.Printable(v.id)
 	if v.turn > 0 {
 		name += fmt.Sprintf(" turn %d", v.turn)
 	}
@@ -233,15 +233,20 @@ func (s *showWriter) writeSpan(v trainView, sp span) error {
 	case sp.trained:
 		s.w.WriteString(openTrained)
 	}
+	afterC2 := false
 	for _, id := range v.ids[sp.start:sp.end] {
 		piece, err := s.conv.model.Tok.Decode([]int{id})
 		if err != nil {
 			return invalidSample{fmt.Errorf("sample %q: %w", v.id, err)}
 		}
+		piece, afterC2 = controlsAsText(piece, afterC2)
 		if s.colour && s.special[id] {
 			piece = special + piece + sgrReset + plain
 		}
 		s.w.WriteString(piece)
+	}
+	if afterC2 {
+		s.w.WriteString("\xc2")
 	}
 	switch {
 	case s.colour:
@@ -250,6 +255,45 @@ func (s *showWriter) writeSpan(v trainView, sp span) error {
 		s.w.WriteString(closeTrained)
 	}
 	return nil
+}
+
+// controlsAsText writes the control characters of a token's text as
+// escapes (\x1b, \x0d, \x9b), so that what a model or a user wrote can never
+// drive the terminal (clear it, retitle it, move the cursor); newlines and
+// tabs stay, as the sample's layout. A token's bytes may end inside a
+// character: a last byte 0xC2 (the lead of a C1 control such as U+009B,
+// CSI) is held back and put before the next token's (pending), so that a
+// control split across two tokens is caught too.
+func controlsAsText(piece string, pending bool) (string, bool) {
+	if pending {
+		piece = "\xc2" + piece
+	}
+	hold := strings.HasSuffix(piece, "\xc2")
+	if hold {
+		piece = piece[:len(piece)-1]
+	}
+	var b []byte
+	for i := 0; i < len(piece); i++ {
+		start, c := i, piece[i]
+		switch {
+		case c == 0xc2 && i+1 < len(piece) && piece[i+1] >= 0x80 && piece[i+1] <= 0x9f:
+			i++
+			c = piece[i]
+		case c >= 0x20 && c != 0x7f || c == '\n' || c == '\t':
+			if b != nil {
+				b = append(b, c)
+			}
+			continue
+		}
+		if b == nil {
+			b = append(b, piece[:start]...)
+		}
+		b = fmt.Appendf(b, "\\x%02x", c)
+	}
+	if b == nil {
+		return piece, hold
+	}
+	return string(b), hold
 }
 
 // showSummary is the stderr line of a --show run.

@@ -301,3 +301,20 @@ func TestShowRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestShowControlsAsText: the text --show prints never holds a control
+// character but newlines and tabs: escape sequences a model or a user wrote
+// are printed as text, a C1 control split across two tokens too.
+func TestShowControlsAsText(t *testing.T) {
+	pieces := []string{"ok\x1b[2J", "\r\x07", "a\u009bb", "\xc2", "\x9b31m", "é\n\tend"}
+	var got string
+	after := false
+	for _, p := range pieces {
+		var s string
+		s, after = controlsAsText(p, after)
+		got += s
+	}
+	if want := `ok\x1b[2J\x0d\x07a\x9bb\x9b31mé` + "\n\tend"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
