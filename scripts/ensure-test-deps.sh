@@ -63,11 +63,13 @@ fi
 echo "ensure-test-deps: installing ${missing[*]} with apt-get (the tests need it)"
 export DEBIAN_FRONTEND=noninteractive
 apt_failed() {
-	echo "ensure-test-deps: apt-get $1 failed (see above): install ${missing[*]} by hand and run make test again" >&2
+	echo "ensure-test-deps: apt-get $1 failed (see above; if another apt or unattended-upgrades held its lock for ten minutes, wait for it to end): install ${missing[*]} by hand and run make test again" >&2
 	exit 1
 }
-apt-get update -qq || apt_failed update
-# Another apt-get may hold dpkg's lock for a while: wait for it.
+# Another apt-get (unattended upgrades at a fresh machine's boot) may hold
+# apt's and dpkg's locks for a while: both steps wait for them, up to ten
+# minutes (apt-get reads DPkg::Lock::Timeout for the lists' lock too).
+apt-get update -qq -o DPkg::Lock::Timeout=600 || apt_failed update
 apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}" || apt_failed install
 if [ -n "$(missing_packages)" ]; then
 	echo "ensure-test-deps: apt-get installed ${missing[*]}, yet $(missing_packages | tr '\n' ' ')is still not on PATH ($PATH)" >&2
