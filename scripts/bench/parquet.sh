@@ -2,9 +2,12 @@
 # parquet.sh: the memory of reading a large Parquet file. Writes a file of
 # SIZE (default 2G) of ShareGPT-style conversations (snappy, row groups of
 # 20,000 rows) with scripts/bench/parquetgen, then reads it through
-# dedupe-resume (every row becomes a JSONL record on /dev/null) under
-# /usr/bin/time -v, and prints the file's size and the tool's peak resident
-# memory: it must stay near a row group's batches, not grow with the file.
+# budget-cut --count records (every row becomes a JSONL record on /dev/null;
+# budget-cut holds nothing per record) and dedupe-resume (which also holds
+# every id it has seen, to drop repeats) under /usr/bin/time -v, and prints
+# the file's size and each tool's peak resident memory. The reader's share
+# must stay near a row group's batches, not grow with the file: compare two
+# SIZEs (e.g. SIZE=512M and SIZE=2G).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 size=${SIZE:-2G}
@@ -12,10 +15,20 @@ dir=$(mktemp -d /tmp/synthpipe-parquet-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 bytes=$(numfmt --from=iec "$size")
 go run ./scripts/bench/parquetgen -o "$dir/big.parquet" -size "$bytes"
-go build -o "$dir/" ./cmd/dedupe-resume
-/usr/bin/time -v "$dir/dedupe-resume" -q "$dir/big.parquet" 2>"$dir/time" | wc -lc >"$dir/count"
-read -r rows json <"$dir/count"
-peak=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$dir/time")
-wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$dir/time")
-printf 'parquet input: %s bytes, %s rows (%s bytes of JSONL); dedupe-resume peak RSS %s KiB (%.1f MiB, %.2f%% of the file), wall %s\n' \
-	"$(stat -c %s "$dir/big.parquet")" "$rows" "$json" "$peak" "$(echo "$peak/1024" | bc -l)" "$(echo "$peak*1024*100/$(stat -c %s "$dir/big.parquet")" | bc -l)" "$wall"
+go build -o "$dir/" ./cmd/dedupe-resume ./cmd/budget-cut
+file_bytes=$(stat -c %s "$dir/big.parquet")
+
+# measure TOOL ARGS...: runs the tool on the file and prints its peak RSS.
+measure() {
+	local tool=$1
+	shift
+	/usr/bin/time -v "$dir/$tool" "$@" "$dir/big.parquet" 2>"$dir/time" | wc -lc >"$dir/count"
+	read -r rows json <"$dir/count"
+	peak=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$dir/time")
+	wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$dir/time")
+	printf '%-14s %s rows (%s bytes of JSONL): peak RSS %s KiB (%.1f MiB, %.2f%% of the file), wall %s\n' \
+		"$tool" "$rows" "$json" "$peak" "$(echo "$peak/1024" | bc -l)" "$(echo "$peak*1024*100/$file_bytes" | bc -l)" "$wall"
+}
+echo "parquet input: $file_bytes bytes ($size)"
+measure budget-cut -q --count records --tokens 1000000000000
+measure dedupe-resume -q
