@@ -214,6 +214,8 @@ func faultRates(f *sim.FaultConfig) map[sim.FaultKind]*float64 {
 		sim.FaultAbort:          &f.Abort,
 		sim.FaultNoCredits:      &f.NoCredits,
 		sim.FaultModeration:     &f.Moderation,
+		sim.FaultRepetition:     &f.Repetition,
+		sim.FaultMarkerLeak:     &f.MarkerLeak,
 	}
 }
 

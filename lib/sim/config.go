@@ -157,6 +157,10 @@ type FaultConfig struct {
 	NoCredits float64
 	// Moderation answers 403 (OpenRouter: input flagged by moderation).
 	Moderation float64
+	// Repetition makes an answer loop to max_new_tokens (FaultRepetition).
+	Repetition float64
+	// MarkerLeak writes "<think>" into an answer's text (FaultMarkerLeak).
+	MarkerLeak float64
 
 	// RetryAfter is the Retry-After value sent with 429 answers; it is
 	// rounded up to whole seconds (minimum 1).

@@ -57,12 +57,20 @@ const (
 	// FaultModeration answers 403 with OpenRouter's moderation error and
 	// its metadata (reasons, flagged_input, provider_name, model_slug).
 	FaultModeration
+	// FaultRepetition makes the answer degenerate: after its first 8
+	// tokens the next 4 repeat until max_new_tokens (finish_reason length),
+	// whatever the answer's natural length: a loop to max_tokens.
+	FaultRepetition
+	// FaultMarkerLeak writes "<think>" into the answer's text after half
+	// its tokens: a reasoning marker leaking into the content.
+	FaultMarkerLeak
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{
 	"none", "http500", "rate_limit", "reset", "hang", "slow_first_token",
 	"mid_stream_error", "garbage", "html", "abort", "no_credits", "moderation",
+	"repetition", "marker_leak",
 }
 
 // String returns the fault's name, e.g. "rate_limit".
@@ -103,6 +111,8 @@ func (f *FaultConfig) rates() [numFaultKinds]float64 {
 		FaultAbort:          f.Abort,
 		FaultNoCredits:      f.NoCredits,
 		FaultModeration:     f.Moderation,
+		FaultRepetition:     f.Repetition,
+		FaultMarkerLeak:     f.MarkerLeak,
 	}
 }
 
@@ -261,6 +271,12 @@ func (s *Server) applyLateFault(kind FaultKind, pl *plan, chat bool) time.Durati
 		if chat {
 			pl.failure.statusCode = http.StatusInternalServerError
 		}
+	case FaultRepetition:
+		pl.loopFrom, pl.loopPeriod = loopFrom, loopPeriod
+		pl.eosAtEnd = false
+		pl.decide(pl.params.maxNew) // runs to its limit
+	case FaultMarkerLeak:
+		pl.leakAt = max(pl.contentTokens()/2, 1)
 	default:
 		return 0
 	}

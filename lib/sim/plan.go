@@ -87,7 +87,21 @@ type plan struct {
 	// failAt tokens; injected mid-stream errors and aborts use it.
 	failAt  int
 	failure finishReason
+
+	// loopPeriod > 0 (FaultRepetition): from loopFrom on, the answer
+	// repeats its tokens [loopFrom, loopFrom+loopPeriod).
+	loopFrom, loopPeriod int
+	// leakAt > 0 (FaultMarkerLeak): the text shows leakMarker after that
+	// many output ids.
+	leakAt int
 }
+
+// The shape of the injected faults that change the answer itself.
+const (
+	loopFrom   = 8
+	loopPeriod = 4
+	leakMarker = "<think>"
+)
 
 // makePlan decides length and finish reason of the answer to prompt key.
 // natural is the answer length drawn from the length distribution.
@@ -145,6 +159,9 @@ func (pl *plan) decide(natural int) {
 
 // contentAt is answer id i when it is not the final EOS.
 func (p *plan) contentAt(i int) int {
+	if p.loopPeriod > 0 && i >= p.loopFrom {
+		i = p.loopFrom + (i-p.loopFrom)%p.loopPeriod
+	}
 	switch {
 	case p.explicit != nil && i < len(p.explicit)-1:
 		return p.explicit[i]
@@ -230,6 +247,9 @@ func (p *plan) text(n int, fin finishReason) string {
 		ids = ids[:len(ids)-1]
 	}
 	s := p.render(ids)
+	if p.leakAt > 0 && len(ids) > p.leakAt {
+		s = p.render(ids[:p.leakAt]) + leakMarker + p.render(ids[p.leakAt:])
+	}
 	if p.kimi == nil && len(ids) > 0 && ids[len(ids)-1] == p.eos && !p.params.skipSpecial {
 		s += p.eosText
 	}

@@ -21,6 +21,7 @@ const (
 	flagTSV       = "tsv"
 	flagTotal     = "total"
 	flagDupAcross = "duplicates-across-groups"
+	flagEndID     = "end-id"
 )
 
 // NewApp returns a fresh tokstat command.
@@ -60,7 +61,8 @@ group, the total last; raw numbers), or --json (one object: "total", and
 "groups" in order, each with records, prompt_tokens, completion_tokens,
 total_tokens, completion_length {count, mean, p50, p90, p99, max},
 finish_reasons, truncated, truncated_share, errors, duplicates, missing_ids,
-invalid_lines, torn, and budget {tokens, used, left, percent} with --budget).
+invalid_lines, torn, soft_failures when any, and budget {tokens, used, left, percent}
+with --budget).
 
 Conversations (generate --turns all: records with "turns" and "ended") are
 counted by synthpipe-records(7)'s rule: their prompt and completion tokens
@@ -75,6 +77,35 @@ group "conversations": {count, turns, turns_per_conversation {count, mean,
 p50, p90, p99, max}, conversations_by_turns {"N": conversations},
 ended {reason: conversations}, turn_completion_length {count, mean, p50,
 p90, p99, max}, turn_finish_reasons}.
+Soft failures: answers written without an error that would teach a draft
+the wrong thing. The table and --tsv add a column per kind found (soft_KIND
+in --tsv), --json "soft_failures" {KIND: answers} in every group that has
+any; a
+conversation counts once per kind any of its turns has; to-train --strict
+drops the records that have any (lib/softfail owns the rules, for both).
+The rules, token ids where the record has them (output_ids), text where not:
+  marker_leak         "<think>" or "</think>" in the content or the reasoning
+                      (the reasoning: the "reasoning" field, else the text up
+                      to its first "</think>"; SpecForge's
+                      validate_regenerated_data.py --strict-think-markers)
+  empty_reasoning     "thinking": true and the reasoning empty or blank
+                      (SpecForge --expect-reasoning)
+  reasoning_when_off  "thinking": false and reasoning there anyway (SpecForge
+                      --expect-non-reasoning)
+  bad_tool_call       a tool_calls entry without a function name or whose
+                      arguments are not a JSON object; a tool-call section in
+                      the text not closed (<|tool_calls_section_begin|>,
+                      <tool_call>) or whose <tool_call> body is not JSON
+  no_end_token        finish_reason stop, and the last output id is not an end
+                      token: the id the server says it matched
+                      (native_finish_reason.matched), gen.params.stop_token_ids
+                      or --end-id (not checked when none is known, or the
+                      server matched a stop string)
+  repetition          finish_reason length, and the last max(32, 4p) tokens
+                      repeat with a period p of at most 64 (output ids, else
+                      the text's words): a loop that ran to max_tokens
+  empty               a "text" with no content (blank after the reasoning) and
+                      no tool call, in an answer not cut at its limit
 --total prints only the total token count, one integer, by the fastest path
 (no percentiles, no id set). --hist adds a histogram of completion lengths to
 the table, in log-spaced buckets; its bars are block characters, or "#" when
@@ -118,6 +149,7 @@ of its output.`,
 			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
 			&cli.BoolFlag{Name: flagHTML, Usage: "print one self-contained HTML page with charts instead of the table (redirect it to a file)"},
 			&cli.BoolFlag{Name: flagTotal, Usage: "print only the total token count (fastest)"},
+			&cli.IntSliceFlag{Name: flagEndID, Usage: "the model's end token `ID` (repeatable), for the no_end_token rule where the records do not say which id ended them"},
 			&cli.BoolFlag{Name: flagDupAcross, Usage: "with --by, count an id seen in another group as a duplicate too (by default each group's ids are its own)"},
 			cliutil.IDPathFlag(),
 			cliutil.MaxLineFlag(),

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/softfail"
 )
 
 // row is one group's figures, computed once for every output format.
@@ -89,7 +90,11 @@ func sections(cfg *config, total *stats) [][]metric {
 	for _, reason := range reasons {
 		finish = append(finish, count("finish_"+reason, reason, func(r row) int64 { return r.finishReasons[reason] }))
 	}
-	out := append([][]metric{tokens, health, finish}, convSections(total)...)
+	out := [][]metric{tokens, health, finish}
+	if soft := softSection(total); len(soft) > 0 {
+		out = append(out, soft)
+	}
+	out = append(out, convSections(total)...)
 	if cfg.hasBudget {
 		out = append(out, []metric{
 			count("budget", "budget", func(r row) int64 { return r.budget.budget }),
@@ -97,6 +102,18 @@ func sections(cfg *config, total *stats) [][]metric {
 			count("budget_left", "left", func(r row) int64 { return r.budget.left }),
 			{"budget_percent", "used%", kindPercent, func(r row) float64 { return r.budget.percent }},
 		})
+	}
+	return out
+}
+
+// softSection has a column per soft failure kind found (lib/softfail), in
+// the order tokstat(1) gives them; none when no answer has one.
+func softSection(total *stats) []metric {
+	var out []metric
+	for _, kind := range softfail.Kinds {
+		if total.soft[kind] > 0 {
+			out = append(out, count("soft_"+kind, strings.ReplaceAll(kind, "_", " "), func(r row) int64 { return r.soft[kind] }))
+		}
 	}
 	return out
 }
@@ -240,7 +257,9 @@ type jsonGroup struct {
 	MissingIDs       int64            `json:"missing_ids"`
 	InvalidLines     int64            `json:"invalid_lines"`
 	Torn             int64            `json:"torn"`
-	Budget           *jsonBudget      `json:"budget,omitempty"`
+	// SoftFailures counts the answers with each soft failure (lib/softfail).
+	SoftFailures map[string]int64 `json:"soft_failures,omitempty"`
+	Budget       *jsonBudget      `json:"budget,omitempty"`
 	// Conversations: with any in the input, in every group.
 	Conversations *jsonConversations `json:"conversations,omitempty"`
 }
@@ -287,6 +306,7 @@ func (r row) json(cfg *config, hasConversations bool) jsonGroup {
 		MissingIDs:       r.missingIDs,
 		InvalidLines:     r.invalidLines,
 		Torn:             r.torn,
+		SoftFailures:     r.soft,
 	}
 	if hasConversations {
 		g.Conversations = r.jsonConversations()

@@ -12,6 +12,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/idset"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/softfail"
 )
 
 // format is how the report is printed.
@@ -27,6 +28,7 @@ const (
 
 // config is tokstat's flags, checked.
 type config struct {
+	endIDs    []int // --end-id
 	files     []string
 	by        string
 	budget    int64
@@ -49,6 +51,7 @@ func parse(c *cli.Context) (*config, error) {
 		hist:      c.Bool(flagHist),
 		idPath:    c.String(cliutil.FlagIDPath),
 		dupAcross: c.Bool(flagDupAcross),
+		endIDs:    c.IntSlice(flagEndID),
 	}
 	if len(cfg.files) == 0 {
 		cfg.files = []string{"-"}
@@ -168,6 +171,7 @@ type collector struct {
 	// nUncounted counts the records that carry no token count (see
 	// record.NoCount): 0 tokens in the report, named in warnings.
 	nUncounted int64
+	soft       softfail.Options // --end-id
 }
 
 func newCollector(cfg *config, warn func(string)) *collector {
@@ -179,6 +183,7 @@ func newCollector(cfg *config, warn func(string)) *collector {
 		byName:  map[string]*stats{},
 		perFile: cfg.by == "" && len(cfg.files) > 1,
 		grouper: record.NewGrouper(cfg.by),
+		soft:    softfail.Options{EndIDs: cfg.endIDs},
 	}
 	if cfg.format == formatHTML {
 		col.total.detail = newDetail()
@@ -245,9 +250,12 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 			}
 		}
 		duplicate := info.HasID && !col.ids.AddString(key)
+		soft := softfail.Check(in.Bytes(), col.soft)
 		col.total.add(info, duplicate)
+		col.total.addSoft(soft)
 		if g != nil {
 			g.add(info, duplicate)
+			g.addSoft(soft)
 		}
 		if col.total.detail != nil {
 			col.total.detail.add(in.Bytes(), info)

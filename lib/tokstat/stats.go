@@ -23,13 +23,14 @@ type stats struct {
 	invalidLines     int64
 	torn             int64
 	finishReasons    map[string]int64
-	lengths          []uint32   // completion tokens of each answer, for exact percentiles
-	conv             *convStats // regenerated conversations, nil until one is read
-	detail           *detail    // only for --html
+	soft             map[string]int64 // soft failures by kind (lib/softfail)
+	lengths          []uint32         // completion tokens of each answer, for exact percentiles
+	conv             *convStats       // regenerated conversations, nil until one is read
+	detail           *detail          // only for --html
 }
 
 func newStats(name string) *stats {
-	return &stats{name: name, finishReasons: map[string]int64{}}
+	return &stats{name: name, finishReasons: map[string]int64{}, soft: map[string]int64{}}
 }
 
 // add counts one record. A record that carries an error counts as a record
@@ -61,6 +62,13 @@ func (s *stats) add(info record.Info, duplicate bool) {
 			s.conv = newConvStats()
 		}
 		s.conv.add(info.Conversation)
+	}
+}
+
+// addSoft counts an answer's soft failures.
+func (s *stats) addSoft(kinds []string) {
+	for _, k := range kinds {
+		s.soft[k]++
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	flagTemplateArg   = "template-arg"
 	flagDate          = "date"
 	flagKeepTruncated = "keep-truncated"
+	flagStrict        = "strict"
 	flagOutput        = "output"
 	flagShow          = "show"
 	flagDraftVocab    = "draft-vocab"
@@ -132,6 +133,7 @@ training scripts that have --vocab-mapping-path take it there).`,
 			&cli.StringSliceFlag{Name: flagTemplateArg, Usage: "extra template variable `KEY=VALUE` (repeatable), e.g. enable_thinking=false"},
 			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today): give tokenize-prompts' --date, so that prompts render as they were generated"},
 			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
+			&cli.BoolFlag{Name: flagStrict, Usage: "drop the records with soft failures (reasoning markers in the content, empty reasoning where thinking was on, a tool call that does not parse, no end token, a loop to max_tokens, an empty answer: the rules of tokstat(1)); without it they are kept and counted in a warning"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
 			&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
 			&cli.IntFlag{Name: flagDraftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},

@@ -54,6 +54,8 @@ type converter struct {
 	// keepTruncated keeps answers cut at the token limit, and a
 	// conversation's last turn so cut.
 	keepTruncated bool
+	// strict drops the records with soft failures (--strict).
+	strict bool
 }
 
 // recordThinking reads the thinking setting rec was generated with (see

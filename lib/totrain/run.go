@@ -2,6 +2,7 @@ package totrain
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,17 @@ import (
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/softfail"
 )
 
 // tally counts what became of the records read.
 type tally struct {
 	written, errors, truncated, noAnswer, noConversation, invalid int64
+	// soft counts the records with soft failures (lib/softfail) by kind;
+	// softRecords those records, dropped with --strict, else kept.
+	soft        map[string]int64
+	softRecords int64
+	strict      bool
 }
 
 func run(c *cli.Context) (err error) {
@@ -88,6 +95,7 @@ func run(c *cli.Context) (err error) {
 		return err
 	}
 	defer in.Close()
+	conv.strict = c.Bool(flagStrict)
 	t, err := convertAll(in, conv, out, c.Bool(flagKeepTruncated))
 	if err != nil {
 		return err
@@ -173,7 +181,7 @@ func checkShow(c *cli.Context, conv *converter) (*showFilter, error) {
 // what became of them.
 func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncated bool) (tally, error) {
 	scan := record.NewScanner(conv.idPath, true, "")
-	var t tally
+	t := tally{soft: map[string]int64{}, strict: conv.strict}
 	conv.keepTruncated = keepTruncated
 	for in.Next() {
 		info, err := scan.Scan(in.Bytes())
@@ -190,6 +198,9 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 		case info.Truncated() && !keepTruncated && info.Conversation == nil:
 			// A conversation keeps its turns before the cut one.
 			t.truncated++
+			continue
+		}
+		if t.softFailed(in.Bytes()) && conv.strict {
 			continue
 		}
 		samples, err := conv.samples(in.Bytes())
@@ -236,10 +247,44 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 	return t, nil
 }
 
+// softFailed counts the record's soft failures and reports whether it has
+// any.
+func (t *tally) softFailed(line []byte) bool {
+	kinds := softfail.Check(line, softfail.Options{})
+	for _, k := range kinds {
+		t.soft[k]++
+	}
+	if len(kinds) > 0 {
+		t.softRecords++
+	}
+	return len(kinds) > 0
+}
+
+// softNote says how many records had soft failures, of which kinds, and
+// what became of them; "" when none had.
+func (t tally) softNote() string {
+	if t.softRecords == 0 {
+		return ""
+	}
+	var kinds []string
+	for _, k := range softfail.Kinds {
+		if n := t.soft[k]; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if t.strict {
+		return fmt.Sprintf("dropped %s with soft failures (--%s): %s", cliutil.Count(t.softRecords, "record"), flagStrict, strings.Join(kinds, ", "))
+	}
+	return fmt.Sprintf("warning: kept %s with soft failures (%s; see tokstat(1)): --%s drops them", cliutil.Count(t.softRecords, "record"), strings.Join(kinds, ", "), flagStrict)
+}
+
 // note prints the summary of a run on stderr.
 func (t tally) note(w io.Writer, tool, format string) {
 	cliutil.Notef(w, tool, "wrote %s (%s); skipped %d with errors, %d truncated, %d without an answer, %d without messages, %d invalid",
 		cliutil.Count(t.written, "sample"), format, t.errors, t.truncated, t.noAnswer, t.noConversation, t.invalid)
+	if s := t.softNote(); s != "" {
+		cliutil.Notef(w, tool, "%s", s)
+	}
 	if t.noConversation > 0 && format != formatTokens {
 		// Pre-rendered "text" prompts have no turns for a conversation
 		// format; their token ids still make a sample.

@@ -1,0 +1,260 @@
+// Package softfail names the answers that were written without an error
+// yet would teach a draft model the wrong thing: the one owner of the rules
+// that tokstat counts by and to-train --strict drops by. Each rule reads the
+// token ids where a record has them and its text where it does not.
+//
+// The rules follow SpecForge's scripts/validate_regenerated_data.py where it
+// has one: --strict-think-markers (MarkerLeak), --expect-reasoning
+// (EmptyReasoning), --expect-non-reasoning (ReasoningWhenOff); the others
+// (BadToolCall, NoEndToken, Repetition, Empty) are failures seen in
+// regenerated data that it does not check.
+package softfail
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// The soft failure kinds, as tokstat names them (soft_KIND in --tsv) and
+// to-train --strict counts them.
+const (
+	// MarkerLeak: "<think>" or "</think>" in the answer's content, or in
+	// its reasoning (SpecForge --strict-think-markers). Where the reasoning
+	// is not a field of its own (SGLang's text), the text up to its first
+	// "</think>" is the reasoning and the rest the content.
+	MarkerLeak = "marker_leak"
+	// EmptyReasoning: the record was generated with thinking on
+	// ("thinking": true) and its reasoning is empty or blank (SpecForge
+	// --expect-reasoning).
+	EmptyReasoning = "empty_reasoning"
+	// ReasoningWhenOff: thinking was off ("thinking": false) and the answer
+	// has reasoning anyway (SpecForge --expect-non-reasoning).
+	ReasoningWhenOff = "reasoning_when_off"
+	// BadToolCall: a tool_calls entry without a function name or whose
+	// arguments are not a JSON object, or a tool-call section in the text
+	// that is not closed or whose call is not JSON (Kimi's
+	// <|tool_calls_section_begin|> ... <|tool_calls_section_end|>, Hermes'
+	// and Qwen's <tool_call> ... </tool_call>).
+	BadToolCall = "bad_tool_call"
+	// NoEndToken: finish_reason "stop" with output_ids whose last id is not
+	// an end token: the id the server says it matched
+	// (native_finish_reason.matched), a stop_token_ids of gen.params, or
+	// one the caller knows (tokstat --end-id, to-train's tokenizer). Not
+	// checked when none is known, or the server matched a stop string.
+	NoEndToken = "no_end_token"
+	// Repetition: an answer cut at its token limit (finish_reason "length")
+	// whose last max(32, 4p) tokens repeat with a period p of at most 64:
+	// a loop that ran to max_tokens. Tokens are the output_ids, else the
+	// text's whitespace-separated words.
+	Repetition = "repetition"
+	// Empty: no content (blank after the reasoning) and no tool call, in an
+	// answer that was not cut at its limit; a record with no "text" (token
+	// counts only) is not checked.
+	Empty = "empty"
+)
+
+// Kinds lists every kind, in the order the documentation gives them.
+var Kinds = []string{MarkerLeak, EmptyReasoning, ReasoningWhenOff, BadToolCall, NoEndToken, Repetition, Empty}
+
+// MaxPeriod and MinLoop shape the Repetition rule: a period of at most
+// MaxPeriod tokens, repeated over the last max(MinLoop, 4*period) tokens.
+const (
+	MaxPeriod = 64
+	MinLoop   = 32
+)
+
+// Options is what a caller knows beyond the record.
+type Options struct {
+	// EndIDs are the model's end tokens (its EOS and end-of-turn ids).
+	EndIDs []int
+}
+
+// Check returns the soft failures of one record (a line of generate's
+// output), nil when it has none or is an error record. A conversation
+// (generate --turns all) is checked turn by turn: a kind is named once
+// when any turn has it.
+func Check(line []byte, opt Options) []string {
+	doc := gjson.ParseBytes(line)
+	if doc.Get("error").Exists() {
+		return nil
+	}
+	thinking := doc.Get("thinking")
+	if turns := doc.Get("turns"); turns.IsArray() {
+		var out []string
+		for _, t := range turns.Array() {
+			for _, k := range checkAnswer(t, thinking, opt) {
+				if !contains(out, k) {
+					out = append(out, k)
+				}
+			}
+		}
+		return out
+	}
+	return checkAnswer(doc, thinking, opt)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAnswer applies the rules to one answer: a record or a turn.
+func checkAnswer(a, thinking gjson.Result, opt Options) []string {
+	var out []string
+	add := func(kind string, bad bool) {
+		if bad {
+			out = append(out, kind)
+		}
+	}
+	r := a.Get("reasoning")
+	reasoning, content := r.String(), a.Get("text").String()
+	if !r.Exists() {
+		if i := strings.Index(content, "</think>"); i >= 0 {
+			reasoning, content = content[:i], content[i+len("</think>"):]
+		} else if thinking.Type == gjson.True && a.Get("finish_reason").String() == "length" {
+			reasoning, content = content, "" // cut before its reasoning ended
+		}
+	}
+	finish := a.Get("finish_reason").String()
+	calls := a.Get("tool_calls")
+	add(MarkerLeak, hasMarker(content) || hasMarker(reasoning))
+	add(EmptyReasoning, thinking.Type == gjson.True && strings.TrimSpace(reasoning) == "")
+	add(ReasoningWhenOff, thinking.Type == gjson.False && strings.TrimSpace(reasoning) != "")
+	add(BadToolCall, badCalls(calls) || badSection(content))
+	ids := a.Get("output_ids")
+	add(NoEndToken, finish == "stop" && noEnd(ids, a, opt))
+	add(Repetition, finish == "length" && looping(tokens(ids, content)))
+	add(Empty, a.Get("text").Exists() && finish != "length" && strings.TrimSpace(content) == "" && len(calls.Array()) == 0)
+	return out
+}
+
+func hasMarker(s string) bool {
+	return strings.Contains(s, "<think>") || strings.Contains(s, "</think>")
+}
+
+// badCalls reports a tool_calls entry without a function name or with
+// arguments that are not a JSON object.
+func badCalls(calls gjson.Result) bool {
+	bad := false
+	calls.ForEach(func(_, c gjson.Result) bool {
+		f := c.Get("function")
+		args := f.Get("arguments")
+		switch {
+		case f.Get("name").String() == "":
+			bad = true
+		case args.Type == gjson.String:
+			bad = !isObject(args.Str)
+		case args.Exists():
+			bad = !args.IsObject()
+		}
+		return !bad
+	})
+	return bad
+}
+
+func isObject(s string) bool {
+	var v map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &v) == nil
+}
+
+// sections are the tool-call sections models write in their text.
+var sections = []struct{ begin, end string }{
+	{"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"},
+	{"<tool_call>", "</tool_call>"},
+}
+
+// badSection reports a tool-call section in the text that is not closed,
+// or (Hermes, Qwen) whose call is not a JSON object.
+func badSection(text string) bool {
+	for _, s := range sections {
+		rest := text
+		for {
+			i := strings.Index(rest, s.begin)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(s.begin):]
+			j := strings.Index(rest, s.end)
+			if j < 0 {
+				return true
+			}
+			if s.begin == "<tool_call>" && !isObject(strings.TrimSpace(rest[:j])) {
+				return true
+			}
+			rest = rest[j+len(s.end):]
+		}
+	}
+	return false
+}
+
+// noEnd reports output ids whose last is none of the known end tokens;
+// false when no end token is known or there are no ids.
+func noEnd(ids, a gjson.Result, opt Options) bool {
+	list := ids.Array()
+	if len(list) == 0 {
+		return false
+	}
+	ends := append([]int(nil), opt.EndIDs...)
+	matched := a.Get("native_finish_reason.matched")
+	switch matched.Type {
+	case gjson.Number:
+		ends = append(ends, int(matched.Int()))
+	case gjson.String:
+		return false // a stop string: the text was trimmed, the ids need not end in a token
+	}
+	for _, v := range a.Get("gen.params.stop_token_ids").Array() {
+		ends = append(ends, int(v.Int()))
+	}
+	if len(ends) == 0 {
+		return false
+	}
+	last := int(list[len(list)-1].Int())
+	for _, e := range ends {
+		if e == last {
+			return false
+		}
+	}
+	return true
+}
+
+// tokens are the answer's output ids, else its words, as strings.
+func tokens(ids gjson.Result, text string) []string {
+	if ids.IsArray() {
+		var out []string
+		ids.ForEach(func(_, v gjson.Result) bool {
+			out = append(out, v.Raw)
+			return true
+		})
+		return out
+	}
+	return strings.Fields(text)
+}
+
+// looping reports whether the last max(MinLoop, 4p) tokens repeat with a
+// period p <= MaxPeriod.
+func looping(toks []string) bool {
+	n := len(toks)
+	for p := 1; p <= MaxPeriod; p++ {
+		w := max(MinLoop, 4*p)
+		if w > n {
+			break
+		}
+		periodic := true
+		for i := n - w + p; i < n; i++ {
+			if toks[i] != toks[i-p] {
+				periodic = false
+				break
+			}
+		}
+		if periodic {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,70 @@
+package softfail
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	loop := "[" + strings.Repeat("5,6,7,", 20) + "5]"
+	cases := []struct {
+		name string
+		line string
+		opt  Options
+		want []string
+	}{
+		{"clean", `{"text":"hi","finish_reason":"stop","output_ids":[4,2],"native_finish_reason":{"type":"stop","matched":2}}`, Options{}, nil},
+		{"an error record", `{"error":{"kind":"http"}}`, Options{}, nil},
+		{"marker in the content", `{"text":"a</think>b</think>c","finish_reason":"stop"}`, Options{}, []string{MarkerLeak}},
+		{"marker in the reasoning field", `{"text":"c","reasoning":"<think>r","finish_reason":"stop"}`, Options{}, []string{MarkerLeak}},
+		{"SGLang text: reasoning, then content", `{"text":"r</think>c","thinking":true,"finish_reason":"stop"}`, Options{}, nil},
+		{"thinking on, no reasoning", `{"text":"c","thinking":true,"finish_reason":"stop"}`, Options{}, []string{EmptyReasoning}},
+		{"thinking on, blank reasoning", `{"text":"c","reasoning":" \n","thinking":true,"finish_reason":"stop"}`, Options{}, []string{EmptyReasoning}},
+		{"thinking off, reasoning", `{"text":"c","reasoning":"r","thinking":false,"finish_reason":"stop"}`, Options{}, []string{ReasoningWhenOff}},
+		{"tool call arguments not JSON", `{"text":"","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":"}}],"finish_reason":"tool_calls"}`, Options{}, []string{BadToolCall}},
+		{"tool call without a name", `{"text":"","tool_calls":[{"function":{"arguments":"{}"}}],"finish_reason":"tool_calls"}`, Options{}, []string{BadToolCall}},
+		{"good tool call", `{"text":"","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":1}"}}],"finish_reason":"tool_calls"}`, Options{}, nil},
+		{"section not closed", `{"text":"x <|tool_calls_section_begin|> f","finish_reason":"stop"}`, Options{}, []string{BadToolCall}},
+		{"hermes call not JSON", `{"text":"x <tool_call>{name</tool_call>","finish_reason":"stop"}`, Options{}, []string{BadToolCall}},
+		{"stop without the matched id", `{"text":"x","finish_reason":"stop","output_ids":[4,5],"native_finish_reason":{"type":"stop","matched":2}}`, Options{}, []string{NoEndToken}},
+		{"stop without a known end id", `{"text":"x","finish_reason":"stop","output_ids":[4,5]}`, Options{EndIDs: []int{9}}, []string{NoEndToken}},
+		{"stop by a stop string", `{"text":"x","finish_reason":"stop","output_ids":[4,5],"native_finish_reason":{"type":"stop","matched":"\n\n"}}`, Options{EndIDs: []int{9}}, nil},
+		{"no end id known", `{"text":"x","finish_reason":"stop","output_ids":[4,5]}`, Options{}, nil},
+		{"ids loop to the limit", `{"text":"x","finish_reason":"length","output_ids":` + loop + `}`, Options{}, []string{Repetition}},
+		{"words loop to the limit", `{"text":"` + strings.Repeat("the cat sat ", 12) + `","finish_reason":"length"}`, Options{}, []string{Repetition}},
+		{"too short a loop", `{"text":"` + strings.Repeat("the cat sat ", 5) + `","finish_reason":"length"}`, Options{}, nil},
+		{"a loop that ended", `{"text":"` + strings.Repeat("the cat sat ", 12) + `","finish_reason":"stop"}`, Options{}, nil},
+		{"empty", `{"text":"  ","finish_reason":"stop"}`, Options{}, []string{Empty}},
+		{"counts only: not checked", `{"finish_reason":"stop","completion_tokens":3}`, Options{}, nil},
+		{"reasoning only", `{"text":"r</think>","finish_reason":"stop"}`, Options{}, []string{Empty}},
+		{"cut in its reasoning is not empty", `{"text":"r r","thinking":true,"finish_reason":"length"}`, Options{}, nil},
+		{"a conversation's turns", `{"turns":[{"text":"a","finish_reason":"stop"},{"text":"b</think>c</think>","finish_reason":"stop"},{"text":"","finish_reason":"stop"}]}`, Options{}, []string{MarkerLeak, Empty}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Check([]byte(tc.line), tc.opt); !slices.Equal(got, tc.want) {
+				t.Fatalf("Check = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoopingPeriods(t *testing.T) {
+	for p := 1; p <= MaxPeriod; p++ {
+		var toks []string
+		for i := 0; i < max(MinLoop, 4*p)+3; i++ {
+			toks = append(toks, string(rune('a'+i%p%26))+string(rune('A'+i%p/26)))
+		}
+		if !looping(toks) {
+			t.Fatalf("period %d not found", p)
+		}
+	}
+	var distinct []string
+	for i := 0; i < 500; i++ {
+		distinct = append(distinct, string(rune(0x4e00+i)))
+	}
+	if looping(distinct) {
+		t.Fatal("distinct tokens found looping")
+	}
+}
