@@ -450,4 +450,15 @@ func TestRecipeSlurmTaskArgs(t *testing.T) {
 			t.Errorf("task %d of %v: exit %d, want 64 saying %q:\n%s", r.k, r.args, code, r.saying, stderr)
 		}
 	}
+	// Run outside an array, or given an index that is not one: 64, not
+	// bash's own message and status.
+	for index, saying := range map[string]string{
+		"":    "not a Slurm array task (SLURM_ARRAY_TASK_ID is not set): submit with sbatch --array=0-N",
+		"1_2": `SLURM_ARRAY_TASK_ID is "1_2", not an array index`,
+	} {
+		code, stderr := runRecipe(t, append(slices.Clip(env), "SLURM_ARRAY_TASK_ID="+index), filepath.Join("slurm", "run-array.sbatch"), "datasets", "chat")
+		if code != 64 || !strings.Contains(stderr, "run-array.sbatch: "+saying) {
+			t.Errorf("SLURM_ARRAY_TASK_ID=%q: exit %d, want 64 saying %q:\n%s", index, code, saying, stderr)
+		}
+	}
 }
