@@ -340,6 +340,10 @@ func (s *scanner) intRun() (n int, ok bool) {
 			for i > first && class[b[i-1]] == clDigit {
 				i--
 			}
+		} else { // the fast path stopped after a comma: white space may follow it
+			for i < len(b) && class[b[i]] == clSpace {
+				i++
+			}
 		}
 		// one element, byte by byte
 		d0 := i

@@ -244,11 +244,11 @@ func tokenIDs(b []byte) ([]uint64, error) {
 
 // TestIntArrayLenEveryOffset puts each element the fast path must hand to
 // the byte-at-a-time one (a leading zero, an empty element, the id 0, a run
-// of digits) at every offset of the 16-byte chunks and the 64-byte blocks, and compares with
+// of digits, white space) at every offset of the 16-byte chunks and the 64-byte blocks, and compares with
 // encoding/json.
 func TestIntArrayLenEveryOffset(t *testing.T) {
 	for _, odd := range []string{"00", "", "0", "012", "123456789012", "18446744073709551616",
-		"999999999", "2147483647", "2147483648", "9999999999", "1234567,1234567"} {
+		"999999999", "2147483647", "2147483648", "9999999999", "1234567,1234567", " 5", "5 ", "  5 , 6"} {
 		for pad := 0; pad < 150; pad++ {
 			in := "[" + strings.Repeat("7", pad%7+1) + "," + strings.Repeat("12,", pad) + odd + ",345,6789,1,23456,7,89]"
 			ids, jerr := tokenIDs([]byte(in))
