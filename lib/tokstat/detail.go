@@ -28,7 +28,6 @@ func newDetail() *detail {
 // summary and status file count them), and conversations cut short.
 const (
 	softTruncated = "truncated (length)"
-	softEmpty     = "empty answer"
 	softAborted   = "aborted"
 	softFiltered  = "content filter"
 	// a turn of a conversation cut at max_tokens (the conversation ends
@@ -50,7 +49,7 @@ func (d *detail) add(line []byte, info record.Info) {
 	if info.HasError {
 		return
 	}
-	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens", "text", "tool_calls")
+	r := gjson.GetManyBytes(line, "gen.params.max_tokens", "max_tokens")
 	switch {
 	case isLimit(r[0]):
 		d.maxTokens[r[0].Int()]++
@@ -71,10 +70,6 @@ func (d *detail) add(line []byte, info record.Info) {
 				d.soft[softTurnTruncated]++
 			}
 		}
-		return
-	}
-	if info.CompletionTokens == 0 && r[2].String() == "" && len(r[3].Array()) == 0 {
-		d.soft[softEmpty]++
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/softfail"
 )
 
 // The HTML report (--html): one self-contained page, styles and charts
@@ -153,17 +154,22 @@ func (p page) lengths(st *stats, d *detail) {
 // and the records that are not answers at all.
 func (p page) softFailures(st *stats, d *detail) {
 	bars := countsByName(d.soft)
+	for _, kind := range softfail.Kinds { // the answers' own soft failures, by lib/softfail's rules
+		if n := st.soft[kind]; n > 0 {
+			bars = append(bars, chartBar{strings.ReplaceAll(kind, "_", " "), float64(n)})
+		}
+	}
 	for _, extra := range []chartBar{{"errors", float64(st.errors)}, {"duplicate ids", float64(st.duplicates)}, {"invalid lines", float64(st.invalidLines)}} {
 		if extra.value > 0 {
 			bars = append(bars, extra)
 		}
 	}
 	if len(bars) == 0 {
-		p.none("Soft failures", "none: no truncated, empty or aborted answers, no errors, duplicates or invalid lines")
+		p.none("Soft failures", "none: no truncated, aborted, empty, repeating or leaking answers, no errors, duplicates or invalid lines")
 		return
 	}
 	p.w.WriteString("<h3>Soft failures</h3>\n")
-	p.figure("soft", "answers written but cut, empty or aborted, and records that are not answers, as a share of the records", barsSVG("soft failures", bars, float64(st.records)))
+	p.figure("soft", "answers written but cut, aborted or failing a soft-failure rule (tokstat(1)), and records that are not answers, as a share of the records", barsSVG("soft failures", bars, float64(st.records)))
 }
 
 // overviewRows is the report's table: one row per dataset and the total.

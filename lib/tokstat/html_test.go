@@ -20,6 +20,7 @@ const htmlAnswers = `{"id":"a1","dataset":"chat","prompt_tokens":10,"completion_
 {"id":"a3","dataset":"chat","prompt_tokens":10,"completion_tokens":64,"finish_reason":"length","text":"x","gen":{"params":{"max_tokens":64}}}
 {"id":"a4","dataset":"chat","prompt_tokens":10,"completion_tokens":0,"finish_reason":"stop","text":"","gen":{"params":{"max_tokens":64}}}
 {"id":"a5","dataset":"chat","prompt_tokens":10,"error":{"kind":"http","status":400,"message":"too long"}}
+{"id":"a6","dataset":"chat","prompt_tokens":10,"completion_tokens":5,"finish_reason":"stop","reasoning":"r","text":"ok </think> then","gen":{"params":{"max_tokens":64}}}
 `
 
 // htmlConversations are generate --turns all's conversations.
@@ -63,7 +64,7 @@ func TestHTMLReport(t *testing.T) {
 	if fmt.Sprint(kinds) != want {
 		t.Errorf("charts %v, want %s", kinds, want)
 	}
-	for _, s := range []string{"max_tokens 64", "max_tokens 32", "truncated (length)", "empty answer", "errors", "turn truncated (length)",
+	for _, s := range []string{"max_tokens 64", "max_tokens 32", "truncated (length)", ">empty<", ">marker leak<", "errors", "turn truncated (length)",
 		"1 turn", "2 turns", ">done<", "of a budget of 1,000"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the page lacks %q", s)
