@@ -17,6 +17,7 @@ const (
 	flagRetryErrors = "retry-errors"
 	flagShard       = "shard"
 	flagSamples     = "samples"
+	flagSameParams  = "require-same-params"
 )
 
 // NewApp returns a fresh dedupe-resume command.
@@ -61,7 +62,19 @@ the counts in the summary are samples. A record that is a sample already
 (an errors file re-fed) passes as itself. With --shard a sample goes with
 its prompt. Without --samples, done records that are samples past the first
 are named in a warning: their prompts would count as done as soon as their
-first sample is.`,
+first sample is.
+
+Provenance. The done records say in "gen" who made them (backend, model,
+params: synthpipe-records(7)). dedupe-resume does not know the run it
+feeds, so it compares the done records among themselves: when they were
+made with more than one backend, model or set of sampling parameters
+(gen.params without max_tokens, which generate caps per prompt; the
+endpoint is not compared, since several servers serve one model), it says
+so on stderr, once per field, with each value and how many records had it,
+even with -q. --require-same-params refuses them instead: exit 65 before
+any record passes. generate compares its --already files with its own
+settings (generate(1), "Provenance"): the two together catch a resume with
+another model, backend or sampling parameters than the output holds.`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: flagDone, Aliases: []string{"d"}, EnvVars: []string{cliutil.EnvName(flagDone)},
 				Usage: "ids of the records in this earlier output `FILE` are done (repeatable; .gz/.zst read; missing = empty)"},
@@ -71,6 +84,8 @@ first sample is.`,
 				Usage: "keep only the ids of shard `K/N` (0 <= K < N): FNV-1a 64 of the id, modulo N, equals K"},
 			&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: []string{cliutil.EnvName(flagSamples)},
 				Usage: "a prompt is done when all its `N` samples are (generate --samples N): write each missing sample as its own request (id ID, ID#2 ... ID#N)"},
+			&cli.BoolFlag{Name: flagSameParams, EnvVars: []string{cliutil.EnvName(flagSameParams)},
+				Usage: "refuse (exit 65) done records made with more than one backend, model or set of sampling parameters, instead of warning"},
 			cliutil.IDPathFlag(),
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),

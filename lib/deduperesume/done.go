@@ -45,6 +45,7 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 			continue // still to do, or another shard's: no need to hold it
 		}
 		st.maxSample = max(st.maxSample, info.Sample)
+		st.provenance.Add(info.Gen)
 		fill.add(info.ID)
 	}
 	fill.wait()
@@ -55,7 +56,8 @@ func loadDone(cfg *config, scan *record.Scanner, missing func(path string)) (*id
 // doneStats is what reading the done files found besides their ids.
 type doneStats struct {
 	jsonl.Stats
-	maxSample int // the highest sample number a done record has (generate --samples)
+	maxSample  int // the highest sample number a done record has (generate --samples)
+	provenance record.Provenance
 }
 
 // sampleSize is how much of each done file expectedIDs reads.

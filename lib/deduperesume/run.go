@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/idset"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -22,7 +23,8 @@ type config struct {
 	quiet       bool
 	idPath      string
 	input       jsonl.Options
-	samples     int // --samples: a prompt is done when all its samples are
+	samples     int  // --samples: a prompt is done when all its samples are
+	sameParams  bool // --require-same-params
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -31,6 +33,7 @@ func parse(c *cli.Context) (*config, error) {
 		quiet:       c.Bool(cliutil.FlagQuiet),
 		idPath:      c.String(cliutil.FlagIDPath),
 		samples:     c.Int(flagSamples),
+		sameParams:  c.Bool(flagSameParams),
 	}
 	if cfg.samples < 1 || cfg.samples > record.MaxSamples {
 		return nil, cliutil.Usagef("--%s %d: want 1 to %d samples per prompt", flagSamples, cfg.samples, record.MaxSamples)
@@ -101,6 +104,9 @@ func run(c *cli.Context) (err error) {
 	}
 	defer in.Close()
 
+	if err := checkProvenance(&doneStats.provenance, cfg, func(format string, args ...any) { cliutil.Notef(stderr, name, format, args...) }); err != nil {
+		return err
+	}
 	if doneStats.maxSample > 1 && cfg.samples == 1 && !cfg.quiet {
 		cliutil.Notef(stderr, name, "warning: the done records hold up to %d samples per prompt (generate --samples): without --%s %d a prompt counts as done when its first sample is, and its missing samples are not redone",
 			doneStats.maxSample, flagSamples, doneStats.maxSample)
@@ -162,4 +168,22 @@ func (t tally) summary(s shard) string {
 		fmt.Fprintf(&b, ", %s skipped", cliutil.Count(t.invalid, "invalid line"))
 	}
 	return b.String()
+}
+
+// checkProvenance says when the done records were made with more than one
+// backend, model or set of sampling parameters, once per field, or refuses
+// them with --require-same-params (see "Provenance" in --help).
+func checkProvenance(p *record.Provenance, cfg *config, warn func(format string, args ...any)) error {
+	diffs := p.Mixed()
+	if len(diffs) == 0 {
+		return nil
+	}
+	if cfg.sameParams {
+		return exitcode.DataErrorf("--%s: the --%s records differ in %s: %s; nothing passed (resume into an output of one kind)",
+			flagSameParams, flagDone, diffs[0].Field, diffs[0])
+	}
+	for _, d := range diffs {
+		warn("warning: the --%s records differ in %s: %s (--%s refuses to mix them)", flagDone, d.Field, d, flagSameParams)
+	}
+	return nil
 }

@@ -76,6 +76,7 @@ const (
 	flagTokenizer          = "tokenizer"
 	flagTurns              = "turns"
 	flagSamples            = "samples"
+	flagRequireSameParams  = "require-same-params"
 )
 
 // defaultMaxTokens applies without --max-tokens. SGLang's own default (128)
@@ -251,6 +252,15 @@ an errors file re-fed) is sent as that one sample with its seed: resume with
 "dedupe-resume --samples N --done out.jsonl", which writes only the missing
 samples. --samples is for records, not OpenAI Batch files.
 
+Provenance. The records of --already FILE say in "gen" who made them: when
+some were made with another backend, model (when --model is given) or
+sampling parameters (gen.params without max_tokens, which is capped per
+prompt) than this run's, generate says so on stderr, once per field, with
+the values and how many records had each, even with -q: the dataset would
+mix answers of two distributions. --require-same-params refuses to mix
+them: exit 65 before anything is sent. dedupe-resume does the same for its
+--done files (see dedupe-resume(1)).
+
 Budgets. --token-budget N never writes past N tokens (counted like
 budget-cut, --count, plus the tokens of --already FILE...). Every request
 reserves its prompt plus --max-tokens, and the next request starts only if
@@ -366,6 +376,7 @@ stops with exit 77, naming the Location.`,
 		},
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: exitcode.OK, Meaning: "success: at least one record succeeded (failures are in --errors), or the only failures were records refused for themselves (HTTP 400); also when a downstream reader (head, budget-cut) closed the pipe"},
+			{Code: exitcode.DataErr, Meaning: "a record that cannot be sent (refused unless --skip-invalid), or, with --require-same-params, --already records made with another backend, model or sampling parameters"},
 			{Code: exitcode.TempFail, Meaning: "try again later: no server could be reached after the retries, or no record succeeded and at least one failed after all its retries (server errors, HTML or garbage answers, timeouts)"},
 			{Code: exitcode.NoPerm, Meaning: "a server refused the run: bad API key (401), no credits (402), refused or moderated (403), or a redirect that is not followed; or --cost-budget is above what the API key can still spend (without --over-key-limit)"},
 		},

@@ -71,7 +71,8 @@ type config struct {
 	declaration string // --tool-declaration: how tools reach the template with --tokenizer
 	turnsAll    bool   // --turns all: regenerate whole conversations
 	thinking    thinking.Mode
-	samples     int // --samples: answers per prompt
+	samples     int  // --samples: answers per prompt
+	sameParams  bool // --require-same-params
 
 	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
 
@@ -147,6 +148,7 @@ func parse(c *cli.Context) (*config, error) {
 		declaration:   c.String(chat.FlagToolDeclaration),
 		turnsAll:      c.String(flagTurns) == turnsAll,
 		samples:       c.Int(flagSamples),
+		sameParams:    c.Bool(flagRequireSameParams),
 	}
 	var err error
 	kind, ok := backend.Lookup(c.String(flagBackend))

@@ -92,6 +92,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
 			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens; 0 is refused with 64 (as budget-cut --tokens 0 is): for no budget, leave it out"},
 		&cli.StringSliceFlag{Name: flagAlready, Usage: "the tokens of this earlier output `FILE` count against --token-budget (repeatable; missing = empty)"},
+		&cli.BoolFlag{Name: flagRequireSameParams, EnvVars: envs(flagRequireSameParams),
+			Usage: "refuse (exit 65) when --already records were made with another backend, model or sampling parameters than this run's, instead of warning"},
 		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion"},
 		&cli.BoolFlag{Name: flagDrain, Usage: "no effect, accepted so that older scripts run: a budget stop waits for the requests in flight, leaving none to cancel"},
 		&cli.Float64Flag{Name: flagCostBudget, Usage: "spend at most `USD` (usage.cost; requests in flight reserve their worst case); 0 is refused with 64: for no cost budget, leave it out"},

@@ -104,6 +104,9 @@ func run(c *cli.Context) (err error) {
 				sum.FirstUncounted, record.NoCount, flagAlready, flagTokenBudget, cliutil.Count(sum.Uncounted, "such record"), record.CountHint)
 		}
 		spent, alreadyRecords = sum.Tokens, sum.Records
+		if err := checkProvenance(&sum.Provenance, cfg, func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) }); err != nil {
+			return err
+		}
 		if spent >= cfg.tokenBudget {
 			note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(spent), cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
 			earlyReason = "already at or over budget"

@@ -24,6 +24,8 @@ type Sum struct {
 	// tokens; FirstUncounted names the first one (FILE:LINE: record (id "x")).
 	Uncounted      int64
 	FirstUncounted string
+	// Provenance is who made the records (their gen members).
+	Provenance Provenance
 }
 
 // SumTokens counts the tokens already spent in existing output files (the
@@ -56,6 +58,7 @@ func SumTokens(stdin io.Reader, names []string, opt jsonl.Options, s *Scanner, m
 		}
 		sum.Tokens += info.Tokens(mode)
 		sum.Records++
+		sum.Provenance.Add(info.Gen)
 	}
 	return sum, in.Err()
 }
