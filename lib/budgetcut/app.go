@@ -13,14 +13,15 @@ import (
 )
 
 const (
-	flagTokens    = "tokens"
-	flagAlready   = "already"
-	flagUsed      = "used"
-	flagCount     = "count"
-	flagPath      = "path"
-	flagInclusive = "inclusive"
-	flagOutput    = "output"
-	flagAppend    = "append"
+	flagTokens         = "tokens"
+	flagAlready        = "already"
+	flagUsed           = "used"
+	flagCount          = "count"
+	flagPath           = "path"
+	flagInclusive      = "inclusive"
+	flagMaxTrainLength = cliutil.FlagMaxTrainLength
+	flagOutput         = "output"
+	flagAppend         = "append"
 )
 
 // NewApp returns a fresh budget-cut command.
@@ -61,6 +62,7 @@ left as it is: records appended to it would be plain text.`,
 			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},
 			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion tokens, or records (each record counts 1, --tokens is then a number of records)"},
 			&cli.StringFlag{Name: flagPath, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
+			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (reported in the summary; the budget still counts every token)"},
 			&cli.BoolFlag{Name: flagInclusive, Usage: "also pass the record that crosses the budget"},
 			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout, flushing each record"},
 			&cli.BoolFlag{Name: flagAppend, Usage: "with -o: append to FILE (its tokens count as spent; a torn last line is cut off first)"},

@@ -26,6 +26,9 @@ type config struct {
 	idPath    string
 	input     jsonl.Options
 	records   bool // --count records: every record counts 1
+	// maxTrainLength: --max-train-length, 0 when not given: the summary
+	// also says what a trainer with that sequence length cuts off.
+	maxTrainLength int64
 }
 
 // countRecords is the --count that counts records, not tokens: for
@@ -56,6 +59,11 @@ func parse(c *cli.Context) (*config, error) {
 		cfg.records = true
 	} else if cfg.mode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
 		return nil, cliutil.Usagef("--%s %q: want total, prompt, completion or records", flagCount, c.String(flagCount))
+	}
+	if c.IsSet(flagMaxTrainLength) {
+		if cfg.maxTrainLength, err = cliutil.ParseMaxTrainLength(flagMaxTrainLength, c.String(flagMaxTrainLength)); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.appendTo && cfg.output == "" {
 		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
@@ -159,6 +167,7 @@ func run(c *cli.Context) (err error) {
 	defer in.Close()
 
 	var passed, tokens int64
+	var past pastTrain
 	reason := "input ended"
 	for in.Next() {
 		info, err := record.Scanned(in)
@@ -185,6 +194,7 @@ func run(c *cli.Context) (err error) {
 		passed++
 		tokens += t
 		spent += t
+		past.add(info, cfg.maxTrainLength)
 		if spent >= cfg.budget {
 			// Spent exactly: stop now rather than read one more record that
 			// cannot fit, so that the producer stops one record sooner.
@@ -200,10 +210,37 @@ func run(c *cli.Context) (err error) {
 	noteSkipped()
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
-		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s",
-			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason)
+		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s%s",
+			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason,
+			past.note(cfg.maxTrainLength))
 	}
 	return nil
+}
+
+// pastTrain is what a trainer with sequence length --max-train-length cuts
+// off the records passed: the budget counts those tokens, training never
+// sees them.
+type pastTrain struct{ records, tokens, trained int64 }
+
+func (p *pastTrain) add(info record.Info, maxLength int64) {
+	p.trained += info.TrainedTokens()
+	if cut := info.PastTrainLength(maxLength); cut > 0 {
+		p.records++
+		p.tokens += cut
+	}
+}
+
+// note is the summary's part, "" without --max-train-length.
+func (p pastTrain) note(maxLength int64) string {
+	if maxLength <= 0 {
+		return ""
+	}
+	share := 0.0
+	if p.trained > 0 {
+		share = 100 * float64(p.tokens) / float64(p.trained)
+	}
+	return fmt.Sprintf("; %s longer than --%s %s: a trainer cuts %s off them (%.1f%% of the %s a trainer is given)",
+		cliutil.Count(p.records, "record"), flagMaxTrainLength, cliutil.Thousands(maxLength), cliutil.Count(p.tokens, "token"), share, cliutil.Thousands(p.trained))
 }
 
 // spentAlready is what the --already files spent, counted as the input

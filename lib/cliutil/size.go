@@ -83,3 +83,23 @@ func ParseBudget(flag, s, none string) (int64, error) {
 	}
 	return n, nil
 }
+
+// FlagMaxTrainLength is the flag, in tokstat, budget-cut and estimate, of
+// the trainer's sequence length: the tokens of a record past it are cut off
+// in training, though the budget paid for them.
+const FlagMaxTrainLength = "max-train-length"
+
+// MaxTrainLengthUsage is that flag's help, the same in every tool.
+const MaxTrainLengthUsage = "also report the tokens a trainer with sequence length `N` (e.g. SpecForge's default max_length 2048; 4k, 32k) cuts off the records longer than it: paid for, never trained"
+
+// ParseMaxTrainLength reads --max-train-length: a count from 1 up.
+func ParseMaxTrainLength(flag, s string) (int64, error) {
+	n, err := ParseCount(s)
+	if err != nil {
+		return 0, Usagef("--%s: %v", flag, err)
+	}
+	if n == 0 {
+		return 0, Usagef("--%s 0: a trainer's sequence length is at least 1 token (leave the flag out for no such report)", flag)
+	}
+	return n, nil
+}

@@ -14,23 +14,24 @@ import (
 )
 
 const (
-	flagBy            = "by"
-	flagDone          = "done"
-	flagLengths       = "lengths"
-	flagMaxTokens     = "max-tokens"
-	flagBudget        = "budget"
-	flagURL           = "url"
-	flagModel         = "model"
-	flagOpenRouterURL = "openrouter-url"
-	flagPriceIn       = "price-in"
-	flagPriceOut      = "price-out"
-	flagRate          = "rate"
-	flagStatus        = "status"
-	flagHourlyCost    = "hourly-cost"
-	flagConcurrency   = "concurrency"
-	flagDraws         = "draws"
-	flagSeed          = "seed"
-	flagJSON          = "json"
+	flagBy             = "by"
+	flagDone           = "done"
+	flagLengths        = "lengths"
+	flagMaxTokens      = "max-tokens"
+	flagBudget         = "budget"
+	flagMaxTrainLength = cliutil.FlagMaxTrainLength
+	flagURL            = "url"
+	flagModel          = "model"
+	flagOpenRouterURL  = "openrouter-url"
+	flagPriceIn        = "price-in"
+	flagPriceOut       = "price-out"
+	flagRate           = "rate"
+	flagStatus         = "status"
+	flagHourlyCost     = "hourly-cost"
+	flagConcurrency    = "concurrency"
+	flagDraws          = "draws"
+	flagSeed           = "seed"
+	flagJSON           = "json"
 )
 
 // defaultOpenRouterURL is OpenRouter's API base.
@@ -158,6 +159,7 @@ answers, the longer ones: its lengths read somewhat short.`,
 			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=1800; see above)"},
 			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
 				Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request"},
+			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (the column \"past train len\"; --json past_train_tokens, past_train_records)"},
 			&cli.StringFlag{Name: flagBudget, EnvVars: []string{cliutil.EnvName(flagBudget)},
 				Usage: "token budget per dataset, `N` (250k, 10M, 1.5G), the done file's tokens counting as spent; 0 is refused with 64, as in every tool"},
 			&cli.StringSliceFlag{Name: flagURL, Usage: "an SGLang server to estimate for, `URL` (repeatable)"},

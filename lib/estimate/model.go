@@ -62,8 +62,12 @@ type draw struct {
 	uncut       int64 // total tokens of every record, the budget ignored
 	uncutPrompt int64 // of which prompt
 	uncutCompl  int64 // and completion
-	jobs        []job // the records that fit, for the time model (kept for the first draws only)
-	uncutJobs   []job // every record
+	// pastTrain: of the records that fit, the tokens a trainer with
+	// sequence length --max-train-length cuts off (each record's trained
+	// sequence: its last turn's prompt and answer), in pastTrainRecords.
+	pastTrain, pastTrainRecords int64
+	jobs                        []job // the records that fit, for the time model (kept for the first draws only)
+	uncutJobs                   []job // every record
 	// follows and uncutFollows mark the jobs that are a conversation's
 	// later turns (client.follows).
 	follows, uncutFollows []bool
@@ -79,7 +83,7 @@ const timedDraws = 3
 // from dist (for a conversation, one a turn: see plan), records taken in
 // input order until the next would pass left tokens (left < 0: no budget),
 // as budget-cut takes them.
-func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int) []draw {
+func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int, maxTrainLength int64) []draw {
 	h := fnv.New64a()
 	h.Write([]byte(g.name))
 	draws := make([]draw, n)
@@ -108,6 +112,12 @@ func simulate(g *group, dist lengths, left int64, n int, seed uint64, limit int)
 				continue
 			}
 			d.fit++
+			if maxTrainLength > 0 && len(turns) > 0 {
+				if last := turns[len(turns)-1]; int64(last.prompt+last.answer) > maxTrainLength {
+					d.pastTrain += int64(last.prompt+last.answer) - maxTrainLength
+					d.pastTrainRecords++
+				}
+			}
 			d.prompt += prompt
 			d.completion += compl
 			d.turns += int64(len(turns))

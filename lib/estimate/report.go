@@ -18,12 +18,14 @@ import (
 
 // report is the estimate, as --json prints it.
 type report struct {
-	Budget   *int64          `json:"budget"`
-	Seed     uint64          `json:"seed"`
-	Draws    int             `json:"draws"`
-	Backends []backendReport `json:"backends"`
-	Datasets []*datasetRow   `json:"datasets"`
-	Total    *datasetRow     `json:"total"`
+	Budget *int64 `json:"budget"`
+	// MaxTrainLength: --max-train-length, with each row's PastTrain.
+	MaxTrainLength *int64          `json:"max_train_length,omitempty"`
+	Seed           uint64          `json:"seed"`
+	Draws          int             `json:"draws"`
+	Backends       []backendReport `json:"backends"`
+	Datasets       []*datasetRow   `json:"datasets"`
+	Total          *datasetRow     `json:"total"`
 }
 
 type backendReport struct {
@@ -55,16 +57,21 @@ type datasetRow struct {
 	// Conversations (tokenize-prompts --turns all records) among the
 	// records; with any, the turns (requests) of the records that fit and
 	// their prompt tokens past a prefix cache (see prefilled).
-	Conversations int64         `json:"conversations,omitempty"`
-	Turns         *float64      `json:"turns,omitempty"`
-	Prefill       *float64      `json:"prefill_tokens,omitempty"`
-	Prompt        float64       `json:"prompt_tokens"`
-	Completion    float64       `json:"completion_tokens"`
-	TotalTokens   spread        `json:"total_tokens"`
-	Uncut         spread        `json:"uncut_tokens"`
-	PastBudget    float64       `json:"past_budget"`
-	Lengths       *lengthReport `json:"lengths,omitempty"`
-	Backends      []cost        `json:"backends"`
+	Conversations int64    `json:"conversations,omitempty"`
+	Turns         *float64 `json:"turns,omitempty"`
+	Prefill       *float64 `json:"prefill_tokens,omitempty"`
+	Prompt        float64  `json:"prompt_tokens"`
+	Completion    float64  `json:"completion_tokens"`
+	TotalTokens   spread   `json:"total_tokens"`
+	Uncut         spread   `json:"uncut_tokens"`
+	PastBudget    float64  `json:"past_budget"`
+	// PastTrain: the tokens of the records that fit that a trainer with
+	// sequence length --max-train-length cuts off (paid for, never
+	// trained), and how many records lose some; with that flag only.
+	PastTrain        *float64      `json:"past_train_tokens,omitempty"`
+	PastTrainRecords *float64      `json:"past_train_records,omitempty"`
+	Lengths          *lengthReport `json:"lengths,omitempty"`
+	Backends         []cost        `json:"backends"`
 
 	totals []int64 // per draw, for the total row's percentiles
 	uncuts []int64
@@ -129,6 +136,9 @@ func lengthsFor(g *group, cfg *config, flag lengths, pooled *empirical) (lengths
 
 func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag lengths, backends []*backendModel) (*report, error) {
 	rep := &report{Seed: cfg.seed, Draws: cfg.draws}
+	if cfg.maxTrainLength > 0 {
+		rep.MaxTrainLength = ptr(cfg.maxTrainLength)
+	}
 	if cfg.budget >= 0 {
 		rep.Budget = ptr(cfg.budget)
 	}
@@ -172,9 +182,11 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 			row.BudgetLeft = ptr(left)
 			totalLeft += left
 		}
-		draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens)
-		var fit, prompt, completion, turns, prefill []int64
+		draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens, cfg.maxTrainLength)
+		var fit, prompt, completion, turns, prefill, pastTrain, pastTrainRecords []int64
 		for _, d := range draws {
+			pastTrain = append(pastTrain, d.pastTrain)
+			pastTrainRecords = append(pastTrainRecords, d.pastTrainRecords)
 			fit = append(fit, d.fit)
 			prompt = append(prompt, d.prompt)
 			completion = append(completion, d.completion)
@@ -185,6 +197,9 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 		}
 		row.Fit, row.Prompt, row.Completion = mean(fit), mean(prompt), mean(completion)
 		row.turns, row.prefill = mean(turns), mean(prefill)
+		if cfg.maxTrainLength > 0 {
+			row.PastTrain, row.PastTrainRecords = ptr(mean(pastTrain)), ptr(mean(pastTrainRecords))
+		}
 		row.TotalTokens, row.Uncut = spreadOf(row.totals), spreadOf(row.uncuts)
 		if left >= 0 {
 			past := make([]int64, len(draws))
@@ -275,6 +290,10 @@ func addRow(t, r *datasetRow) {
 	t.Prompt += r.Prompt
 	t.Completion += r.Completion
 	t.PastBudget += r.PastBudget
+	if r.PastTrain != nil {
+		t.PastTrain = ptr(value(t.PastTrain) + *r.PastTrain)
+		t.PastTrainRecords = ptr(value(t.PastTrainRecords) + *r.PastTrainRecords)
+	}
 	for i, v := range r.totals {
 		t.totals[i] += v
 		t.uncuts[i] += r.uncuts[i]
@@ -414,6 +433,9 @@ func writeTable(w io.Writer, rep *report) error {
 	if rep.Budget != nil {
 		header = append(header, "past budget")
 	}
+	if rep.MaxTrainLength != nil {
+		header = append(header, "past train len")
+	}
 	for _, be := range rep.Backends {
 		header = append(header, be.Label+" time", be.Label+" USD")
 	}
@@ -440,6 +462,9 @@ func writeTable(w io.Writer, rep *report) error {
 			tokens(float64(r.TotalTokens.P10)), tokens(float64(r.TotalTokens.P90)))
 		if rep.Budget != nil {
 			cells = append(cells, tokens(r.PastBudget))
+		}
+		if rep.MaxTrainLength != nil {
+			cells = append(cells, tokens(value(r.PastTrain)))
 		}
 		for _, c := range r.Backends {
 			cells = append(cells, duration(c.Seconds), dollars(c.USD))
@@ -568,4 +593,12 @@ func duration(secs *float64) string {
 	}
 	d = d.Round(time.Minute)
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// value is *p, 0 for nil.
+func value(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

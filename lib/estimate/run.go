@@ -32,21 +32,23 @@ type config struct {
 	lengthsSpec string
 	maxTokens   int
 	budget      int64 // -1: none
-	urls        []string
-	models      []string
-	routerURL   string
-	apiKey      string
-	priceIn     float64
-	priceOut    float64
-	hasPrices   bool
-	rates       map[string]float64 // by backend URL or model; "" for all
-	hourlyCost  float64
-	concurrency int
-	draws       int
-	seed        uint64
-	json        bool
-	quiet       bool
-	input       jsonl.Options
+	// maxTrainLength: --max-train-length, 0 when not given.
+	maxTrainLength int64
+	urls           []string
+	models         []string
+	routerURL      string
+	apiKey         string
+	priceIn        float64
+	priceOut       float64
+	hasPrices      bool
+	rates          map[string]float64 // by backend URL or model; "" for all
+	hourlyCost     float64
+	concurrency    int
+	draws          int
+	seed           uint64
+	json           bool
+	quiet          bool
+	input          jsonl.Options
 }
 
 func parse(c *cli.Context) (*config, error) {
@@ -77,6 +79,13 @@ func parse(c *cli.Context) (*config, error) {
 			return nil, err
 		}
 		cfg.budget = n
+	}
+	if c.IsSet(flagMaxTrainLength) {
+		n, err := cliutil.ParseMaxTrainLength(flagMaxTrainLength, c.String(flagMaxTrainLength))
+		if err != nil {
+			return nil, err
+		}
+		cfg.maxTrainLength = n
 	}
 	if s := c.String(flagMaxTokens); s != "" {
 		n, err := cliutil.ParseCount(s)

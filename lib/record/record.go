@@ -83,6 +83,29 @@ func (in Info) Tokens(mode CountMode) int64 {
 	return in.PromptTokens + in.CompletionTokens
 }
 
+// TrainedTokens is the length of the sequence a trainer sees for the
+// record: its prompt and answer, or a conversation once (its last prompt and
+// answer, ConversationTotals); 0 for an error record, which is not trained.
+func (in Info) TrainedTokens() int64 {
+	switch {
+	case in.HasError:
+		return 0
+	case in.Conversation != nil:
+		return in.Conversation.Trained
+	}
+	return in.PromptTokens + in.CompletionTokens
+}
+
+// PastTrainLength is how many of TrainedTokens a trainer with sequence
+// length maxLength cuts off (SpecForge's max_length: it truncates each
+// sample to it); 0 when maxLength is 0 (no length given).
+func (in Info) PastTrainLength(maxLength int64) int64 {
+	if maxLength <= 0 {
+		return 0
+	}
+	return max(0, in.TrainedTokens()-maxLength)
+}
+
 // Truncated reports whether the answer stopped at its length limit.
 func (in Info) Truncated() bool { return in.FinishReason == "length" }
 

@@ -13,15 +13,16 @@ import (
 )
 
 const (
-	flagBy        = "by"
-	flagBudget    = "budget"
-	flagHist      = "hist"
-	flagHTML      = "html"
-	flagJSON      = "json"
-	flagTSV       = "tsv"
-	flagTotal     = "total"
-	flagDupAcross = "duplicates-across-groups"
-	flagEndID     = "end-id"
+	flagBy             = "by"
+	flagBudget         = "budget"
+	flagMaxTrainLength = cliutil.FlagMaxTrainLength
+	flagHist           = "hist"
+	flagHTML           = "html"
+	flagJSON           = "json"
+	flagTSV            = "tsv"
+	flagTotal          = "total"
+	flagDupAcross      = "duplicates-across-groups"
+	flagEndID          = "end-id"
 )
 
 // NewApp returns a fresh tokstat command.
@@ -144,6 +145,7 @@ of its output.`,
 			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
 				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
 			&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G); the total row stands against the sum of the groups' budgets; 0 is refused with 64, as in every tool"},
+			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage},
 			&cli.BoolFlag{Name: flagHist, Usage: "add a histogram of the completion lengths of all answers to the table"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
 			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
@@ -164,6 +166,8 @@ of its output.`,
 		Examples: []cliutil.Example{
 			{Comment: "the health of a dataset, per source dataset, with a histogram of answer lengths",
 				Command: "tokstat --by dataset --hist out.jsonl"},
+			{Comment: "what a trainer with sequence length 2048 (SpecForge's default max_length) cuts off the answers paid for",
+				Command: "tokstat --max-train-length 2048 out.jsonl"},
 			{Comment: "how many tokens are done, for a script",
 				Command: `spent=$(tokstat --total out.jsonl) && echo "$spent tokens so far"`},
 			{Comment: "every dataset of a fanout.sh job or a Slurm job array (scripts/slurm/) on one screen, refreshed every 10s",

@@ -95,6 +95,14 @@ func sections(cfg *config, total *stats) [][]metric {
 		out = append(out, soft)
 	}
 	out = append(out, convSections(total)...)
+	if cfg.maxTrainLength > 0 {
+		out = append(out, []metric{
+			count("max_train_length", "train len", func(r row) int64 { return cfg.maxTrainLength }),
+			count("past_train_length", "longer", func(r row) int64 { return r.pastTrain }),
+			count("past_train_tokens", "cut tokens", func(r row) int64 { return r.pastTrainTokens }),
+			{"past_train_share", "cut%", kindShare, func(r row) float64 { return r.pastTrainShare() }},
+		})
+	}
 	if cfg.hasBudget {
 		out = append(out, []metric{
 			count("budget", "budget", func(r row) int64 { return r.budget.budget }),
@@ -260,6 +268,8 @@ type jsonGroup struct {
 	// SoftFailures counts the answers with each soft failure (lib/softfail).
 	SoftFailures map[string]int64 `json:"soft_failures,omitempty"`
 	Budget       *jsonBudget      `json:"budget,omitempty"`
+	// PastTrainLength: with --max-train-length.
+	PastTrainLength *jsonPastTrain `json:"past_train_length,omitempty"`
 	// Conversations: with any in the input, in every group.
 	Conversations *jsonConversations `json:"conversations,omitempty"`
 }
@@ -275,6 +285,15 @@ type jsonDistribution struct {
 
 func (d distribution) json() jsonDistribution {
 	return jsonDistribution{Count: d.count, Mean: round(d.mean, 2), P50: d.p50, P90: d.p90, P99: d.p99, Max: d.max}
+}
+
+// jsonPastTrain is what a trainer with sequence length MaxTrainLength cuts:
+// the records longer than it, the tokens past it and their share of all.
+type jsonPastTrain struct {
+	MaxTrainLength int64   `json:"max_train_length"`
+	Records        int64   `json:"records"`
+	Tokens         int64   `json:"tokens"`
+	Share          float64 `json:"share"`
 }
 
 type jsonBudget struct {
@@ -310,6 +329,10 @@ func (r row) json(cfg *config, hasConversations bool) jsonGroup {
 	}
 	if hasConversations {
 		g.Conversations = r.jsonConversations()
+	}
+	if cfg.maxTrainLength > 0 {
+		g.PastTrainLength = &jsonPastTrain{MaxTrainLength: cfg.maxTrainLength, Records: r.pastTrain, Tokens: r.pastTrainTokens,
+			Share: round(r.pastTrainShare(), 4)}
 	}
 	if cfg.hasBudget {
 		g.Budget = &jsonBudget{Tokens: r.budget.budget, Used: r.budget.used, Left: r.budget.left,

@@ -33,10 +33,12 @@ type config struct {
 	by        string
 	budget    int64
 	hasBudget bool
-	hist      bool
-	format    format
-	idPath    string
-	input     jsonl.Options
+	// maxTrainLength: --max-train-length, 0 when not given.
+	maxTrainLength int64
+	hist           bool
+	format         format
+	idPath         string
+	input          jsonl.Options
 	// dupAcross counts ids across --by groups; by default each group (a
 	// dataset) has ids of its own, which other datasets may reuse.
 	dupAcross bool
@@ -79,13 +81,20 @@ func parse(c *cli.Context) (*config, error) {
 		}
 		cfg.budget, cfg.hasBudget = n, true
 	}
+	if c.IsSet(flagMaxTrainLength) {
+		n, err := cliutil.ParseMaxTrainLength(flagMaxTrainLength, c.String(flagMaxTrainLength))
+		if err != nil {
+			return nil, err
+		}
+		cfg.maxTrainLength = n
+	}
 	var err error
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
 		return nil, err
 	}
 	if cfg.jobs, err = folders(cfg.files); err != nil || cfg.jobs {
 		if err == nil {
-			for _, f := range []string{flagBy, flagBudget, flagHist, flagTSV, flagTotal, flagDupAcross} {
+			for _, f := range []string{flagBy, flagBudget, flagHist, flagTSV, flagTotal, flagDupAcross, flagMaxTrainLength} {
 				if c.IsSet(f) {
 					return nil, cliutil.Usagef("--%s is for files: given folders, tokstat shows each dataset's state from its status file (only --json or --html goes with that)", f)
 				}
@@ -251,11 +260,12 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		}
 		duplicate := info.HasID && !col.ids.AddString(key)
 		soft := softfail.Check(in.Bytes(), col.soft)
-		col.total.add(info, duplicate)
-		col.total.addSoft(soft)
-		if g != nil {
-			g.add(info, duplicate)
-			g.addSoft(soft)
+		for _, s := range []*stats{col.total, g} {
+			if s != nil {
+				s.add(info, duplicate)
+				s.addSoft(soft)
+				s.addTrainLength(info, col.cfg.maxTrainLength)
+			}
 		}
 		if col.total.detail != nil {
 			col.total.detail.add(in.Bytes(), info)

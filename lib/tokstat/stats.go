@@ -26,7 +26,10 @@ type stats struct {
 	soft             map[string]int64 // soft failures by kind (lib/softfail)
 	lengths          []uint32         // completion tokens of each answer, for exact percentiles
 	conv             *convStats       // regenerated conversations, nil until one is read
-	detail           *detail          // only for --html
+	// With --max-train-length: the records longer than it, and the
+	// tokens a trainer with that sequence length cuts off them.
+	pastTrain, pastTrainTokens int64
+	detail                     *detail // only for --html
 }
 
 func newStats(name string) *stats {
@@ -63,6 +66,24 @@ func (s *stats) add(info record.Info, duplicate bool) {
 		}
 		s.conv.add(info.Conversation)
 	}
+}
+
+// addTrainLength counts what a trainer with sequence length maxLength
+// cuts off the record (nothing when maxLength is 0).
+func (s *stats) addTrainLength(info record.Info, maxLength int64) {
+	if cut := info.PastTrainLength(maxLength); cut > 0 {
+		s.pastTrain++
+		s.pastTrainTokens += cut
+	}
+}
+
+// pastTrainShare is the share of the tokens a trainer would see that it
+// cuts off.
+func (s *stats) pastTrainShare() float64 {
+	if s.totalTokens() == 0 {
+		return 0
+	}
+	return float64(s.pastTrainTokens) / float64(s.totalTokens())
 }
 
 // addSoft counts an answer's soft failures.
