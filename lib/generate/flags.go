@@ -46,7 +46,7 @@ func flags() []cli.Flag {
 		&cli.IntFlag{Name: flagMaxTokens, Value: defaultMaxTokens, EnvVars: envs(flagMaxTokens),
 			Usage: "most tokens per answer, `N` (always sent: SGLang's own default of 128 truncates silently); capped per request at what the prompt leaves of the context length"},
 		&cli.IntFlag{Name: flagContextLength, DefaultText: "the servers'", EnvVars: envs(flagContextLength),
-			Usage: "the model's context length in `TOKENS`: each request's max tokens is capped at it minus the prompt (default: the smallest the servers report, SGLang's /server_info or the model list's context_length; with --concurrency N an OpenAI-compatible server's list is not read)"},
+			Usage: "the model's context length in `TOKENS`: each request's max tokens is capped at it minus the prompt (not given: the smallest the servers report, SGLang's /server_info or the model list's context_length; with --concurrency N an OpenAI-compatible server's list is not read)"},
 		&cli.IntFlag{Name: flagMinRoom, Value: 1, EnvVars: envs(flagMinRoom),
 			Usage: "a prompt that leaves fewer than `N` tokens of the context length for its answer is not sent: it goes to --errors as context_overflow"},
 		// Unset sampling options are not sent: the server's defaults apply.
