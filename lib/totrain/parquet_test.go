@@ -26,14 +26,7 @@ func TestParquetOutput(t *testing.T) {
 	if err := os.WriteFile(in, []byte(records), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var want, stderr bytes.Buffer
-	if code := Main([]string{"to-train", "-q", "-f", "tokens", in}, nil, &want, &stderr); code != 0 {
-		t.Fatalf("JSONL: exit %d: %s", code, stderr.String())
-	}
-	out := filepath.Join(dir, "train.parquet")
-	if code := Main([]string{"to-train", "-q", "-f", "tokens", "-o", out, in}, nil, &bytes.Buffer{}, &stderr); code != 0 {
-		t.Fatalf("Parquet: exit %d: %s", code, stderr.String())
-	}
+	want, out := tokensBothWays(t, in, filepath.Join(dir, "train.parquet"))
 	r, err := jsonl.Open(nil, []string{out}, jsonl.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +41,7 @@ func TestParquetOutput(t *testing.T) {
 		t.Fatalf("read back %q (%v), want %q", got.String(), r.Err(), want.String())
 	}
 
-	stderr.Reset()
+	var stderr bytes.Buffer
 	refused := filepath.Join(dir, "specforge.parquet")
 	if code := Main([]string{"to-train", "-q", "-o", refused, in}, nil, &bytes.Buffer{}, &stderr); code != 64 || !strings.Contains(stderr.String(), "--format tokens") {
 		t.Fatalf("specforge to Parquet: exit %d: %s", code, stderr.String())
@@ -93,15 +86,9 @@ func TestParquetReadBackIndependently(t *testing.T) {
 	if err := os.WriteFile(in, []byte(records.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var want, stderr bytes.Buffer
-	if code := Main([]string{"to-train", "-q", "-f", "tokens", in}, nil, &want, &stderr); code != 0 {
-		t.Fatalf("JSONL: exit %d: %s", code, stderr.String())
-	}
-	out := filepath.Join(dir, "train.parquet")
-	if code := Main([]string{"to-train", "-q", "-f", "tokens", "-o", out, in}, nil, &bytes.Buffer{}, &stderr); code != 0 {
-		t.Fatalf("Parquet: exit %d: %s", code, stderr.String())
-	}
+	want, out := tokensBothWays(t, in, filepath.Join(dir, "train.parquet"))
 	cmd := exec.Command(node, script, out)
+	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	got, err := cmd.Output()
 	if err != nil {
@@ -120,4 +107,18 @@ func TestParquetReadBackIndependently(t *testing.T) {
 			t.Fatalf("row %d: parquet-wasm read %s, the JSONL output has %s", i, gotRows[i], wantRows[i])
 		}
 	}
+}
+
+// tokensBothWays runs to-train --format tokens on in twice: to stdout as
+// JSONL (returned) and to the Parquet file out (returned too).
+func tokensBothWays(t *testing.T, in, out string) (*bytes.Buffer, string) {
+	t.Helper()
+	var want, stderr bytes.Buffer
+	if code := Main([]string{"to-train", "-q", "-f", "tokens", in}, nil, &want, &stderr); code != 0 {
+		t.Fatalf("JSONL: exit %d: %s", code, stderr.String())
+	}
+	if code := Main([]string{"to-train", "-q", "-f", "tokens", "-o", out, in}, nil, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("Parquet: exit %d: %s", code, stderr.String())
+	}
+	return &want, out
 }

@@ -18,17 +18,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 RUNS="${RERUN_RUNS:-5}"
 DATASET="${RERUN_DATASET:-chat}"
-WORK="$(mktemp -d)"
-SIMPID=""
-cleanup() {
-  if [[ -n "$SIMPID" ]]; then
-    kill "$SIMPID" 2>/dev/null || true
-    wait "$SIMPID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-note() { printf '%s\n' "$*" >&2; }
+# shellcheck source=scripts/bench/sim.sh
+source scripts/bench/sim.sh # WORK, removed on exit with the processes in PIDS; note
 
 note "building the pipeline's tools and llm-sim from the working tree..."
 mkdir -p bin
@@ -37,7 +28,7 @@ TIME=/usr/bin/time # GNU time
 [[ -x $TIME ]] || { note "GNU time (/usr/bin/time) is needed: apt-get install time"; exit 1; }
 
 bin/llm-sim --url-file "$WORK/url" --max-total-tokens 40000 --lengths lognormal:300,0.7,1500 --seed 7 2>"$WORK/llm-sim.stderr" &
-SIMPID=$!
+PIDS+=($!)
 for _ in $(seq 100); do
   [[ -s $WORK/url ]] && break
   sleep 0.1
