@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
 
@@ -172,7 +173,7 @@ func retryAfter(header http.Header, now time.Time) time.Duration {
 // for an empty body.
 func serverMessage(body []byte, contentType string) string {
 	body = trimBOM(body)
-	if validJSON(body) {
+	if jsonl.Valid(body) {
 		doc := gjson.ParseBytes(body)
 		if msg := jsonErrorMessage(doc); msg != "" {
 			return msg

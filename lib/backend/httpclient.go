@@ -461,7 +461,7 @@ func (x *exchange) readEvents(maxLine int64, skip func([]byte) bool, parserHeld 
 // refused, not misread.
 func parseAnswer(data []byte) (gjson.Result, *Error) {
 	data = trimBOM(data)
-	if !validJSON(data) {
+	if !jsonl.Valid(data) {
 		return gjson.Result{}, protocolError("answer is not JSON: %s", snippet(data))
 	}
 	doc := gjson.ParseBytes(data)
@@ -472,13 +472,6 @@ func parseAnswer(data []byte) (gjson.Result, *Error) {
 		return gjson.Result{}, streamError(doc)
 	}
 	return doc, nil
-}
-
-// validJSON is gjson's validation behind a bound on nesting: it recurses
-// once per level, and a server's twelve megabytes of "[" would overflow
-// the stack.
-func validJSON(data []byte) bool {
-	return jsonl.WithinDepth(data, jsonl.MaxDepth) && gjson.ValidBytes(data)
 }
 
 // clean scrubs the API key from an error's message.

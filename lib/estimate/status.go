@@ -9,6 +9,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -53,7 +54,7 @@ func readStatus(path string) (gjson.Result, error) {
 	if err != nil {
 		return gjson.Result{}, exitcode.NoInputf("--%s %v", flagStatus, err)
 	}
-	if !gjson.ValidBytes(b) {
+	if !jsonl.Valid(b) {
 		return gjson.Result{}, exitcode.DataErrorf("--%s %s: not a JSON status file (want the file generate --status-file writes)", flagStatus, path)
 	}
 	doc := gjson.ParseBytes(b)

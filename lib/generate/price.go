@@ -11,6 +11,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
 
@@ -88,7 +89,7 @@ func listedPrice(ctx context.Context, base, model, key string) (float64, error) 
 		return 0, fmt.Errorf("%s: HTTP %d", shown, resp.StatusCode)
 	}
 	base = shown[:len(shown)-len("/models")]
-	if !gjson.ValidBytes(body) {
+	if !jsonl.Valid(body) {
 		return 0, fmt.Errorf("%s/models: the model list is not JSON", base)
 	}
 	var found gjson.Result

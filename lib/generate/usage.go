@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -127,7 +128,7 @@ func reportedCount(usage gjson.Result, key string) (int, string) {
 // and without a cost that was not an amount, so that whoever sums the
 // usage later sums what the budgets counted.
 func countedUsage(raw json.RawMessage, res *backend.Result) json.RawMessage {
-	if !gjson.ValidBytes(raw) || !gjson.ParseBytes(raw).IsObject() {
+	if !jsonl.Valid(raw) || !gjson.ParseBytes(raw).IsObject() {
 		raw = []byte(`{}`)
 	}
 	out := []byte(raw)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
 
@@ -57,7 +58,7 @@ func FetchKey(ctx context.Context, base string, opt Options) (Key, error) {
 // "rate_limit": {"requests", "interval"}}}, limit and limit_remaining being
 // null for a key without a limit.
 func ParseKey(body []byte) (Key, error) {
-	if !gjson.ValidBytes(body) {
+	if !jsonl.Valid(body) {
 		return Key{}, fmt.Errorf("/key: not JSON: %w", ErrNoKeyInfo)
 	}
 	d := gjson.GetBytes(body, "data")

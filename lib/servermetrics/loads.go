@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
 
@@ -32,7 +33,7 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if !gjson.ValidBytes(body) {
+	if !jsonl.Valid(body) {
 		return Snapshot{}, fmt.Errorf("not JSON: %w", ErrNoMetrics)
 	}
 	ranks := gjson.ParseBytes(body)

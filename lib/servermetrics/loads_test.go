@@ -61,6 +61,9 @@ func TestParseLoadReportsRefuses(t *testing.T) {
 		{"a count as a string", SourceLoads, `{"loads": [{"num_running_reqs": "3", "num_waiting_reqs": 0}]}`},
 		{"one number for everything (early releases)", SourceGetLoad, `{"load": 12}`},
 		{"a rank that is no object", SourceGetLoad, `[3]`},
+		// gjson's validation recurses once per level: this overflowed the
+		// stack (a hostile server's answer to every path).
+		{"twelve megabytes of [", SourceLoads, strings.Repeat("[", 12<<20)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if s, err := parseLoadReport(strings.NewReader(tc.body), tc.source); !errors.Is(err, ErrNoMetrics) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
 
@@ -298,7 +299,7 @@ func answerAt(pl *plan, n, r int, fin finishReason) chatAnswer {
 // test can check that every answer belongs to its own request. The
 // reasoning is returned even when the request excludes it from the answer.
 func (s *Server) ExpectedChatAnswer(body []byte) (content, reasoning string, err error) {
-	if !gjson.ValidBytes(body) {
+	if !jsonl.Valid(body) {
 		return "", "", errors.New("sim: request body is not valid JSON")
 	}
 	in, err := s.parseChat(gjson.ParseBytes(body))

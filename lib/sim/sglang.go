@@ -32,7 +32,7 @@ func readJSON(r *http.Request) (gjson.Result, error) {
 	if err != nil {
 		return gjson.Result{}, fmt.Errorf("reading request body: %w", err)
 	}
-	if !jsonl.WithinDepth(body, jsonl.MaxDepth) || !gjson.ValidBytes(body) {
+	if !jsonl.Valid(body) {
 		return gjson.Result{}, errors.New("request body is not valid JSON (or nests deeper than 10000)")
 	}
 	doc := gjson.ParseBytes(body)
