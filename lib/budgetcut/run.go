@@ -167,7 +167,7 @@ func run(c *cli.Context) (err error) {
 	defer in.Close()
 
 	var passed, tokens int64
-	var past pastTrain
+	past := record.TrainCut{MaxLength: cfg.maxTrainLength}
 	reason := "input ended"
 	for in.Next() {
 		info, err := record.Scanned(in)
@@ -194,7 +194,7 @@ func run(c *cli.Context) (err error) {
 		passed++
 		tokens += t
 		spent += t
-		past.add(info, cfg.maxTrainLength)
+		past.Add(info)
 		if spent >= cfg.budget {
 			// Spent exactly: stop now rather than read one more record that
 			// cannot fit, so that the producer stops one record sooner.
@@ -212,35 +212,24 @@ func run(c *cli.Context) (err error) {
 		left := max(cfg.budget-spent, 0)
 		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s%s",
 			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason,
-			past.note(cfg.maxTrainLength))
+			trainCutNote(past))
 	}
 	return nil
 }
 
-// pastTrain is what a trainer with sequence length --max-train-length cuts
-// off the records passed: the budget counts those tokens, training never
-// sees them.
-type pastTrain struct{ records, tokens, trained int64 }
-
-func (p *pastTrain) add(info record.Info, maxLength int64) {
-	p.trained += info.TrainedTokens()
-	if cut := info.PastTrainLength(maxLength); cut > 0 {
-		p.records++
-		p.tokens += cut
-	}
-}
-
-// note is the summary's part, "" without --max-train-length.
-func (p pastTrain) note(maxLength int64) string {
-	if maxLength <= 0 {
+// trainCutNote is the summary's part on what a trainer with sequence length
+// --max-train-length cuts off the records passed (the budget counts those
+// tokens, training never sees them); "" without that flag.
+func trainCutNote(c record.TrainCut) string {
+	if c.MaxLength <= 0 {
 		return ""
 	}
 	share := 0.0
-	if p.trained > 0 {
-		share = 100 * float64(p.tokens) / float64(p.trained)
+	if c.Trained > 0 {
+		share = 100 * float64(c.Tokens) / float64(c.Trained)
 	}
 	return fmt.Sprintf("; %s longer than --%s %s: a trainer cuts %s off them (%.1f%% of the %s a trainer is given)",
-		cliutil.Count(p.records, "record"), flagMaxTrainLength, cliutil.Thousands(maxLength), cliutil.Count(p.tokens, "token"), share, cliutil.Thousands(p.trained))
+		cliutil.Count(c.Records, "record"), flagMaxTrainLength, cliutil.Thousands(c.MaxLength), cliutil.Count(c.Tokens, "token"), share, cliutil.Thousands(c.Trained))
 }
 
 // spentAlready is what the --already files spent, counted as the input

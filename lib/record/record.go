@@ -106,6 +106,26 @@ func (in Info) PastTrainLength(maxLength int64) int64 {
 	return max(0, in.TrainedTokens()-maxLength)
 }
 
+// TrainCut counts what a trainer with sequence length MaxLength cuts off
+// records: those longer than it, the tokens past it, and the tokens all
+// the records counted give a trainer.
+type TrainCut struct {
+	MaxLength                int64
+	Records, Tokens, Trained int64
+}
+
+// Add counts one record (nothing when MaxLength is 0).
+func (c *TrainCut) Add(in Info) {
+	if c.MaxLength <= 0 {
+		return
+	}
+	c.Trained += in.TrainedTokens()
+	if cut := in.PastTrainLength(c.MaxLength); cut > 0 {
+		c.Records++
+		c.Tokens += cut
+	}
+}
+
 // Truncated reports whether the answer stopped at its length limit.
 func (in Info) Truncated() bool { return in.FinishReason == "length" }
 

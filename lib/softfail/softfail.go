@@ -12,6 +12,7 @@ package softfail
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -85,7 +86,7 @@ func Check(line []byte, opt Options) []string {
 		var out []string
 		for _, t := range turns.Array() {
 			for _, k := range checkAnswer(t, thinking, opt) {
-				if !contains(out, k) {
+				if !slices.Contains(out, k) {
 					out = append(out, k)
 				}
 			}
@@ -93,15 +94,6 @@ func Check(line []byte, opt Options) []string {
 		return out
 	}
 	return checkAnswer(doc, thinking, opt)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkAnswer applies the rules to one answer: a record or a turn.

@@ -98,8 +98,8 @@ func sections(cfg *config, total *stats) [][]metric {
 	if cfg.maxTrainLength > 0 {
 		out = append(out, []metric{
 			count("max_train_length", "train len", func(r row) int64 { return cfg.maxTrainLength }),
-			count("past_train_length", "longer", func(r row) int64 { return r.pastTrain }),
-			count("past_train_tokens", "cut tokens", func(r row) int64 { return r.pastTrainTokens }),
+			count("past_train_length", "longer", func(r row) int64 { return r.trainCut.Records }),
+			count("past_train_tokens", "cut tokens", func(r row) int64 { return r.trainCut.Tokens }),
 			{"past_train_share", "cut%", kindShare, func(r row) float64 { return r.pastTrainShare() }},
 		})
 	}
@@ -331,7 +331,7 @@ func (r row) json(cfg *config, hasConversations bool) jsonGroup {
 		g.Conversations = r.jsonConversations()
 	}
 	if cfg.maxTrainLength > 0 {
-		g.PastTrainLength = &jsonPastTrain{MaxTrainLength: cfg.maxTrainLength, Records: r.pastTrain, Tokens: r.pastTrainTokens,
+		g.PastTrainLength = &jsonPastTrain{MaxTrainLength: cfg.maxTrainLength, Records: r.trainCut.Records, Tokens: r.trainCut.Tokens,
 			Share: round(r.pastTrainShare(), 4)}
 	}
 	if cfg.hasBudget {

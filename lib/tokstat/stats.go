@@ -28,8 +28,8 @@ type stats struct {
 	conv             *convStats       // regenerated conversations, nil until one is read
 	// With --max-train-length: the records longer than it, and the
 	// tokens a trainer with that sequence length cuts off them.
-	pastTrain, pastTrainTokens int64
-	detail                     *detail // only for --html
+	trainCut record.TrainCut
+	detail   *detail // only for --html
 }
 
 func newStats(name string) *stats {
@@ -71,10 +71,8 @@ func (s *stats) add(info record.Info, duplicate bool) {
 // addTrainLength counts what a trainer with sequence length maxLength
 // cuts off the record (nothing when maxLength is 0).
 func (s *stats) addTrainLength(info record.Info, maxLength int64) {
-	if cut := info.PastTrainLength(maxLength); cut > 0 {
-		s.pastTrain++
-		s.pastTrainTokens += cut
-	}
+	s.trainCut.MaxLength = maxLength
+	s.trainCut.Add(info)
 }
 
 // pastTrainShare is the share of the tokens a trainer would see that it
@@ -83,7 +81,7 @@ func (s *stats) pastTrainShare() float64 {
 	if s.totalTokens() == 0 {
 		return 0
 	}
-	return float64(s.pastTrainTokens) / float64(s.totalTokens())
+	return float64(s.trainCut.Tokens) / float64(s.totalTokens())
 }
 
 // addSoft counts an answer's soft failures.
