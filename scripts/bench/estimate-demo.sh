@@ -11,12 +11,16 @@
 #     token ids, which an API cannot take, are left out of both);
 #   - then they run locally, and on the API, each with the demo's pipeline.
 # Prints the estimate, then predicted and actual time, tokens and cost.
+# The predictions beside the runs, their anchor, also on a bench line
+# (scripts/bench/anchor.sh).
 # Run from anywhere: bash scripts/bench/estimate-demo.sh
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 source scripts/bench/sim.sh
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
 
 note "building the tools from the working tree..."
 go build -o bin/ ./cmd/...
@@ -71,3 +75,13 @@ row "locally, seconds" "$(jq '.total.backends[0].seconds * 10 | round / 10' "$WO
 row "locally, tokens" "$(jq '.total.total_tokens.mean | round' "$WORK/est.json")" "$LOCAL_TOKENS"
 row "on the API, seconds" "$(jq '.total.backends[1].seconds * 10 | round / 10' "$WORK/est.json")" "$API_SECS"
 row "on the API, USD (billed)" "$(jq '.total.backends[1].usd * 10000 | round / 10000' "$WORK/est.json")" "$BILLED"
+P_LS="$(jq '.total.backends[0].seconds * 10 | round / 10' "$WORK/est.json")"
+P_LT="$(jq '.total.total_tokens.mean | round' "$WORK/est.json")"
+P_AS="$(jq '.total.backends[1].seconds * 10 | round / 10' "$WORK/est.json")"
+P_AU="$(jq '.total.backends[1].usd * 10000 | round / 10000' "$WORK/est.json")"
+printf '\n'
+bench_line estimate-demo/all "\`estimate\` with the demo's data, the rest of a job here or there" \
+  "predicted: locally $P_LS s, $P_LT tokens; on the API $P_AS s, $P_AU USD" \
+  "the runs: locally $LOCAL_SECS s, $LOCAL_TOKENS tokens; on the API $API_SECS s, $BILLED USD billed" \
+  "local time $(off "$P_LS" "$LOCAL_SECS"), tokens $(off "$P_LT" "$LOCAL_TOKENS"); API time $(off "$P_AS" "$API_SECS"), cost $(off "$P_AU" "$BILLED")" \
+  "15%, 15%, 5%"

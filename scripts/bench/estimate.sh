@@ -13,6 +13,8 @@
 # For each: predicted and actual wall time, total tokens, and the cost the
 # API billed (usage.cost summed) against the predicted USD. The targets:
 # time and tokens within 15%, cost within 5%.
+# Each prediction is printed beside the run, its anchor, on a bench line
+# (scripts/bench/anchor.sh).
 # Run from anywhere: bash scripts/bench/estimate.sh
 # Settings (environment): BENCH_EST_RECORDS (default 4000 per dataset).
 set -euo pipefail
@@ -21,6 +23,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 N="${BENCH_EST_RECORDS:-4000}"
 source scripts/bench/sim.sh
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin BENCH_EST_RECORDS
 
 note "building the tools from the working tree..."
 go build -o bin/ ./cmd/generate ./cmd/llm-sim ./cmd/estimate
@@ -112,4 +117,14 @@ for name in done cold; do
     "$(off "${PRED[$name.tokens]}" "${ACT[$name.tokens]}")" "+-15%"
   printf '%-34s %13.4f$ %13.4f$ %9s %s\n' "$label: cost (billed)" "${PRED[$name.usd]}" "${ACT[$name.usd]}" \
     "$(off "${PRED[$name.usd]}" "${ACT[$name.usd]}")" "+-5%"
+done
+printf '\n'
+for name in done cold; do
+  label="\`estimate\` against the run that follows, $((N - N / 10)) records after a $((N / 10))-record done file"
+  [[ $name == cold ]] && label="\`estimate\` from a cold start, $N records, \`--lengths\` and a \`/metrics\` rate"
+  bench_line "estimate/$name" "$label" \
+    "$(printf 'predicted %.1f s, %.0f tokens, %.4f USD' "${PRED[$name.time]}" "${PRED[$name.tokens]}" "${PRED[$name.usd]}")" \
+    "$(printf 'the run %.1f s, %.0f tokens, %.4f USD billed' "${ACT[$name.time]}" "${ACT[$name.tokens]}" "${ACT[$name.usd]}")" \
+    "time $(off "${PRED[$name.time]}" "${ACT[$name.time]}"), tokens $(off "${PRED[$name.tokens]}" "${ACT[$name.tokens]}"), cost $(off "${PRED[$name.usd]}" "${ACT[$name.usd]}")" \
+    "15%, 15%, 5%"
 done

@@ -5,6 +5,8 @@
 # ids) through llm-sim with zero latency, each stage under GNU time, and
 # prints each stage's peak RSS per size. Memory must stay flat as the dataset
 # grows, except dedupe-resume's, which holds the set of ids it has seen.
+# Each stage's peak at the largest size is printed beside its peak at the
+# smallest, its anchor, on a bench line (scripts/bench/anchor.sh).
 # Run from anywhere: bash scripts/bench/load.sh
 # Settings (environment): LOAD_SIZES (default "10000 30000 100000"),
 # LOAD_MAX_TOKENS (default 64: answers are uniform in 1..that).
@@ -12,6 +14,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin LOAD_SIZES LOAD_MAX_TOKENS
 SIZES="${LOAD_SIZES:-10000 30000 100000}"
 MAXTOK="${LOAD_MAX_TOKENS:-64}"
 STAGES=(tokenize-prompts dedupe-resume generate budget-cut)
@@ -104,4 +109,14 @@ for s in "${STAGES[@]}"; do
 done
 printf '%-18s' "wall seconds"
 for n in $SIZES; do printf '%10s' "${WALL[$n]}"; done
-printf '\n'
+printf '\n\n'
+read -r SMALL _ <<<"$SIZES"
+LARGE=${SIZES##* }
+for s in "${STAGES[@]}"; do
+  target="flat (1x)"
+  [[ $s == dedupe-resume ]] && target="grows with its id set only"
+  bench_line "load/$s" "\`$s\` in the whole pipeline against a zero-latency llm-sim" \
+    "$(awk -v k="${RSS[$LARGE,$s]}" -v n="$LARGE" 'BEGIN { printf "peak RSS %.1f MiB at %d records", k / 1024, n }')" \
+    "$(awk -v k="${RSS[$SMALL,$s]}" -v n="$SMALL" 'BEGIN { printf "%.1f MiB at %d records", k / 1024, n }')" \
+    "$(bench_ratio "${RSS[$LARGE,$s]}" "${RSS[$SMALL,$s]}")x" "$target"
+done

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Record throughput: counting the tokens of a file of generate-shaped records
-# (tests/bench/genrecords) with tokstat --total, budget-cut and dedupe-resume
-# (every record passed, each checked in full), side by side with a Python json
-# one-liner, jq, and wc -l (reading lines and nothing else: the speed of
-# light; each tool's time is also shown as a multiple of it). Then
-# dedupe-resume loading a done file of 10M ids: time and peak memory per id. Run from anywhere:
+# (tests/bench/genrecords) with tokstat (--total, its default table and
+# --json), budget-cut and dedupe-resume (every record passed, each checked in
+# full), side by side with a Python json one-liner, jq, and wc -l (reading
+# lines and nothing else: the speed of light, the anchor; each tool's time is
+# also shown as a multiple of it, on a bench line of scripts/bench/anchor.sh's
+# format). Then dedupe-resume loading a done file of 10M ids: time and peak
+# memory per id. Run from anywhere:
 #   bash scripts/bench/records.sh
 # Settings (environment): BENCH_SIZE (default 200MB), BENCH_IDS (default
 # 10000000), BENCH_RUNS (default 3: every command runs that many times and
-# the best is kept), BENCH_DIR (default tests/bench/out, where generated data
-# is kept and reused).
+# the median is kept), BENCH_DIR (default tests/bench/out, where generated
+# data is kept and reused).
 # Tools run one at a time, so that two cores are enough.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin BENCH_SIZE BENCH_IDS BENCH_RUNS
 SIZE="${BENCH_SIZE:-200MB}"
 NIDS="${BENCH_IDS:-10000000}"
 RUNS="${BENCH_RUNS:-3}"
@@ -60,23 +65,6 @@ MB=$(awk -v b="$BYTES" 'BEGIN { printf "%.0f", b / 1e6 }')
 # wall time is below their CPU time when the cores are free (and is what
 # other work on the machine slows first).
 
-# run_best N OUT CMD...: runs CMD N times (stdout to OUT, stderr to
-# $WORK/err) and prints "WALL CPU", the smallest of each, in seconds. The
-# shell's own time keyword measures them to the millisecond (GNU time rounds
-# to 10 ms, too coarse for the fast tools' tenths of a second).
-run_best() {
-  local n=$1 out=$2 wall cpu best_wall="" best_cpu="" TIMEFORMAT='%3R %3U %3S'
-  shift 2
-  for ((i = 0; i < n; i++)); do
-    { time "$@" >"$out" 2>"$WORK/err"; } 2>"$WORK/time" ||
-      { note "failed: $*"; cat "$WORK/err" >&2; return 1; }
-    read -r wall cpu < <(awk '{ print $1, $2 + $3 }' "$WORK/time")
-    best_wall=$(awk -v a="$wall" -v b="$best_wall" 'BEGIN { print (b == "" || a < b) ? a : b }')
-    best_cpu=$(awk -v a="$cpu" -v b="$best_cpu" 'BEGIN { print (b == "" || a < b) ? a : b }')
-  done
-  printf '%s %s\n' "$best_wall" "$best_cpu"
-}
-
 declare -a NAMES WALLS CPUS RESULTS
 # measure NAME RUNS CMD...: appends a row; the result shown is the first
 # number CMD printed.
@@ -85,7 +73,7 @@ measure() {
   shift 2
   note "timing $name..."
   : >"$WORK/out"
-  if read -r wall cpu < <(run_best "$runs" "$WORK/out" "$@"); then
+  if read -r wall cpu < <(bench_time "$runs" "$WORK/out" "$WORK/err" "$@"); then
     result=$(grep -o -m1 '[0-9][0-9,]*' "$WORK/out" | head -1)
     NAMES+=("$name")
     WALLS+=("$wall")
@@ -101,12 +89,13 @@ for line in open(sys.argv[1], "rb"):
     t += r["prompt_tokens"] + r["completion_tokens"]
 print(t)'
 
-LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 note "warming the page cache with $DATA ($MB MB)..."
 cat "$DATA" >/dev/null
 
 measure "wc -l" "$RUNS" wc -l "$DATA"
-[[ -x bin/tokstat ]] && measure "tokstat --total" "$RUNS" bin/tokstat --total "$DATA"
+measure "tokstat --total" "$RUNS" bin/tokstat --total "$DATA"
+measure "tokstat" "$RUNS" bin/tokstat "$DATA"
+measure "tokstat --json" "$RUNS" bin/tokstat --json "$DATA"
 # its records go to /dev/null and the count is read from its summary (the
 # shell and sed around it cost a millisecond or two)
 measure "budget-cut" "$RUNS" bash -c 'bin/budget-cut --tokens 1000G "$1" 2>&1 >/dev/null | sed -E "s/.*, ([0-9,]+) total tokens.*/\1/"' _ "$DATA"
@@ -143,6 +132,9 @@ if [[ -x bin/dedupe-resume ]]; then
       printf "  load time %.2f s, peak RSS %.0f MB (%.0f MB with no ids): %.1f bytes per id\n", s, kb / 1024, bkb / 1024, (kb - bkb) * 1024 / n
       printf "  targets: <= 10 s, <= 64 bytes per id"
     }')
+    bench_line records/dedupe-done "\`dedupe-resume --done\`, $NIDS done ids of 30 characters" \
+      "$(awk -v s="$s" -v kb="$kb" -v bkb="$base_kb" -v n="$NIDS" 'BEGIN { printf "loads in %.2f s, %.1f bytes per id", s, (kb - bkb) * 1024 / n }')" \
+      "$(printf 'its peak RSS with no ids: %.0f MB' "$(bench_ratio "$base_kb" 1024)")" "-" "<= 10 s, <= 64 bytes per id"
   fi
 else
   DD_LINE="dedupe-resume: bin/dedupe-resume does not exist yet; skipped"
@@ -161,7 +153,7 @@ WC_WALL=$(col_of "wc -l" WALLS)
 PY_WALL=$(col_of "python3 json" WALLS)
 JQ_WALL=$(col_of "jq" WALLS)
 
-printf '\nToken count of %s (%s bytes, %s records), best of %s runs;\n' \
+printf '\nToken count of %s (%s bytes, %s records), median of %s runs;\n' \
   "$DATA" "$BYTES" "$(wc -l <"$DATA")" "$RUNS"
 printf 'each tool'"'"'s time as a multiple of wc -l'"'"'s ("x wc", by wall and by CPU time),\n'
 printf 'MB/s and the ratios to python and jq by wall and by CPU time (user+sys):\n\n'
@@ -174,8 +166,24 @@ for i in "${!NAMES[@]}"; do
     function times(ref, s) { return (ref != "" && ref > 0) ? sprintf("%.1fx", s / ref) : "-" }
     BEGIN { printf "%-16s %8.3f %8.3f %7s %7s %10s %10s %10s %10s %8s %8s  %s\n", n, w, c, times(wcw, w), times(wcc, c), rate(w), rate(c), ratio(pyw, w), ratio(pyc, c), ratio(jqw, w), ratio(jqc, c), r }'
 done
-printf '\ntargets: tokstat, budget-cut and dedupe-resume <= 2x the wall time of wc -l, >= 20x python, >= 50x jq (quiet machine)\n'
-printf 'load average before: %s, when done: %s (other work on this machine slows every row, wall time most)\n' "$LOAD_BEFORE" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '\ntargets: tokstat, budget-cut and dedupe-resume <= 2x the wall time of wc -l, >= 20x python, >= 50x jq\n'
+printf 'load average at the start: %s, when done: %s (other work on this machine slows every row, wall time most)\n\n' "$BENCH_LOAD_START" "$(bench_load)"
+for i in "${!NAMES[@]}"; do
+  name=${NAMES[$i]}
+  [[ $name == "wc -l" ]] && continue
+  case $name in
+    "tokstat --total") key=records/tokstat-total ;;
+    "tokstat --json") key=records/tokstat-json ;;
+    "python3 json") key=records/python ;;
+    *) key=records/$name ;;
+  esac
+  target="-"
+  [[ $name == tokstat* || $name == budget-cut || $name == dedupe-resume ]] && target="<= 2x"
+  bench_line "$key" "\`$name\`, $MB MB of generate-shaped records, median of $RUNS" \
+    "$(printf '%.3f s wall, %.3f s CPU' "${WALLS[$i]}" "${CPUS[$i]}")" \
+    "$(printf '`wc -l` %.3f s wall, %.3f s CPU' "$WC_WALL" "$WC_CPU")" \
+    "$(bench_ratio "${WALLS[$i]}" "$WC_WALL")x \`wc -l\`'s wall time, $(bench_ratio "${CPUS[$i]}" "$WC_CPU")x its CPU" "$target"
+done
 if [[ -n $DD_LINE ]]; then
   printf '\n%s\n' "$DD_LINE"
 fi

@@ -10,6 +10,8 @@
 # concatenation until a run has encoded enough to build the table
 # (lib/tokenizer/bpe.go); generate contacts no server before it has a
 # request to send.
+# Its anchor, on a bench line (scripts/bench/anchor.sh): the first run, which
+# did the work, beside the median rerun.
 # Run from anywhere: bash scripts/bench/rerun.sh
 # Settings (environment): RERUN_RUNS (default 5), RERUN_DATASET (chat).
 set -euo pipefail
@@ -20,6 +22,9 @@ RUNS="${RERUN_RUNS:-5}"
 DATASET="${RERUN_DATASET:-chat}"
 # shellcheck source=scripts/bench/sim.sh
 source scripts/bench/sim.sh # WORK, removed on exit with the processes in PIDS; note
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin RERUN_RUNS RERUN_DATASET
 
 note "building the pipeline's tools and llm-sim from the working tree..."
 mkdir -p bin
@@ -49,7 +54,9 @@ pipeline() {
 }
 
 note "first run: $DATASET to a budget of 40k tokens"
+start=$(date +%s.%N)
 pipeline first 2>"$WORK/first.stderr"
+FIRST_WALL=$(echo "$(date +%s.%N) - $start" | bc)
 note "$(wc -l <"$OUT") records written; now $RUNS reruns with nothing to do"
 printf '%-4s %-10s %s\n' run stage 'wall s / cpu s (user + sys)'
 for i in $(seq "$RUNS"); do
@@ -61,5 +68,13 @@ for i in $(seq "$RUNS"); do
     printf '%-4s %-16s %5.2f / %4.2f\n' "$i" "$stage" "$wall" "$(echo "$user + $sys" | bc)"
   done
   printf '%-4s %-16s %5.2f\n' "$i" "whole rerun" "$(echo "$end - $start" | bc)"
+  echo "$end - $start" | bc >>"$WORK/walls"
+  read -r _ user sys <"$WORK/rerun$i.tokenize-prompts.time"
+  echo "$user + $sys" | bc >>"$WORK/tokcpu"
 done
 printf 'load average: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+RERUN_WALL=$(bench_median <"$WORK/walls")
+bench_line rerun/all "the demo's rerun of $DATASET with everything done (tokenize-prompts, dedupe-resume, generate, budget-cut; 40k budget), median of $RUNS" \
+  "$(printf '%.2f s wall; tokenize-prompts %.2f CPU-s (the tokenizer'"'"'s load, most of it)' "$RERUN_WALL" "$(bench_median <"$WORK/tokcpu")")" \
+  "$(printf 'the first run, %s records written: %.2f s wall' "$(wc -l <"$OUT")" "$FIRST_WALL")" \
+  "$(bench_ratio "$RERUN_WALL" "$FIRST_WALL")x the first run's wall time" "well under a second"

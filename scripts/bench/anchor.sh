@@ -1,0 +1,76 @@
+# Sourced by every script in scripts/bench/ (not run by itself: scripts/bench.sh
+# skips the files without a #! line): the one line format in which a benchmark
+# prints a figure of ours beside its anchor (wc -l, a Python client, HF
+# tokenizers' encodeBatch, the run that follows an estimate...), measured in
+# the same run, and the timing helpers they share.
+#
+# The line (one per figure; fields separated by " | ", none containing "|"):
+#
+#   bench | KEY | WHAT | OURS | ANCHOR | RATIO | TARGET | load L1 L5 L15 (start S1 S5 S15) | COMMAND
+#
+#   KEY      script/figure, unique across scripts/bench/ (records/tokstat-total)
+#   WHAT     what is measured, in words
+#   OURS     our figure with its unit (0.412 s wall, 0.405 s CPU)
+#   ANCHOR   the anchor's name and figure, same unit (wc -l 0.201 s wall, ...)
+#   RATIO    ours against the anchor, saying which way (2.05x wc -l's wall time)
+#   TARGET   the target the ratio is held to, or "-"
+#   load     /proc/loadavg when the line was printed, and when the script began
+#   COMMAND  how the script was run: its settings (environment) and path
+#
+# scripts/bench/readme-table.sh reads these lines from the scripts' output and
+# rewrites README.md's benchmark table from them. Lines other than these are
+# for people and are free in form.
+#
+# Usage, after ROOT is set and the script has cd'd to it:
+#   source scripts/bench/anchor.sh
+#   bench_begin BENCH_SIZE BENCH_RUNS   # the settings that shape the figures
+#   ...
+#   bench_line records/tokstat-total "tokstat --total, 220 MB of records" \
+#     "0.41 s wall" "wc -l 0.20 s wall" "$(bench_ratio 0.41 0.20)x wc -l's wall time" "<= 2x"
+
+BENCH_LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
+BENCH_SCRIPT="scripts/bench/$(basename "$0")"
+BENCH_COMMAND="$BENCH_SCRIPT"
+
+# bench_begin VAR...: names the environment settings of the script; those set
+# when it runs are written before its path in COMMAND.
+bench_begin() {
+  local v settings=""
+  for v in "$@"; do
+    [[ -n "${!v+x}" ]] && settings+="$v=${!v} "
+  done
+  BENCH_COMMAND="${settings}$BENCH_SCRIPT"
+}
+
+# bench_load: the load average now, "L1 L5 L15".
+bench_load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# bench_ratio A B: A / B with two decimals ("-" when B is 0 or empty).
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
+
+# bench_line KEY WHAT OURS ANCHOR RATIO [TARGET]: prints the line above on stdout.
+bench_line() {
+  local f
+  for f in "$@"; do
+    [[ "$f" != *"|"* ]] || { printf 'bench_line: a field holds "|": %s\n' "$f" >&2; return 1; }
+  done
+  printf 'bench | %s | %s | %s | %s | %s | %s | load %s (start %s) | %s\n' \
+    "$1" "$2" "$3" "$4" "$5" "${6:--}" "$(bench_load)" "$BENCH_LOAD_START" "$BENCH_COMMAND"
+}
+
+# bench_median: the median of the numbers on stdin, one a line.
+bench_median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# bench_time N OUT ERR CMD...: runs CMD N times (stdout to OUT, stderr to ERR)
+# and prints "WALL CPU", the median of each in seconds (CPU: user + sys). The
+# shell's time keyword measures to the millisecond. Fails when CMD fails.
+bench_time() {
+  local n=$1 out=$2 err=$3 i walls="" cpus="" TIMEFORMAT='%3R %3U %3S' t
+  shift 3
+  for ((i = 0; i < n; i++)); do
+    t="$({ time "$@" >"$out" 2>"$err"; } 2>&1)" || { cat "$err" >&2; return 1; }
+    walls+="$(awk '{ print $1 }' <<<"$t")"$'\n'
+    cpus+="$(awk '{ print $2 + $3 }' <<<"$t")"$'\n'
+  done
+  printf '%s %s\n' "$(printf '%s' "$walls" | bench_median)" "$(printf '%s' "$cpus" | bench_median)"
+}
