@@ -1,9 +1,19 @@
 // Package capacity is the one owner of how many requests synthpipe keeps in
 // flight against a server: generate sizes its runs with it, and estimate
-// predicts those runs with it, so the two cannot disagree. It holds the
-// sizing from an SGLang server's KV cache (with its queue margin), the
-// prior on answer lengths before any answer is known, and the AIMD bounds
-// used against servers that say nothing of their capacity.
+// predicts those runs with it, so the two cannot disagree. It holds:
+//
+//   - capacity.go: the sizing from an SGLang server's KV cache (KV.Size,
+//     with its queue margin), the prior on answer lengths before any answer
+//     is known, and the AIMD bounds;
+//   - limiter.go: the limits a server gets (Fixed for --concurrency N,
+//     AIMD for servers that say nothing of their capacity);
+//   - sizer.go: KVSizer, the limit of a server sized from its KV cache;
+//   - share.go: how KVSizers of several runs share one server from its
+//     load reports (running and queued requests);
+//   - probe.go: the same from probes of its queue, for a server that
+//     reports no load (generate --shared);
+//   - lengths.go: the length model, which learns answer lengths from the
+//     answers and the requests in flight, for the sizing and the ETA.
 package capacity
 
 import (

@@ -6,7 +6,8 @@
 //
 // A run (scheduler.go) has three parts, each the only owner of its state:
 // the dispatcher (dispatch.go) decides what may start from the servers'
-// slots (pool.go, concurrency.go), the budgets (budget.go) and the --ordered
+// slots (pool.go; their limits are lib/capacity's, and share.go hands
+// capacity the servers' load), the budgets (budget.go) and the --ordered
 // window (reorder.go); a worker per request (worker.go) makes its attempts
 // and retries (retry.go); the collector (collect.go) is the only writer of
 // stdout and the errors file, settles the budgets and keeps the tally. They

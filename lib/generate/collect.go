@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -19,7 +20,7 @@ type collector struct {
 	results     chan *outcome
 	backlog     *backlog
 	budget      *budget
-	lengths     *lengthModel
+	lengths     *capacity.LengthModel
 	reorder     *reorder // nil without --ordered
 	out         *sink
 	errs        *sink // nil without --errors
@@ -84,7 +85,7 @@ func (c *collector) handle(o *outcome) {
 			// more; those in flight are paid for and finish.
 			c.stops.stop(c.budget.stopReason(), nil, false)
 		}
-		c.lengths.observe(res.CompletionTokens, res.Latency)
+		c.lengths.Observe(res.CompletionTokens, res.Latency)
 		c.count(func(t *tally) {
 			t.ok++
 			t.promptTokens += int64(prompt)

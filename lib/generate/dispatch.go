@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
 )
 
 // dispatcher decides what may start: it takes records from the reader and
@@ -22,7 +24,7 @@ type dispatcher struct {
 	lastPrompt float64 // the mean prompt and kvShare of the last resize
 	lastShare  float64
 	budget     *budget
-	lengths    *lengthModel
+	lengths    *capacity.LengthModel
 	reorder    *reorder // nil without --ordered
 	flight     *flight
 	stops      *stops
@@ -46,7 +48,7 @@ func (d *dispatcher) kvFrom(servers []*server) {
 	d.kvMu.Lock()
 	defer d.kvMu.Unlock()
 	for _, srv := range servers {
-		if _, ok := srv.limiter.(*kvSizer); ok {
+		if _, ok := srv.limiter.(*capacity.KVSizer); ok {
 			d.kvServers = append(d.kvServers, srv)
 		}
 	}
@@ -110,7 +112,7 @@ func (d *dispatcher) run(records <-chan *job) {
 			}
 		}
 		d.sizeFirst(j)
-		j.kvTokens = j.promptTokens + int(d.lengths.cachedMean())
+		j.kvTokens = j.promptTokens + int(d.lengths.CachedMean())
 		d.limits.enter(heldByServer)
 		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
 		if err != nil {
@@ -147,7 +149,7 @@ func (d *dispatcher) reserve(ctx context.Context, j *job) (reservation, error) {
 	if j.conv == nil {
 		return d.budget.reserve(ctx, j.promptTokens, j.req.Params.MaxTokens)
 	}
-	c := conversationOutlook{laterTurns: j.conv.Turns() - 1, meanAnswer: d.lengths.cachedMean(), growth: j.conv.Growth()}
+	c := conversationOutlook{laterTurns: j.conv.Turns() - 1, meanAnswer: d.lengths.CachedMean(), growth: j.conv.Growth()}
 	r, p, err := d.budget.reserveConversation(ctx, j.promptTokens, j.req.Params.MaxTokens, c)
 	j.pledge = p
 	return r, err
@@ -160,7 +162,7 @@ func (d *dispatcher) sizeFirst(j *job) {
 		return
 	}
 	d.sized = true
-	d.resize(float64(j.promptTokens), d.lengths.estimate(nil).kvShare, false)
+	d.resize(float64(j.promptTokens), d.lengths.Estimate(nil).KVShare, false)
 }
 
 // resize re-sizes every KV-bound server. It logs a significant change when
@@ -178,12 +180,12 @@ func (d *dispatcher) resize(meanPrompt, kvShare float64, serverBound bool) {
 	}
 	first := !d.logged.Swap(true)
 	for _, srv := range d.kvServers {
-		k := srv.limiter.(*kvSizer)
-		k.resize(meanPrompt, kvShare)
+		k := srv.limiter.(*capacity.KVSizer)
+		k.Resize(meanPrompt, kvShare)
 		if !first && !serverBound {
 			continue
 		}
-		if why := k.report(); why != "" {
+		if why := k.Report(); why != "" {
 			d.note("%s: %s", srv.url, why)
 		}
 	}
@@ -192,15 +194,15 @@ func (d *dispatcher) resize(meanPrompt, kvShare float64, serverBound bool) {
 
 // addKV sizes srv, whose capacity was read after the run started, with
 // k as the others were last sized, says so, and lets requests go to it.
-func (d *dispatcher) addKV(srv *server, k *kvSizer) {
+func (d *dispatcher) addKV(srv *server, k *capacity.KVSizer) {
 	d.kvMu.Lock()
 	defer d.kvMu.Unlock()
 	if d.lastPrompt > 0 {
-		k.resize(d.lastPrompt, d.lastShare)
+		k.Resize(d.lastPrompt, d.lastShare)
 	}
 	d.pool.back(srv, k)
 	d.kvServers = append(d.kvServers, srv)
-	d.note("%s: back: %s", srv.url, k.report())
+	d.note("%s: back: %s", srv.url, k.Report())
 }
 
 // flight is the register of the requests in flight: when each started and

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -15,7 +16,7 @@ type server struct {
 	url         string // as printed and written in gen.endpoint: without user:password
 	base        string // as given to --url, credentials included: where requests go
 	model       string // the model it says it serves (SGLang's /model_info), for gen.model
-	limiter     limiter
+	limiter     capacity.Limiter
 	inFlight    int
 	outstanding int64     // tokens the requests in flight are expected to hold
 	pausedUntil time.Time // Retry-After: no new requests before then
@@ -66,7 +67,7 @@ func (s *server) sidelined(now time.Time) bool {
 }
 
 func (s *server) available(now time.Time) bool {
-	return !now.Before(s.pausedUntil) && !s.sidelined(now) && s.inFlight < s.limiter.limit()
+	return !now.Before(s.pausedUntil) && !s.sidelined(now) && s.inFlight < s.limiter.Limit()
 }
 
 // pool spreads requests over the servers: to the available one with the
@@ -126,8 +127,8 @@ func (p *pool) decoding() float64 {
 	defer p.mu.Unlock()
 	var n float64
 	for _, s := range p.servers {
-		if k, ok := s.limiter.(*kvSizer); ok {
-			n += k.decoding(s.inFlight)
+		if k, ok := s.limiter.(*capacity.KVSizer); ok {
+			n += k.Decoding(s.inFlight)
 		} else {
 			n += float64(s.inFlight)
 		}
@@ -143,7 +144,7 @@ func (p *pool) capacity() int {
 	n := 0
 	for _, s := range p.servers {
 		if s.limiter != nil {
-			n += s.limiter.limit()
+			n += s.limiter.Limit()
 		}
 	}
 	return n
@@ -243,12 +244,12 @@ func (p *pool) release(s *server, tokens int, kind outcomeKind, retryAfter time.
 	switch kind {
 	case attemptOK:
 		s.failures, s.probing, s.sidelines = 0, false, 0
-		s.limiter.onSuccess()
+		s.limiter.OnSuccess()
 	case attemptFailed:
 		s.failures, s.probing = 0, false
 	case attemptRateLimited:
 		s.failures, s.probing = 0, false
-		s.limiter.onRateLimit()
+		s.limiter.OnRateLimit()
 		if retryAfter > 0 {
 			s.pausedUntil = later(s.pausedUntil, time.Now().Add(retryAfter))
 		}
@@ -280,7 +281,7 @@ func (s *server) connectFailed(cause string) {
 
 // back takes s, whose capacity was read again, out of its sideline with l
 // (nil: its limiter stays) as its limiter.
-func (p *pool) back(s *server, l limiter) {
+func (p *pool) back(s *server, l capacity.Limiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l != nil {

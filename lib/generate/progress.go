@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -191,13 +192,13 @@ func (s *scheduler) progressView(total int64) progressView {
 		ok: t.ok, errors: t.errors, truncated: t.truncated,
 		reqPerSec:      float64(t.ok) / secs,
 		tokPerSec:      float64(t.completionTokens) / secs,
-		meanCompletion: est.mean,
+		meanCompletion: est.Mean,
 		inFlight:       inFlight,
 		limit:          holdNames[s.dispatcher.limits.limiting(&s.shownLimit)],
 		elapsed:        elapsed,
 	}
 	v.etaLater = total > 0 || s.budget.tokensLeft() >= 0
-	if est.samples >= minETASamples {
+	if est.Samples >= minETASamples {
 		v.eta, v.hasETA = s.eta(t, total, inFlight, est, meanPrompt, elapsed)
 	}
 	v.standing, v.countMode = s.standing(), s.cfg.countMode.String()
@@ -355,17 +356,17 @@ const drainWeight = 0.5
 // slow). The last wave adds its drain: the run ends with the longest answer
 // in flight while the other slots sit idle. With a token budget the work
 // left stops at the budget.
-func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, meanPrompt float64, elapsed time.Duration) (time.Duration, bool) {
+func (s *scheduler) eta(t tally, total int64, inFlight int, est capacity.LengthEstimate, meanPrompt float64, elapsed time.Duration) (time.Duration, bool) {
 	// The rate tokens are generated at now: every request in flight at the
 	// per-request decode rate. The average since the start would count the
 	// first wave's ramp, when few answers had finished.
 	// Requests queued on a server beyond what its KV cache holds generate
 	// nothing yet: they are not counted.
-	rate := min(float64(inFlight), s.dispatcher.pool.decoding()) * est.decodeRate
-	if inFlight == 0 || est.decodeRate == 0 {
-		rate = (float64(t.completionTokens) + est.inFlightDone) / elapsed.Seconds()
+	rate := min(float64(inFlight), s.dispatcher.pool.decoding()) * est.DecodeRate
+	if inFlight == 0 || est.DecodeRate == 0 {
+		rate = (float64(t.completionTokens) + est.InFlightDone) / elapsed.Seconds()
 	}
-	if rate <= 0 || est.mean <= 0 {
+	if rate <= 0 || est.Mean <= 0 {
 		return 0, false
 	}
 	notStarted := math.Inf(1)
@@ -380,14 +381,14 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 	if math.IsInf(notStarted, 1) {
 		return 0, false
 	}
-	work := notStarted*est.mean + est.inFlightLeft
+	work := notStarted*est.Mean + est.InFlightLeft
 	secs := work / rate
-	if inFlight > 0 && est.decodeRate > 0 {
+	if inFlight > 0 && est.DecodeRate > 0 {
 		// The drain takes the longest answer's time instead of an average
 		// one's. It is counted at half: as the batch empties each decode
 		// step gets cheaper, so the last requests run faster than the
 		// full batch's per-request rate.
-		secs += drainWeight * max(est.longestRemaining()-est.inFlightLeft/float64(inFlight), 0) / est.decodeRate
+		secs += drainWeight * max(est.LongestRemaining()-est.InFlightLeft/float64(inFlight), 0) / est.DecodeRate
 	}
 	secs = max(secs, tail)
 	return time.Duration(secs * float64(time.Second)), true
@@ -403,19 +404,19 @@ func (s *scheduler) eta(t tally, total int64, inFlight int, est lengthEstimate, 
 // divides by, overstates the rate then. The tail is counted in waves of
 // one answer's time (budgetWaves), less what the requests in flight have
 // done; 0 when it cannot be told yet.
-func (s *scheduler) budgetTail(left, notStarted float64, inFlight int, est lengthEstimate, meanPrompt float64) float64 {
+func (s *scheduler) budgetTail(left, notStarted float64, inFlight int, est capacity.LengthEstimate, meanPrompt float64) float64 {
 	mode := s.cfg.countMode
-	cost := tokenCount(mode, meanPrompt, est.mean)
+	cost := tokenCount(mode, meanPrompt, est.Mean)
 	worst := tokenCount(mode, meanPrompt, float64(s.cfg.params.MaxTokens))
-	if cost <= 0 || worst <= 0 || est.decodeRate <= 0 {
+	if cost <= 0 || worst <= 0 || est.DecodeRate <= 0 {
 		return 0
 	}
-	answer := est.mean / est.decodeRate // one answer's time
+	answer := est.Mean / est.DecodeRate // one answer's time
 	most := max(s.dispatcher.pool.capacity(), inFlight, 1)
 	waves := budgetWaves(left, cost, worst, notStarted+float64(inFlight), most)
 	secs := waves * answer
 	if inFlight > 0 {
-		secs -= min(est.inFlightDone/float64(inFlight)/est.decodeRate, answer)
+		secs -= min(est.InFlightDone/float64(inFlight)/est.DecodeRate, answer)
 	}
 	return max(secs, 0)
 }
@@ -448,13 +449,13 @@ const maxBudgetWaves = 1e5
 // new one its expected cost, and the last starts while its worst case
 // (prompt and max_tokens) still fits: a run under a budget ends when that
 // worst case no longer does, well before the budget is spent.
-func (s *scheduler) budgetStarts(left float64, inFlight int, est lengthEstimate, meanPrompt float64) float64 {
+func (s *scheduler) budgetStarts(left float64, inFlight int, est capacity.LengthEstimate, meanPrompt float64) float64 {
 	mode := s.cfg.countMode
-	perRecord := tokenCount(mode, meanPrompt, est.mean)
+	perRecord := tokenCount(mode, meanPrompt, est.Mean)
 	if perRecord <= 0 {
 		return math.Inf(1)
 	}
-	inFlightCost := tokenCount(mode, float64(inFlight)*meanPrompt, est.inFlightDone+est.inFlightLeft)
+	inFlightCost := tokenCount(mode, float64(inFlight)*meanPrompt, est.InFlightDone+est.InFlightLeft)
 	worst := tokenCount(mode, meanPrompt, float64(s.cfg.params.MaxTokens))
 	room := left - inFlightCost - worst
 	if room < 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
@@ -171,7 +172,7 @@ func TestProgressNamesTheBudgetAsTheLimit(t *testing.T) {
 func TestBudgetStartsStopAtTheLastWorstCase(t *testing.T) {
 	s := &scheduler{cfg: &config{countMode: record.CountTotal}}
 	s.cfg.params.MaxTokens = 4096
-	est := lengthEstimate{mean: 1000, inFlightDone: 500, inFlightLeft: 1500}
+	est := capacity.LengthEstimate{Mean: 1000, InFlightDone: 500, InFlightLeft: 1500}
 	// 30,000 left; the 2 in flight take 2 x 300 + 2,000; the last start
 	// needs 4,396 free; each start takes 1,300.
 	got := s.budgetStarts(30000, 2, est, 300)
@@ -180,26 +181,6 @@ func TestBudgetStartsStopAtTheLastWorstCase(t *testing.T) {
 	}
 	if got := s.budgetStarts(6000, 2, est, 300); got != 0 {
 		t.Fatalf("a worst case that no longer fits: %.2f more starts, want 0", got)
-	}
-}
-
-// A request in flight has generated nothing while it waited (the fixed
-// part of a latency), then decodeRate tokens a second.
-func TestGeneratedSkipsTheWait(t *testing.T) {
-	lengths := []int{100, 200, 300, 400, 500, 600, 700, 800}
-	var latencies []float64
-	for _, l := range lengths {
-		latencies = append(latencies, 2+float64(l)/100) // 2 s of queue and prefill, 100 tok/s
-	}
-	rate, fixed := decodeRate(lengths, latencies)
-	if math.Abs(rate-100) > 1e-6 || math.Abs(fixed-2) > 1e-6 {
-		t.Fatalf("rate %.3f, fixed %.3f; want 100 tok/s after 2 s", rate, fixed)
-	}
-	if got := generated(rate, fixed, 5*time.Second, 4096); math.Abs(got-300) > 1e-6 {
-		t.Fatalf("after 5 s: %.1f tokens, want 300", got)
-	}
-	if got := generated(rate, fixed, time.Second, 4096); got != 0 {
-		t.Fatalf("still waiting: %.1f tokens, want 0", got)
 	}
 }
 
@@ -231,8 +212,8 @@ func TestETAKnowsTheBudgetsTail(t *testing.T) {
 	cfg := &config{countMode: record.CountTotal, tokenBudget: 40000}
 	cfg.params.MaxTokens = 1500
 	s := &scheduler{cfg: cfg, budget: newBudget(cfg, 0, 0),
-		dispatcher: &dispatcher{pool: newPool([]*server{{url: "http://a", limiter: fixedLimit(84)}}, time.Minute)}}
-	est := lengthEstimate{mean: 400, decodeRate: 100}
+		dispatcher: &dispatcher{pool: newPool([]*server{{url: "http://a", limiter: capacity.Fixed(84)}}, time.Minute)}}
+	est := capacity.LengthEstimate{Mean: 400, DecodeRate: 100}
 	eta, ok := s.eta(tally{completionTokens: 10000}, 0, 0, est, 29, 10*time.Second)
 	if !ok || eta != 48*time.Second {
 		t.Fatalf("ETA %v (%v), want 48s: twelve waves of a 4 s answer", eta, ok)

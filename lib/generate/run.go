@@ -340,10 +340,10 @@ func sizeServer(cfg *config, srv *server, info *backend.ServerInfo, err error, n
 	}
 	switch {
 	case cfg.fixedConc > 0:
-		srv.limiter = fixedLimit(cfg.fixedConc)
+		srv.limiter = capacity.Fixed(cfg.fixedConc)
 	case err != nil:
 		note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
-		srv.limiter = newAIMD()
+		srv.limiter = capacity.NewAIMD()
 		var be *backend.Error
 		if errors.As(err, &be) && be.Kind == backend.KindConnect {
 			// Unreachable now: sideline it; when the sideline ends
@@ -353,10 +353,10 @@ func sizeServer(cfg *config, srv *server, info *backend.ServerInfo, err error, n
 		}
 	case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
 		note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
-		srv.limiter = newAIMD()
+		srv.limiter = capacity.NewAIMD()
 	default:
 		// Sized from the first record's prompt once it is read.
-		srv.limiter = newKVSizer(info)
+		srv.limiter = capacity.NewKVSizer(info)
 	}
 }
 
@@ -383,9 +383,9 @@ func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server
 		pool.back(srv, nil)
 	default:
 		srv.model = info.Model
-		k := newKVSizer(info)
+		k := capacity.NewKVSizer(info)
 		if s.view.share != nil {
-			k.startSharing()
+			k.StartSharing()
 		}
 		s.dispatcher.addKV(srv, k)
 		s.view.share.add(srv)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -60,7 +61,7 @@ type scheduler struct {
 	dispatcher *dispatcher
 	workers    *workers
 	collector  *collector
-	lengths    *lengthModel
+	lengths    *capacity.LengthModel
 	flight     *flight
 	budget     *budget
 	usage      *usageCheck
@@ -77,7 +78,7 @@ type scheduler struct {
 
 func newScheduler(o schedulerOptions) *scheduler {
 	cfg := o.cfg
-	lengths := newLengthModel(cfg.params.MaxTokens)
+	lengths := capacity.NewLengthModel(cfg.params.MaxTokens)
 	pool := newPool(o.servers, giveUpAfter(cfg))
 	fl := newFlight()
 	var ro *reorder
@@ -269,16 +270,16 @@ func (s *scheduler) tune() {
 		est, meanPrompt, _ := s.estimate()
 		serverBound := s.dispatcher.limits.limiting(&mark) == heldByServer
 		if meanPrompt > 0 {
-			s.dispatcher.resize(meanPrompt, est.kvShare, serverBound)
+			s.dispatcher.resize(meanPrompt, est.KVShare, serverBound)
 		}
 	}
 }
 
 // estimate asks the length model about the requests in flight now; it also
 // returns their mean prompt and how many there are.
-func (s *scheduler) estimate() (lengthEstimate, float64, int) {
+func (s *scheduler) estimate() (capacity.LengthEstimate, float64, int) {
 	ages, meanPrompt := s.flight.snapshot()
-	return s.lengths.estimate(ages), meanPrompt, len(ages)
+	return s.lengths.Estimate(ages), meanPrompt, len(ages)
 }
 
 // stops ends a run in two steps: dispatching (no request starts any more,

@@ -62,7 +62,7 @@ type serverView struct {
 	note   func(string, ...any)
 	every  time.Duration
 	// share takes every reading, and may ask for them more often than
-	// metricsEvery (concurrency.go); nil: no server is sized by them.
+	// metricsEvery (share.go); nil: no server is sized by them.
 	share *shareControl
 
 	mu           sync.Mutex

@@ -15,17 +15,17 @@ import (
 // length model's prior, then from the mean prompt and the answers it has
 // seen.
 func generateConcurrency(info *backend.ServerInfo, prompts, answers []int, maxTokens int) (warmup, settled int) {
-	k := newKVSizer(info)
-	model := newLengthModel(maxTokens)
-	k.resize(float64(prompts[0]), model.estimate(nil).kvShare)
-	warmup = k.limit()
+	k := capacity.NewKVSizer(info)
+	model := capacity.NewLengthModel(maxTokens)
+	k.Resize(float64(prompts[0]), model.Estimate(nil).KVShare)
+	warmup = k.Limit()
 	var promptSum float64
 	for i, a := range answers {
-		model.observe(a, time.Second)
+		model.Observe(a, time.Second)
 		promptSum += float64(prompts[i])
 	}
-	k.resize(promptSum/float64(len(prompts)), model.estimate(nil).kvShare)
-	return warmup, k.limit()
+	k.Resize(promptSum/float64(len(prompts)), model.Estimate(nil).KVShare)
+	return warmup, k.Limit()
 }
 
 // TestEstimateSizesAsGenerateDoes holds estimate's model of generate

@@ -244,7 +244,7 @@ func (c *collector) handleConversation(o *outcome) {
 	j, wk := o.job, o.walk
 	prompt, completion, _ := wk.Totals() // every turn settled its own tokens and charge
 	for _, t := range wk.Turns() {
-		c.lengths.observe(t.CompletionTokens, o.res.Latency)
+		c.lengths.Observe(t.CompletionTokens, o.res.Latency)
 	}
 	c.count(func(t *tally) {
 		t.ok++

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
@@ -92,8 +93,8 @@ func (w *workers) send(j *job, o *outcome, holding bool) {
 		j.req.Attempt, o.attempts = attempt, attempt
 		res, err := w.attempt(j)
 		if err == nil {
-			if k, ok := j.server.limiter.(*kvSizer); ok {
-				k.answered(res.Latency, res.CompletionTokens) // for the probes' rule
+			if k, ok := j.server.limiter.(*capacity.KVSizer); ok {
+				k.Answered(res.Latency, res.CompletionTokens) // for the probes' rule
 			}
 			w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
 			serverIDs := res.OutputIDs != nil

@@ -1,4 +1,4 @@
-package generate
+package capacity
 
 import (
 	"math"
@@ -6,11 +6,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/synthpipe/synthpipe/lib/capacity"
 )
 
-// lengthModel learns how long answers are. Completed answers alone are a
+// LengthModel learns how long answers are. Completed answers alone are a
 // biased sample, since short answers finish first: early in a run they say
 // answers are short. The model also counts the requests in flight, whose
 // lengths are known to be at least what they have generated so far
@@ -18,7 +16,7 @@ import (
 // they give the distribution of every request started (a lognormal fitted by maximum likelihood, the running requests counting
 // as censored observations), and each request in flight is expected to run
 // to the mean of that distribution beyond what it has generated.
-type lengthModel struct {
+type LengthModel struct {
 	mu        sync.Mutex
 	maxTokens int
 	recent    []int     // a ring of the latest completed lengths
@@ -33,20 +31,20 @@ type lengthModel struct {
 // recentLengths bounds the sample the estimates sort.
 const recentLengths = 4096
 
-func newLengthModel(maxTokens int) *lengthModel {
-	return &lengthModel{maxTokens: maxTokens, recent: make([]int, 0, recentLengths),
+func NewLengthModel(maxTokens int) *LengthModel {
+	return &LengthModel{maxTokens: maxTokens, recent: make([]int, 0, recentLengths),
 		latencies: make([]float64, 0, recentLengths), lastMean: float64(maxTokens) / 2}
 }
 
-// cachedMean is the expected answer length as of the latest estimate.
-func (m *lengthModel) cachedMean() float64 {
+// CachedMean is the expected answer length as of the latest estimate.
+func (m *LengthModel) CachedMean() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lastMean
 }
 
-// observe records a completed answer.
-func (m *lengthModel) observe(completion int, latency time.Duration) {
+// Observe records a completed answer.
+func (m *LengthModel) Observe(completion int, latency time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.recent) < recentLengths {
@@ -86,48 +84,48 @@ func decodeRate(lengths []int, latencies []float64) (rate, fixed float64) {
 	return sx / sy, 0 // too few answers, or no trend: the plain average
 }
 
-// lengthEstimate is what the model expects of answers.
-type lengthEstimate struct {
-	mean float64 // expected answer length
-	// kvShare is the mean number of generated tokens a running request
+// LengthEstimate is what the model expects of answers.
+type LengthEstimate struct {
+	Mean float64 // expected answer length
+	// KVShare is the mean number of generated tokens a running request
 	// holds in the KV cache: E[L^2]/(2E[L]), since a request is seen in the
 	// batch for a time proportional to its length and holds half of it on
 	// average.
-	kvShare float64
-	// inFlightLeft is the expected number of tokens the requests in flight
+	KVShare float64
+	// InFlightLeft is the expected number of tokens the requests in flight
 	// have still to generate.
-	inFlightLeft float64
-	// inFlightDone is the estimated number of tokens they have generated.
-	inFlightDone float64
-	samples      int64
+	InFlightLeft float64
+	// InFlightDone is the estimated number of tokens they have generated.
+	InFlightDone float64
+	Samples      int64
 	// The fitted distribution, the lower bounds of the requests in flight
 	// and the answer limit, for the drain estimate.
 	fit       lognormal
 	lows      []float64
 	maxTokens float64
-	// decodeRate is tokens per second per running request.
-	decodeRate float64
+	// DecodeRate is tokens per second per running request.
+	DecodeRate float64
 }
 
-// estimate combines completed answers with the requests in flight, given
+// Estimate combines completed answers with the requests in flight, given
 // their ages. Before any answer completed it assumes max_tokens/2.
-func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
+func (m *LengthModel) Estimate(ages []time.Duration) LengthEstimate {
 	m.mu.Lock()
 	done := slices.Clone(m.recent)
 	rate, fixed := decodeRate(m.recent, m.latencies)
 	completed := m.completed
 	m.mu.Unlock()
 	maxT := float64(m.maxTokens)
-	est := lengthEstimate{samples: completed, maxTokens: maxT, decodeRate: rate}
+	est := LengthEstimate{Samples: completed, maxTokens: maxT, DecodeRate: rate}
 	if len(done) == 0 {
-		prior, held := capacity.Prior(maxT)
-		est.mean, est.kvShare = prior, held
+		prior, held := Prior(maxT)
+		est.Mean, est.KVShare = prior, held
 		for _, age := range ages {
 			low := generated(rate, fixed, age, maxT)
-			est.inFlightDone += low
-			est.inFlightLeft += max(prior, low) - low
+			est.InFlightDone += low
+			est.InFlightLeft += max(prior, low) - low
 		}
-		m.setMean(est.mean)
+		m.setMean(est.Mean)
 		return est
 	}
 	lows := make([]float64, len(ages))
@@ -146,13 +144,13 @@ func (m *lengthModel) estimate(ages []time.Duration) lengthEstimate {
 		full, fullSq := tail.beyond(low, maxT)
 		sum += full
 		sumSq += fullSq
-		est.inFlightDone += low
-		est.inFlightLeft += full - low
+		est.InFlightDone += low
+		est.InFlightLeft += full - low
 	}
 	n := float64(len(done) + len(lows))
-	est.mean = sum / n
-	est.kvShare = capacity.Held(sum, sumSq)
-	m.setMean(est.mean)
+	est.Mean = sum / n
+	est.KVShare = Held(sum, sumSq)
+	m.setMean(est.Mean)
 	return est
 }
 
@@ -165,7 +163,7 @@ func generated(rate, fixed float64, age time.Duration, maxT float64) float64 {
 	return min(rate*max(age.Seconds()-fixed, 0), maxT)
 }
 
-func (m *lengthModel) setMean(mean float64) {
+func (m *LengthModel) setMean(mean float64) {
 	m.mu.Lock()
 	m.lastMean = mean
 	m.mu.Unlock()
@@ -260,10 +258,10 @@ func (d lognormal) beyond(low, cap float64) (float64, float64) {
 // drainDraws is how many times the drain is simulated.
 const drainDraws = 16
 
-// longestRemaining is the expected largest number of tokens a request in
+// LongestRemaining is the expected largest number of tokens a request in
 // flight has still to generate: when no request is left to start, the run
 // ends with the longest of them, while the others' slots sit idle.
-func (e lengthEstimate) longestRemaining() float64 {
+func (e LengthEstimate) LongestRemaining() float64 {
 	if len(e.lows) == 0 || e.fit.sigma == 0 {
 		return 0
 	}

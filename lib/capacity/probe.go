@@ -1,4 +1,4 @@
-package generate
+package capacity
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 // the share of the server's requests that are queued is the wait over the
 // latency of an answer (Q/(R+Q) = W/L; L is the mean latency of this run's
 // recent answers, all runs' answers being alike). One run alone, sized as
-// concurrency.go says, keeps a tenth of what the cache holds queued
-// (capacity.QueueMargin), about 9% of what it holds in flight.
+// sizer.go says, keeps a tenth of what the cache holds queued
+// (QueueMargin), about 9% of what it holds in flight.
 //
 // A run probes every quarter of an answer's latency (probeEvery) and reads
 // the mean queued share of its probes of the last half latency (at least
@@ -86,7 +86,7 @@ const (
 )
 
 // probeShare is what the probe rule keeps of one server; guarded by
-// kvSizer.mu, in serverShare.
+// KVSizer.mu, in serverShare.
 type probeShare struct {
 	on       bool
 	fastest  time.Duration   // the fastest probe so far
@@ -106,9 +106,9 @@ type probeReading struct {
 	held   int
 }
 
-// answered adds one answer's latency and completion tokens for the mean
+// Answered adds one answer's latency and completion tokens for the mean
 // latency of answers and the time of a decode step.
-func (k *kvSizer) answered(latency time.Duration, tokens int) {
+func (k *KVSizer) Answered(latency time.Duration, tokens int) {
 	if latency <= 0 {
 		return
 	}
@@ -155,18 +155,18 @@ func (p *probeShare) baseLocked() time.Duration {
 	return base
 }
 
-// shareByProbe sizes k from probes of its server's queue: it has no
+// ShareByProbe sizes k from probes of its server's queue: it has no
 // /metrics.
-func (k *kvSizer) shareByProbe() {
+func (k *KVSizer) ShareByProbe() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.share.probe = probeShare{on: true, changed: time.Now()}
 	k.share.others = true // --shared says so: probes cannot tell runs apart
 }
 
-// probed applies the rule to one probe sent at sent, when this run held
+// Probed applies the rule to one probe sent at sent, when this run held
 // held requests in flight to the server, and answered at now.
-func (k *kvSizer) probed(sent, now time.Time, held int) {
+func (k *KVSizer) Probed(sent, now time.Time, held int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s := &k.share
@@ -251,11 +251,11 @@ func (k *kvSizer) probed(sent, now time.Time, held int) {
 	}
 }
 
-// probeEvery is how often to probe: a quarter of an answer's mean latency,
-// between shareStartInterval and probeMaxEvery; shareInterval until the
+// ProbeEvery is how often to probe: a quarter of an answer's mean latency,
+// between ShareStartInterval and probeMaxEvery; ShareInterval until the
 // first answer. Every probe waits in the server's queue like a request,
 // and N runs send N times as many: they are kept to a few an answer.
-func (k *kvSizer) probeEvery() time.Duration {
+func (k *KVSizer) ProbeEvery() time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.share.probe.everyLocked()
@@ -263,13 +263,13 @@ func (k *kvSizer) probeEvery() time.Duration {
 
 func (p *probeShare) everyLocked() time.Duration {
 	if len(p.lat) == 0 {
-		return shareInterval
+		return ShareInterval
 	}
-	return min(probeMaxEvery, max(shareStartInterval, p.meanLatency()/4))
+	return min(probeMaxEvery, max(ShareStartInterval, p.meanLatency()/4))
 }
 
-// probing reports whether k shares its server by probes.
-func (k *kvSizer) probing() bool {
+// Probing reports whether k shares its server by probes.
+func (k *KVSizer) Probing() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.share.on && k.share.probe.on
@@ -288,23 +288,33 @@ const probeToken = 0
 // enough (the limit is cut on the next) and the run does not hang on it.
 const probeTimeout = 2 * time.Minute
 
-// probe times one-token requests to srv, one at a time, until ctx ends,
-// handing each latency to its kvSizer. A probe that waited probeTimeout is
-// a reading too (a long queue). After probeFailed failures in a row it
+// Prober is what the probes of one server need from the run.
+type Prober struct {
+	Backend backend.Backend // sends the probes
+	Base    string          // where they go, as given to --url
+	Held    func() int      // this run's requests in flight to the server now
+	Changed func()          // the limit may have moved
+	// Refused says that failed probes in a row failed, the last with err:
+	// the sharing has stopped.
+	Refused func(failed int, err error)
+}
+
+// Probe times one-token requests to the server, one at a time, until ctx
+// ends, handing each latency to k. A probe that waited probeTimeout is a
+// reading too (a long queue). After probeFailed failures in a row it
 // stops the sharing: a server that refuses probes is sized as if no other
 // run used it.
-func (c *shareControl) probe(ctx context.Context, srv *server) {
-	k := srv.limiter.(*kvSizer)
+func (k *KVSizer) Probe(ctx context.Context, p Prober) {
 	failed := 0
 	// Runs in one process (tests, a library user) share its rid suffix.
 	tag := rand.Uint32()
 	for n := 1; ; n++ {
-		every := k.probeEvery()
+		every := k.ProbeEvery()
 		sent := time.Now()
-		held := c.pool.held(srv)
+		held := p.Held()
 		req := &backend.Request{ID: fmt.Sprintf("synthpipe-probe-%08x-%d", tag, n), Attempt: 1, InputIDs: []int{probeToken}, Params: backend.Params{MaxTokens: 1}}
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		_, err := c.backend.Do(pctx, srv.base, req)
+		_, err := p.Backend.Do(pctx, p.Base, req)
 		waited := pctx.Err() != nil
 		cancel()
 		now := time.Now()
@@ -317,15 +327,14 @@ func (c *shareControl) probe(ctx context.Context, srv *server) {
 			// refusal either; the pool's breaker handles the rest.
 		case err != nil && !waited:
 			if failed++; failed >= probeFailed {
-				k.stopSharing()
-				c.note("%s: sized as if no other run used it: its /metrics has none and %d probes failed, the last: %v", srv.url, failed, err)
-				c.pool.wake()
+				k.StopSharing()
+				p.Refused(failed, err)
 				return
 			}
 		default:
 			failed = 0
-			k.probed(sent, now, held)
-			c.pool.wake()
+			k.Probed(sent, now, held)
+			p.Changed()
 		}
 		t := time.NewTimer(max(0, every-latency))
 		select {

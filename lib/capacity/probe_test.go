@@ -1,14 +1,9 @@
-package generate
+package capacity
 
 import (
-	"context"
-	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/synthpipe/synthpipe/lib/backend"
 )
 
 // probeBase is the latency of a probe that did not wait, probeAnswer the
@@ -20,20 +15,20 @@ const (
 
 // probingRuns are sharingRuns that have no /metrics to read; the model's
 // clock starts after they began probing.
-func probingRuns(n int) []*kvSizer {
+func probingRuns(n int) []*KVSizer {
 	runs := sharingRuns(n)
 	for _, k := range runs {
-		k.shareByProbe()
+		k.ShareByProbe()
 	}
 	probeClock = time.Now().Add(time.Second)
 	return runs
 }
 
 // answer gives every run answers that took probeAnswer.
-func answer(runs []*kvSizer) {
+func answer(runs []*KVSizer) {
 	for _, k := range runs {
 		for range probeLatN {
-			k.answered(probeAnswer, 500) // 2 ms a token
+			k.Answered(probeAnswer, 500) // 2 ms a token
 		}
 	}
 }
@@ -48,22 +43,22 @@ var probeClock time.Time
 // answer's latency, as probeEvery has it: a run sends up to its limit at
 // once, but a cut takes effect as its requests end, a quarter of them a
 // round. It returns the server's total at the last round.
-func probeRounds(runs []*kvSizer, rounds int, other float64) float64 {
+func probeRounds(runs []*KVSizer, rounds int, other float64) float64 {
 	var total float64
 	held := make([]float64, len(runs))
 	for i, k := range runs {
-		held[i] = float64(k.limit())
+		held[i] = float64(k.Limit())
 	}
 	for range rounds {
 		total = other
 		for i, k := range runs {
-			held[i] = max(float64(k.limit()), held[i]*3/4)
+			held[i] = max(float64(k.Limit()), held[i]*3/4)
 			total += held[i]
 		}
 		queued := max(0, total-48) / total
 		latency := probeBase + time.Duration(queued*float64(probeAnswer))
 		for i, k := range runs {
-			k.probed(probeClock.Add(-latency), probeClock, int(held[i]))
+			k.Probed(probeClock.Add(-latency), probeClock, int(held[i]))
 		}
 		probeClock = probeClock.Add(probeAnswer / 4)
 	}
@@ -74,16 +69,16 @@ func TestProbeAloneKeepsTheCeiling(t *testing.T) {
 	runs := probingRuns(1)
 	k := runs[0]
 	probeRounds(runs, 8, 0)
-	if got := k.limit(); got != 7 {
+	if got := k.Limit(); got != 7 {
 		t.Fatalf("no answer yet, so no telling how long a wait is: %d, want 7, an eighth of 53", got)
 	}
 	answer(runs)
 	probeRounds(runs, 16, 0)
-	if got := k.limit(); got != 53 {
+	if got := k.Limit(); got != 53 {
 		t.Fatalf("alone, after doubling once an answer's latency for four: %d, want the 53 it would keep without sharing (%s)", got, k)
 	}
 	probeRounds(runs, 200, 0)
-	if got := k.limit(); got < 50 {
+	if got := k.Limit(); got < 50 {
 		t.Fatalf("alone, later, its own queue margin queued: %d, want about 53 (%s)", got, k)
 	}
 }
@@ -96,9 +91,9 @@ func TestProbeCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 	// Others came: half of the server's requests wait.
 	for range 2 * probeReadings {
 		probeClock = probeClock.Add(probeAnswer / 4)
-		k.probed(probeClock.Add(-probeBase-probeAnswer/2), probeClock, 53)
+		k.Probed(probeClock.Add(-probeBase-probeAnswer/2), probeClock, 53)
 	}
-	cut := k.limit()
+	cut := k.Limit()
 	if aim := probeTarget; cut >= 53 || cut < int(53*0.5/(1-aim)) {
 		t.Fatalf("half the requests queued: limit %d, want under 53 and at least 53 x (1 - 50%%) / (1 - %.0f%%)", cut, probeTarget*100)
 	}
@@ -107,9 +102,9 @@ func TestProbeCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 	before := k.share.probe.changed.Add(-time.Millisecond)
 	for range 2 * probeReadings {
 		probeClock = probeClock.Add(probeAnswer / 4)
-		k.probed(before, probeClock, 53)
+		k.Probed(before, probeClock, 53)
 	}
-	if got := k.limit(); got != cut {
+	if got := k.Limit(); got != cut {
 		t.Fatalf("cut twice for one excess: %d, then %d", cut, got)
 	}
 }
@@ -123,36 +118,12 @@ func TestProbeConvergesToShares(t *testing.T) {
 		total := probeRounds(runs, 2000, 0)
 		fair := 53 / float64(n)
 		for i, k := range runs {
-			if got := float64(k.limit()); math.Abs(got-fair) > max(2, 0.35*fair) {
+			if got := float64(k.Limit()); math.Abs(got-fair) > max(2, 0.35*fair) {
 				t.Errorf("%d runs: run %d has %v, fair share %.1f (%s)", n, i, got, fair, k)
 			}
 		}
 		if total < 48 || total > 53+float64(n) {
 			t.Errorf("%d runs: the server holds %v; one run alone 53, the cache 48", n, total)
 		}
-	}
-}
-
-// refusingBackend refuses every request.
-type refusingBackend struct{ backend.Backend }
-
-func (refusingBackend) Do(context.Context, string, *backend.Request) (*backend.Result, error) {
-	return nil, &backend.Error{Kind: backend.KindHTTP, Status: 400, Message: "no"}
-}
-
-func TestProbesRefusedStopTheSharing(t *testing.T) {
-	srv := &server{url: "http://gpu1:30000", limiter: newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})}
-	var notes []string
-	p := newPool([]*server{srv}, time.Second)
-	c := newShareControl(p, []*server{srv}, refusingBackend{}, true, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
-	k := srv.limiter.(*kvSizer)
-	k.resize(1020, 2300)
-	k.shareByProbe()
-	c.probe(context.Background(), srv) // returns after probeFailed refusals
-	if got := k.limit(); got != 53 {
-		t.Fatalf("a server that refuses probes: limit %d, want the 53 a run alone keeps", got)
-	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") {
-		t.Fatalf("notes %q", notes)
 	}
 }

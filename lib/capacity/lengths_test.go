@@ -1,4 +1,4 @@
-package generate
+package capacity
 
 import (
 	"math"
@@ -44,20 +44,40 @@ func TestLengthEstimateEarlyInARun(t *testing.T) {
 		slices.Sort(sorted)
 		for _, frac := range []float64{0.1, 0.2} {
 			T := sorted[int(frac*n)]
-			m := newLengthModel(10240)
+			m := NewLengthModel(10240)
 			var ages []time.Duration
 			for i, r := range runs {
 				if r.end <= T {
-					m.observe(int(lens[i]), time.Duration((r.end-r.start)*float64(time.Second)))
+					m.Observe(int(lens[i]), time.Duration((r.end-r.start)*float64(time.Second)))
 				} else if r.start <= T {
 					ages = append(ages, time.Duration((T-r.start)*float64(time.Second)))
 				}
 			}
-			est := m.estimate(ages)
+			est := m.Estimate(ages)
 			trueMean := trueSum / n
-			if math.Abs(est.mean-trueMean) > 0.2*trueMean {
-				t.Errorf("seed %d at %.0f%%: true mean %.0f, estimate %.0f", seed, frac*100, trueMean, est.mean)
+			if math.Abs(est.Mean-trueMean) > 0.2*trueMean {
+				t.Errorf("seed %d at %.0f%%: true mean %.0f, estimate %.0f", seed, frac*100, trueMean, est.Mean)
 			}
 		}
+	}
+}
+
+// A request in flight has generated nothing while it waited (the fixed
+// part of a latency), then decodeRate tokens a second.
+func TestGeneratedSkipsTheWait(t *testing.T) {
+	lengths := []int{100, 200, 300, 400, 500, 600, 700, 800}
+	var latencies []float64
+	for _, l := range lengths {
+		latencies = append(latencies, 2+float64(l)/100) // 2 s of queue and prefill, 100 tok/s
+	}
+	rate, fixed := decodeRate(lengths, latencies)
+	if math.Abs(rate-100) > 1e-6 || math.Abs(fixed-2) > 1e-6 {
+		t.Fatalf("rate %.3f, fixed %.3f; want 100 tok/s after 2 s", rate, fixed)
+	}
+	if got := generated(rate, fixed, 5*time.Second, 4096); math.Abs(got-300) > 1e-6 {
+		t.Fatalf("after 5 s: %.1f tokens, want 300", got)
+	}
+	if got := generated(rate, fixed, time.Second, 4096); got != 0 {
+		t.Fatalf("still waiting: %.1f tokens, want 0", got)
 	}
 }

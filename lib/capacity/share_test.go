@@ -1,12 +1,9 @@
-package generate
+package capacity
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
@@ -14,12 +11,12 @@ import (
 
 // sharingRuns are n runs against one server of 159,277 KV tokens, ~3,320
 // tokens a request: alone, each would keep 53 in flight.
-func sharingRuns(n int) []*kvSizer {
-	runs := make([]*kvSizer, n)
+func sharingRuns(n int) []*KVSizer {
+	runs := make([]*KVSizer, n)
 	for i := range runs {
-		runs[i] = newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})
-		runs[i].startSharing()
-		runs[i].resize(1020, 2300)
+		runs[i] = NewKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})
+		runs[i].StartSharing()
+		runs[i].Resize(1020, 2300)
 	}
 	return runs
 }
@@ -27,15 +24,15 @@ func sharingRuns(n int) []*kvSizer {
 // readings lets every run read the server in turn, each using its whole
 // limit, the server holding what the runs send plus other; it returns the
 // server's total at the last reading.
-func readings(runs []*kvSizer, rounds int, other float64) float64 {
+func readings(runs []*KVSizer, rounds int, other float64) float64 {
 	var total float64
 	for range rounds {
 		total = other
 		for _, k := range runs {
-			total += float64(k.limit())
+			total += float64(k.Limit())
 		}
 		for _, k := range runs {
-			k.observe(serverLoad{running: min(total, 48), queued: max(0, total-48)}, k.limit())
+			k.Observe(Load{Running: min(total, 48), Queued: max(0, total-48)}, k.Limit())
 		}
 	}
 	return total
@@ -44,33 +41,33 @@ func readings(runs []*kvSizer, rounds int, other float64) float64 {
 func TestShareAloneKeepsTheCeiling(t *testing.T) {
 	runs := sharingRuns(1)
 	k := runs[0]
-	if got := k.limit(); got != 7 {
+	if got := k.Limit(); got != 7 {
 		t.Fatalf("a run starts at an eighth of 53: got %d", got)
 	}
 	readings(runs, 3, 0)
-	if got := k.limit(); got != 53 {
+	if got := k.Limit(); got != 53 {
 		t.Fatalf("alone, after three readings: %d, want the 53 it would keep without sharing (%s)", got, k)
 	}
 	readings(runs, 50, 0)
-	if got := k.limit(); got != 53 {
+	if got := k.Limit(); got != 53 {
 		t.Fatalf("alone, later: %d, want 53", got)
 	}
 }
 
 func TestShareCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 	k := sharingRuns(1)[0]
-	readings([]*kvSizer{k}, 3, 0)
+	readings([]*KVSizer{k}, 3, 0)
 	// Others came: the server holds 106 of which this run 53, and runs
 	// 48: together the runs should hold 48 and 1% queued.
 	goal := 48 / (1 - shareQueueTarget)
 	want := int(53 * goal / 106)
-	k.observe(serverLoad{running: 48, queued: 58}, 53)
-	if got := k.limit(); got != want || want != 24 {
+	k.Observe(Load{Running: 48, Queued: 58}, 53)
+	if got := k.Limit(); got != want || want != 24 {
 		t.Fatalf("53 x 48.5/106: got %d", got)
 	}
 	// Nothing finished yet: the same reading must not cut again.
-	k.observe(serverLoad{running: 48, queued: 58}, 53)
-	if got := k.limit(); got != want {
+	k.Observe(Load{Running: 48, Queued: 58}, 53)
+	if got := k.Limit(); got != want {
 		t.Fatalf("cut twice for one excess: %d", got)
 	}
 }
@@ -83,7 +80,7 @@ func TestShareConvergesToEqualShares(t *testing.T) {
 		total := readings(runs, 400, 0)
 		fair := 53 / float64(n)
 		for i, k := range runs {
-			if got := float64(k.limit()); math.Abs(got-fair) > max(2, 0.25*fair) {
+			if got := float64(k.Limit()); math.Abs(got-fair) > max(2, 0.25*fair) {
 				t.Errorf("%d runs: run %d has %v, fair share %.1f", n, i, got, fair)
 			}
 		}
@@ -98,7 +95,7 @@ func TestShareConvergesToEqualShares(t *testing.T) {
 // run, holds the sum near what the server runs, not at the largest size.
 func TestShareQueueOutweighsTheLargestSize(t *testing.T) {
 	runs := sharingRuns(3)
-	runs[2].resize(1020, 800) // this one thinks 96 fit
+	runs[2].Resize(1020, 800) // this one thinks 96 fit
 	if got := runs[2].cur; got < 90 {
 		t.Fatalf("the optimist's size: %d", got)
 	}
@@ -106,33 +103,15 @@ func TestShareQueueOutweighsTheLargestSize(t *testing.T) {
 	total := readings(runs, 1, 0)
 	// The server runs 48: one run alone would hold 53 (48 and its 10%).
 	if total > 53 {
-		t.Errorf("the runs hold %v, the server runs 48 (%d, %d, %d)", total, runs[0].limit(), runs[1].limit(), runs[2].limit())
+		t.Errorf("the runs hold %v, the server runs 48 (%d, %d, %d)", total, runs[0].Limit(), runs[1].Limit(), runs[2].Limit())
 	}
 }
 
 func TestShareLeavesRoomForOthers(t *testing.T) {
 	runs := sharingRuns(2)
 	readings(runs, 100, 30) // another client, not sharing, holds 30
-	if sum := runs[0].limit() + runs[1].limit(); sum > 53-30+2 {
+	if sum := runs[0].Limit() + runs[1].Limit(); sum > 53-30+2 {
 		t.Fatalf("two runs hold %d beside 30 others, the ceiling being 53", sum)
-	}
-}
-
-func TestShareWithoutMetricsKeepsTheCeiling(t *testing.T) {
-	srv := &server{url: "http://gpu1:30000", limiter: newKVSizer(&backend.ServerInfo{MaxTotalTokens: 159277, MaxRunningRequests: 256})}
-	var notes []string
-	c := newShareControl(newPool([]*server{srv}, time.Second), []*server{srv}, nil, false, func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) })
-	k := srv.limiter.(*kvSizer)
-	k.resize(1020, 2300)
-	if got, every := k.limit(), c.every(); got != 7 || every != shareStartInterval {
-		t.Fatalf("before the first reading: limit %d, readings every %v; want 7, every %v", got, every, shareStartInterval)
-	}
-	c.reading(context.Background(), 0, nil)
-	if got := k.limit(); got != 53 {
-		t.Fatalf("a server without /metrics, without --shared: limit %d, want the 53 a run alone keeps", got)
-	}
-	if c.every() != 0 || len(notes) != 1 || !strings.Contains(notes[0], "sized as if no other run used it") || !strings.Contains(notes[0], "--shared probes") {
-		t.Fatalf("readings every %v, notes %q", c.every(), notes)
 	}
 }
 
@@ -155,12 +134,12 @@ func FuzzShareFromLoadReports(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, mine uint8) {
 		for _, source := range servermetrics.Sources {
 			snap, err := servermetrics.ParseFrom(strings.NewReader(body), source, "")
-			if err != nil || countsUnusable(&snap) || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
+			if err != nil || CountsUnusable(&snap) || !snap.Has[servermetrics.NumRunningReqs] || !snap.Has[servermetrics.NumQueueReqs] {
 				continue
 			}
 			k := sharingRuns(1)[0]
 			for range 3 {
-				k.observe(serverLoad{running: snap.Running, queued: snap.Queued}, int(mine))
+				k.Observe(Load{Running: snap.Running, Queued: snap.Queued}, int(mine))
 				k.mu.Lock()
 				limit, ceiling := k.share.limit, float64(k.cur)
 				k.mu.Unlock()

@@ -1,0 +1,107 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+)
+
+// KVSizer sizes the requests in flight to what an SGLang server's KV cache
+// holds: too few leaves the batch short, too many only queue (or get
+// retracted and recomputed) on the server while their client-side timeouts
+// run.
+type KVSizer struct {
+	kv       KV
+	mu       sync.Mutex
+	cur      int // what this run alone would keep in flight
+	why      string
+	share    serverShare
+	reported int     // the target last said in the log, 0: none yet
+	fits     float64 // requests the cache holds at once; those beyond queue
+}
+
+// NewKVSizer sizes for a server's capacity; Resize sets the first target
+// once the first prompt is known.
+func NewKVSizer(info *backend.ServerInfo) *KVSizer {
+	return &KVSizer{kv: FromServerInfo(info), cur: 1}
+}
+
+func (k *KVSizer) Limit() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.share.on {
+		return max(1, min(k.cur, int(k.share.limit)))
+	}
+	return k.cur
+}
+
+func (*KVSizer) OnSuccess()   {}
+func (*KVSizer) OnRateLimit() {}
+
+// Resize recomputes the target from the mean prompt length and the mean
+// number of generated tokens a running request holds.
+func (k *KVSizer) Resize(meanPrompt, kvShare float64) {
+	t := k.kv.Size(meanPrompt, kvShare)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cur, k.why, k.fits = t.N, t.Why, t.Fits
+	if k.share.on && k.share.limit == 0 {
+		k.share.begin(float64(k.cur))
+	}
+}
+
+// Decoding is how many of held requests in flight the server decodes at
+// once: the cache holds fits of them, the rest (the queue margin) wait in
+// its queue and generate nothing yet.
+func (k *KVSizer) Decoding(held int) float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fits <= 0 {
+		return float64(held)
+	}
+	return min(float64(held), k.fits)
+}
+
+// reportChange is how far the target must move from the one last said
+// for the log to say it again: the estimate is re-made every second, and
+// a tenth is what it wanders by while answers come in; the log would
+// narrate every wave.
+const reportChange = 0.25
+
+// Report is the target explained for the log when it moved by more than
+// reportChange since the last one reported, else "". The last one
+// reported, not the last one computed: an estimate that wavers around a
+// value, as it does while few answers are in, is said once, not at every
+// wave, and one that drifts is said at each quarter, not at each step.
+func (k *KVSizer) Report() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= reportChange*float64(k.reported) {
+		return ""
+	}
+	k.reported = k.cur
+	return k.explainLocked()
+}
+
+// String explains the current target.
+func (k *KVSizer) String() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.explainLocked()
+}
+
+func (k *KVSizer) explainLocked() string {
+	if k.share.on && k.share.limit > 0 && int(k.share.limit) < k.cur {
+		// Sharing is said once another run's requests were seen on the
+		// server; until then the limit is the slow start of a run that
+		// may share it.
+		sharing := ""
+		if k.share.others {
+			sharing = ", sharing the server"
+		}
+		return fmt.Sprintf("concurrency %d: %s; %d for now%s (%s)", k.cur, k.why, max(1, int(k.share.limit)), sharing, k.share.why)
+	}
+	return fmt.Sprintf("concurrency %d: %s", k.cur, k.why)
+}
