@@ -28,6 +28,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/runview"
 )
 
 // Flag names.
@@ -415,7 +416,7 @@ func mainWith(opt options, args []string, stdin io.Reader, stdout, stderr io.Wri
 	app.Metadata[optionsKey] = opt
 	// Every line generate prints, the signal messages included, goes
 	// through the console, which keeps the live bar off them.
-	return cliutil.Main(app, args, stdin, stdout, &console{w: stderr})
+	return cliutil.Main(app, args, stdin, stdout, runview.NewConsole(stderr))
 }
 
 // warnURLPassword warns when a URL on the command line carries a password

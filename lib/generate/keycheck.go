@@ -5,32 +5,17 @@ import (
 	"fmt"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/servermetrics"
 )
-
-// keyState is what an OpenRouter-style server said of the run's API key at
-// the start (GET /key): its limit and what it could still spend.
-type keyState struct {
-	url string
-	key servermetrics.Key
-}
-
-// text is the key's standing counting what this run spent since it was
-// read: "key $6.67 of $10.00 left".
-func (k *keyState) text(spent float64) string {
-	if !k.key.Limited {
-		return fmt.Sprintf("key $%.2f spent, no limit", k.key.Usage+spent)
-	}
-	return fmt.Sprintf("key $%.2f of $%.2f left", max(k.key.Remaining-spent, 0), k.key.Limit)
-}
 
 // readKey reads the key of an openai backend's first --url. A server
 // without the route (not OpenRouter) or an answer that cannot be read
 // leaves it unknown: nil, and the run goes on. A --cost-budget above what
 // the key can still spend is refused (77) unless --over-key-limit: the run
 // would stop halfway on HTTP 402 with the budget meant for the rest.
-func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*keyState, error) {
+func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*engine.Key, error) {
 	if !cfg.kind.KeyInfo || len(cfg.urls) == 0 {
 		return nil, nil
 	}
@@ -40,19 +25,19 @@ func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*keyS
 	if err != nil {
 		return nil, nil
 	}
-	ks := &keyState{url: backend.WithoutUserinfo(cfg.urls[0]), key: k}
+	ks := &engine.Key{URL: backend.WithoutUserinfo(cfg.urls[0]), Info: k}
 	rate := ""
 	if k.RateRequests > 0 {
 		rate = fmt.Sprintf("; rate limit %d requests per %s", k.RateRequests, k.RateInterval)
 	}
-	note("%s/key: %s%s", ks.url, k, rate)
+	note("%s/key: %s%s", ks.URL, k, rate)
 	if !k.Limited || cfg.costBudget <= k.Remaining {
 		return ks, nil
 	}
 	if cfg.costBudget > 0 && !cfg.overKeyLimit {
 		return nil, exitcode.NoPermf("--%s $%.2f is more than the API key can still spend: $%.2f of its $%.2f limit is left (%s/key); "+
 			"lower --%s, raise the key's limit, or give --%s to go on and stop when the key runs out",
-			flagCostBudget, cfg.costBudget, k.Remaining, k.Limit, ks.url, flagCostBudget, flagOverKeyLimit)
+			flagCostBudget, cfg.costBudget, k.Remaining, k.Limit, ks.URL, flagCostBudget, flagOverKeyLimit)
 	}
 	note("the run may stop when the key runs out ($%.2f left): it then exits 77 and a later run with more credit goes on", k.Remaining)
 	return ks, nil

@@ -15,9 +15,11 @@ import (
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
+	"github.com/synthpipe/synthpipe/lib/runview"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -45,20 +47,23 @@ func run(c *cli.Context) (err error) {
 	}
 	// stderr is the progress's console (mainWith made it), which keeps
 	// the live bar off the lines printed while it is on screen.
-	prog := newProgress(c.App.ErrWriter, cfg.progressEvery, 0)
-	if cfg.quiet {
-		prog.every = 0
+	var prog *runview.Progress
+	if !cfg.quiet {
+		prog = runview.NewProgress(c.App.ErrWriter, cfg.progressEvery)
 	}
 	stderr := c.App.ErrWriter
+	statusWarn := func(format string, args ...any) {
+		cliutil.Notef(stderr, c.App.Name, "--"+flagStatusFile+" "+format, args...)
+	}
 	// A run that ends before it starts (budget already reached, a key
 	// that cannot pay, a bad input) still says so in its status file.
-	var status *statusWriter
+	var status *runview.StatusWriter
 	spent, alreadyRecords := int64(0), int64(0)
 	earlyReason := "stopped before the first request"
 	if cfg.statusFile != "" {
 		defer func() {
 			if status == nil {
-				writeEarlyStatus(cfg, spent, alreadyRecords, earlyReason, err, func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) })
+				runview.WriteEarlyStatus(cfg.statusFile, earlyStatus(cfg, spent, alreadyRecords, earlyReason), err, statusWarn)
 			}
 		}()
 	}
@@ -179,9 +184,11 @@ func run(c *cli.Context) (err error) {
 	s.already, s.alreadyRecords, s.key = spent, alreadyRecords, key
 	if cfg.metricsAddr != "" {
 		host, _ := os.Hostname()
-		addr, stop, err := serveMetrics(cfg.metricsAddr, func() *statusfile.Status { return s.status(total, cfg.progressEvery, host, nil) })
+		addr, stop, err := runview.ServeMetrics(cfg.metricsAddr, func() *statusfile.Status {
+			return runview.Status(s.snapshot(total), cfg.progressEvery, host, nil)
+		})
 		if err != nil {
-			return err
+			return exitcode.TempFailf("--%s %s: %v (try another port)", flagMetricsListen, cfg.metricsAddr, err)
 		}
 		defer stop()
 		cliutil.Notef(stderr, c.App.Name, "metrics on http://%s/metrics", addr) // even with -q: port 0 is known only here
@@ -214,21 +221,19 @@ func run(c *cli.Context) (err error) {
 	}
 	statusDone := make(chan struct{})
 	if cfg.statusFile != "" {
-		warn := func(format string, args ...any) { cliutil.Notef(stderr, c.App.Name, format, args...) }
-		status = newStatusWriter(cfg.statusFile, s, total, cfg.progressEvery, warn)
+		status = runview.NewStatusWriter(cfg.statusFile, func() engine.Snapshot { return s.snapshot(total) }, cfg.progressEvery, statusWarn)
 	}
 
-	prog.total = total
 	stopProgress := make(chan struct{})
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		prog.loop(s, stopProgress)
+		prog.Run(func() engine.Snapshot { return s.snapshot(total) }, stopProgress)
 	}()
 	go func() {
 		defer close(statusDone)
 		if status != nil {
-			status.loop(stopProgress)
+			status.Loop(stopProgress)
 		}
 	}()
 	reading = true
@@ -239,7 +244,7 @@ func run(c *cli.Context) (err error) {
 	stopView()
 	if status != nil {
 		// The last state, with the error the run exits with.
-		defer func() { status.finish(err) }()
+		defer func() { status.Finish(err, s.stopReason()) }()
 	}
 
 	if n := s.reader.skipped.Load(); n > 0 { // shown even with -q: it is about the data
@@ -281,6 +286,17 @@ func startLine(cfg *config, maxTokensSet bool) string {
 		s += fmt.Sprintf(", cost budget $%.2f", cfg.costBudget)
 	}
 	return s
+}
+
+// earlyStatus is the status of a run that ended before its first request:
+// spent tokens and records in the --already files, and why.
+func earlyStatus(cfg *config, spent, records int64, reason string) runview.Early {
+	e := runview.Early{Spent: spent, Records: records, Reason: reason,
+		TokenBudget: cfg.tokenBudget, CostBudget: cfg.costBudget, CountMode: cfg.countMode.String()}
+	for _, u := range cfg.urls {
+		e.URLs = append(e.URLs, backend.WithoutUserinfo(u))
+	}
+	return e
 }
 
 // newBackend builds the backend of --backend.

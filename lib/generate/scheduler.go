@@ -12,6 +12,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/conversation"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
@@ -72,7 +73,7 @@ type scheduler struct {
 	already        int64 // tokens
 	alreadyRecords int64
 	view           *serverView
-	key            *keyState
+	key            *engine.Key
 	shownLimit     limitMark // the progress line's look at the dispatcher's waits
 }
 
@@ -206,8 +207,8 @@ func (s *scheduler) summary() string {
 	// Then where the dataset stands, what went wrong on the way and the
 	// servers' load.
 	st := s.standing()
-	st.hasServer = false // the summary gives the mean while busy instead
-	line += st.plain(s.cfg.countMode.String())
+	st.HasServer = false // the summary gives the mean while busy instead
+	line += st.Plain(s.cfg.countMode.String())
 	if v := s.view.summary(); v != "" {
 		line += "; " + v
 	}

@@ -5,82 +5,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
-
-func TestRenderBar(t *testing.T) {
-	running := progressView{done: 812, total: 1800, ok: 800, errors: 12, truncated: 3, reqPerSec: 14.2, tokPerSec: 9811,
-		inFlight: 48, eta: 12*time.Minute + 20*time.Second, hasETA: true}
-	unknownTotal := running
-	unknownTotal.total = 0
-	early := running
-	early.hasETA, early.etaLater = false, true
-	limited := running
-	limited.limit = "budget"
-	almost := running
-	almost.done, almost.total = 2986, 3000
-	budgeted := limited
-	budgeted.standing = standing{tokenBudget: 30000, tokensSpent: 2400}
-	numbers := "45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"
-	for _, tc := range []struct {
-		name   string
-		view   progressView
-		width  int
-		colour bool
-		want   string
-	}{
-		{"a fifth of 120 columns for the bar", running, 119, false,
-			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  " + numbers},
-		{"the default width: the rates go first", running, defaultColumns - 1, false,
-			"[" + strings.Repeat("#", 8) + strings.Repeat(".", 11) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 48 in flight | ETA 12m"},
-		{"a wide terminal: the bar stops at 40", running, 250, false,
-			"[" + strings.Repeat("#", 18) + strings.Repeat(".", 22) + "]  " + numbers},
-		{"what holds the requests in flight", limited, 159, false,
-			"[" + strings.Repeat("#", 13) + strings.Repeat(".", 18) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight (limit: budget) | ETA 12m"},
-		{"the budget's share outlasts the rates", budgeted, 119, false,
-			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 48 in flight (limit: budget) | ETA 12m | budget 8%"},
-		{"too narrow for a bar: the numbers stay", running, 49, false, "45% 812/1,800 ok 800 err 12 trunc 3 | ETA 12m"},
-		{"narrower still: the ETA goes", running, 40, false, "45% 812/1,800 ok 800 err 12 trunc 3"},
-		{"tiny: cut at the edge", running, 10, false, "45% 812/1,"},
-		{"no total: no bar, no percentage", unknownTotal, 120, false,
-			"812 done ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
-		{"no ETA yet", early, 119, false,
-			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA ..."},
-		{"99% and a bar short of full until the end", almost, 119, false,
-			"[" + strings.Repeat("#", 22) + ".]  99% 2,986/3,000 ok 800 err 12 trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
-		{"colour", running, 119, true,
-			"[\x1b[32m" + strings.Repeat("#", 10) + "\x1b[0m" + strings.Repeat(".", 13) + "]  45% 812/1,800 ok 800 err \x1b[31m12\x1b[0m trunc 3 | 14.2 req/s 9,811 tok/s | 48 in flight | ETA 12m"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := renderBar(tc.view, tc.width, tc.colour)
-			if got != tc.want {
-				t.Fatalf("width %d:\n got %q\nwant %q", tc.width, got, tc.want)
-			}
-			if !tc.colour {
-				if n := utf8.RuneCountInString(got); n > tc.width {
-					t.Fatalf("%d columns, more than %d", n, tc.width)
-				}
-				if strings.Contains(got, "\x1b") {
-					t.Fatalf("escapes without colour: %q", got)
-				}
-			}
-		})
-	}
-}
-
-func TestPercentDone(t *testing.T) {
-	for _, tc := range []struct{ done, total, want int64 }{
-		{0, 3000, 0}, {29, 3000, 0}, {30, 3000, 1}, {2986, 3000, 99}, {2999, 3000, 99}, {3000, 3000, 100}, {3001, 3000, 100},
-	} {
-		if got := percentDone(tc.done, tc.total); got != tc.want {
-			t.Errorf("%d of %d: %d%%, want %d%%", tc.done, tc.total, got, tc.want)
-		}
-	}
-}
 
 func TestLimitsNameTheLongestWait(t *testing.T) {
 	now := time.Unix(0, 0)
@@ -109,30 +38,12 @@ func TestLimitsNameTheLongestWait(t *testing.T) {
 	}
 }
 
-func TestProgressMode(t *testing.T) {
-	for _, tc := range []struct {
-		name         string
-		terminal     bool
-		term         string
-		noColor      string
-		live, colour bool
-	}{
-		{"terminal", true, "xterm-256color", "", true, true},
-		{"terminal with NO_COLOR", true, "xterm-256color", "1", true, false},
-		{"dumb terminal", true, "dumb", "", false, false},
-		{"a log file", false, "xterm-256color", "", false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if live, colour := progressMode(tc.terminal, tc.term, tc.noColor); live != tc.live || colour != tc.colour {
-				t.Fatalf("live %v colour %v, want %v %v", live, colour, tc.live, tc.colour)
-			}
-		})
-	}
-}
-
 // A budget that keeps few requests in flight says so on the progress line,
+
 // and the server's concurrency target, which changes nothing then, is
+
 // logged once, when it is first sized.
+
 func TestProgressNamesTheBudgetAsTheLimit(t *testing.T) {
 	_, url := startSim(t, func(c *sim.Config) {
 		c.Lengths = sim.LengthDist{Kind: sim.LengthFixed, Fixed: 64}
@@ -167,8 +78,11 @@ func TestProgressNamesTheBudgetAsTheLimit(t *testing.T) {
 }
 
 // Under a token budget the run ends when the next request's worst case no
+
 // longer fits, not when the budget is spent: the ETA counts the requests
+
 // that still start to that point.
+
 func TestBudgetStartsStopAtTheLastWorstCase(t *testing.T) {
 	s := &scheduler{cfg: &config{countMode: record.CountTotal}}
 	s.cfg.params.MaxTokens = 4096
@@ -185,9 +99,13 @@ func TestBudgetStartsStopAtTheLastWorstCase(t *testing.T) {
 }
 
 // Under a token budget the last requests run few at a time: each holds
+
 // its worst case (29 + 1,500 tokens) of what is left, so 40,000 tokens run
+
 // 26 at once, then 18, 13, 10, 7, 5, 3, 3, 2, 1, 1, 1: twelve answers'
+
 // times, where the rate of 26 in flight would say four.
+
 func TestBudgetWavesThinOutAtTheEnd(t *testing.T) {
 	if got := budgetWaves(40000, 429, 1529, math.Inf(1), 84); got != 12 {
 		t.Fatalf("%v waves, want 12", got)
@@ -204,10 +122,15 @@ func TestBudgetWavesThinOutAtTheEnd(t *testing.T) {
 }
 
 // The ETA the progress line and the status file give knows the budget's
+
 // tail: with 40,000 tokens left, answers of 400 tokens at 100 tokens/s
+
 // each and 84 requests allowed at once, twelve answers' times (48 s), not
+
 // the 36 s that the rate now (1,000 tokens/s) would give for the 90
+
 // answers the budget still pays for.
+
 func TestETAKnowsTheBudgetsTail(t *testing.T) {
 	cfg := &config{countMode: record.CountTotal, tokenBudget: 40000}
 	cfg.params.MaxTokens = 1500

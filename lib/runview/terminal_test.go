@@ -1,4 +1,4 @@
-package generate
+package runview
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ func TestProgressFitsTheTerminal(t *testing.T) {
 	t.Setenv("TERM", "xterm")
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("COLUMNS", "80") // what the terminal says wins over the shell's hint
-	p := newProgress(openPTY(t, 132, 40), time.Minute, 10)
+	p := NewProgress(openPTY(t, 132, 40), time.Minute)
 	if !p.live || p.width != 131 {
 		t.Errorf("on a 132-column terminal: live %v, width %d; want live, 131 (one short of the edge)", p.live, p.width)
 	}
@@ -59,7 +59,7 @@ func TestProgressTerminalWithoutSize(t *testing.T) {
 	} {
 		t.Run("COLUMNS="+tc.columns, func(t *testing.T) {
 			t.Setenv("COLUMNS", tc.columns)
-			p := newProgress(openPTY(t, 0, 0), time.Minute, 10)
+			p := NewProgress(openPTY(t, 0, 0), time.Minute)
 			if !p.live || p.width != tc.want {
 				t.Errorf("live %v, width %d; want live, %d", p.live, p.width, tc.want)
 			}
@@ -76,7 +76,7 @@ func TestProgressNotATerminal(t *testing.T) {
 	defer null.Close()
 	// The null device is a character device, as a terminal is, but no
 	// terminal: a bar redrawn there would be bytes thrown away each second.
-	if p := newProgress(null, time.Minute, 10); p.live || p.every != time.Minute {
+	if p := NewProgress(null, time.Minute); p.live || p.every != time.Minute {
 		t.Errorf("the null device: live %v, every %v; want plain lines every minute", p.live, p.every)
 	}
 	r, w, err := os.Pipe()
@@ -85,7 +85,7 @@ func TestProgressNotATerminal(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if p := newProgress(w, time.Minute, 10); p.live {
+	if p := NewProgress(w, time.Minute); p.live {
 		t.Error("a pipe: live bar; want plain lines")
 	}
 }

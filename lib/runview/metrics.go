@@ -1,4 +1,4 @@
-package generate
+package runview
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -98,15 +97,16 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// serveMetrics listens on addr and serves /metrics until the returned stop
-// is called. The address actually listened on (port 0 picks a free one) is
-// returned for the start-up note.
-func serveMetrics(addr string, status func() *statusfile.Status) (string, func(), error) {
+// ServeMetrics listens on addr and serves /metrics, the figures of status
+// at each scrape, until the returned stop is called. The address actually
+// listened on (port 0 picks a free one) is returned for the start-up note;
+// an address it cannot listen on is the listener's error.
+func ServeMetrics(addr string, status func() *statusfile.Status) (string, func(), error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(&runCollector{status: status})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, exitcode.TempFailf("--%s %s: %v (try another port)", flagMetricsListen, addr, err)
+		return "", nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

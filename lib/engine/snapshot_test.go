@@ -1,4 +1,4 @@
-package generate
+package engine
 
 import (
 	"strings"
@@ -15,15 +15,15 @@ func TestStandingText(t *testing.T) {
 		Has: map[string]bool{servermetrics.NumRunningReqs: true, servermetrics.NumQueueReqs: true, servermetrics.TokenUsage: true, servermetrics.GenThroughput: true}}
 	for _, tc := range []struct {
 		name  string
-		st    standing
+		st    Standing
 		plain string
 		bar   string
 	}{
-		{"nothing to say", standing{ok: 10, servers: 1}, "", ""},
+		{"nothing to say", Standing{OK: 10, Servers: 1}, "", ""},
 		{
 			"everything",
-			standing{tokensSpent: 3_912_044, already: 1_200_310, tokenBudget: 10_000_000, usdSpent: 1.5, usdBudget: 20,
-				ok: 4207, truncated: 41, empty: 2, retries: 17, rateLimited: 5, serversDown: 1, servers: 2, sidelines: 3, server: server, hasServer: true},
+			Standing{TokensSpent: 3_912_044, Already: 1_200_310, TokenBudget: 10_000_000, USDSpent: 1.5, USDBudget: 20,
+				OK: 4207, Truncated: 41, Empty: 2, Retries: 17, RateLimited: 5, ServersDown: 1, Servers: 2, Sidelines: 3, Server: server, HasServer: true},
 			"; budget 3,912,044/10,000,000 total tokens (39.1%, 1,200,310 by earlier runs), $1.5000 of $20.00" +
 				"; soft failures: 41 truncated (1.0%), 2 empty (0.0%); 17 retries, 5 rate-limited (HTTP 429), 1 of 2 servers down" +
 				"; server: 48 running, 0 queued, KV 91%, 1,250 tok/s",
@@ -31,16 +31,16 @@ func TestStandingText(t *testing.T) {
 		},
 		{
 			"servers back up, one aborted answer",
-			standing{ok: 200, aborted: 1, servers: 2, sidelines: 2},
+			Standing{OK: 200, Aborted: 1, Servers: 2, Sidelines: 2},
 			"; soft failures: 1 aborted (0.5%, no end of sequence); servers down 2 times, all up now",
 			" | servers down 2 times, all up now",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.st.plain("total"); got != tc.plain {
+			if got := tc.st.Plain("total"); got != tc.plain {
 				t.Errorf("plain:\n got %q\nwant %q", got, tc.plain)
 			}
-			if got := strings.Join(tc.st.barParts(), ""); got != tc.bar {
+			if got := strings.Join(tc.st.BarParts(), ""); got != tc.bar {
 				t.Errorf("bar:\n got %q\nwant %q", got, tc.bar)
 			}
 		})
