@@ -105,3 +105,26 @@ func (k *KVSizer) explainLocked() string {
 	}
 	return fmt.Sprintf("concurrency %d: %s", k.cur, k.why)
 }
+
+// RunSizes is what generate --concurrency auto keeps in flight against a
+// server of capacity kv for requests of these prompt and answer lengths
+// (in pairs, in the order they are answered) under --max-tokens maxTokens:
+// first, before any answer is known, from the first prompt and the length
+// model's prior; settled, once every answer is known, from the mean prompt
+// and the length model's estimate from them. generate's dispatcher takes
+// the same two steps as its run goes (its first request, then every
+// second); estimate takes them at once, to predict that run.
+func (kv KV) RunSizes(prompts, answers []int, maxTokens int) (first, settled Target) {
+	if len(prompts) == 0 {
+		return Target{N: 1}, Target{N: 1}
+	}
+	m := NewLengthModel(maxTokens)
+	first = kv.Size(float64(prompts[0]), m.Estimate(nil).KVShare)
+	var promptSum int64
+	for i, p := range prompts {
+		promptSum += int64(p)
+		m.Observe(answers[i], 0) // the latency says nothing of the sizes
+	}
+	settled = kv.Size(float64(promptSum)/float64(len(prompts)), m.Estimate(nil).KVShare)
+	return first, settled
+}

@@ -9,10 +9,6 @@ import (
 // job is one request of a simulated run: its prompt and answer in tokens.
 type job struct{ prompt, answer int }
 
-// kvCapacity is what an SGLang server says it holds: generate's sizing
-// (lib/capacity) reads the same figures.
-type kvCapacity = capacity.KV
-
 // batchRun is the outcome of a simulated run on one server, in decode steps:
 // a step gives one token to every running request, whatever their number,
 // so the steps, not the requests, are the clock.
@@ -37,23 +33,17 @@ func (r batchRun) fullBatch() float64 {
 	return 1
 }
 
-// clientConcurrency is how many requests generate --concurrency auto keeps
-// in flight against a server: as many as the KV cache holds given the mean
-// prompt and the mean number of answer tokens a running request holds,
-// E[L^2]/2E[L], plus the queue margin, capped by max_running_requests plus
-// the margin: capacity.KV.Size, as generate's.
-func clientConcurrency(jobs []job, c kvCapacity) int {
-	if len(jobs) == 0 {
-		return 1
+// sizes is how many requests generate --concurrency auto keeps in flight
+// against a server of capacity kv for jobs, under --max-tokens maxTokens:
+// first before any answer is known, settled once they all are. It is
+// capacity.KV.RunSizes, the steps generate's dispatcher takes.
+func sizes(jobs []job, kv capacity.KV, maxTokens int) (first, settled int) {
+	prompts, answers := make([]int, len(jobs)), make([]int, len(jobs))
+	for i, j := range jobs {
+		prompts[i], answers[i] = j.prompt, j.answer
 	}
-	var prompt, sum, sumSq float64
-	for _, j := range jobs {
-		prompt += float64(j.prompt)
-		a := float64(j.answer)
-		sum += a
-		sumSq += a * a
-	}
-	return c.Size(prompt/float64(len(jobs)), capacity.Held(sum, sumSq)).N
+	f, s := kv.RunSizes(prompts, answers, maxTokens)
+	return f.N, s.N
 }
 
 // client is how generate feeds a server: conc requests in flight at most
@@ -92,14 +82,6 @@ func orDefaultMaxTokens(n int) int {
 	return capacity.DefaultMaxTokens
 }
 
-// warmupConcurrency is generate's first choice of requests in flight: as if
-// answers were uniform up to maxTokens (mean maxTokens/2, a running request
-// holding maxTokens/3 on average), beside the first record's prompt.
-func warmupConcurrency(first job, c kvCapacity, maxTokens int) int {
-	_, held := capacity.Prior(float64(maxTokens))
-	return c.Size(float64(first.prompt), held).N
-}
-
 func (cl client) reserving() bool { return cl.budget >= 0 && cl.reserve > 0 }
 
 // simRequest is a job inside the simulated server.
@@ -129,7 +111,7 @@ type life struct{ steps, tokens int64 }
 // token counts, so the model jumps from event to event: its cost grows
 // with the number of requests, not of tokens. When lives is not nil, it
 // receives each job's life (lives[i] for jobs[i]).
-func simulateBatch(jobs []job, c kvCapacity, cl client, lives []life) batchRun {
+func simulateBatch(jobs []job, c capacity.KV, cl client, lives []life) batchRun {
 	conc := cl.conc
 	if cl.warmupConc > 0 && cl.step.known() {
 		conc = cl.warmupConc
@@ -258,15 +240,13 @@ func simulateBatch(jobs []job, c kvCapacity, cl client, lives []life) batchRun {
 // Concurrency is what the estimate takes generate --concurrency auto to
 // keep in flight against a server of capacity kv for requests of these
 // prompt and answer lengths (in pairs): warmup before any answer is known
-// (maxTokens its limit), settled once they all are. generate's tests hold
-// it to what generate does.
+// (maxTokens its limit), settled once they all are. It is the path the
+// estimate's simulations take (sizes); generate's tests hold it to what
+// generate's dispatcher does.
 func Concurrency(kv capacity.KV, prompts, answers []int, maxTokens int) (warmup, settled int) {
 	jobs := make([]job, len(prompts))
 	for i := range prompts {
 		jobs[i] = job{prompt: prompts[i], answer: answers[i]}
 	}
-	if len(jobs) == 0 {
-		return 1, 1
-	}
-	return warmupConcurrency(jobs[0], kv, maxTokens), clientConcurrency(jobs, kv)
+	return sizes(jobs, kv, maxTokens)
 }

@@ -3,28 +3,30 @@ package estimate
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
 )
 
 func TestSimulateBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		jobs        []job
-		cap         kvCapacity
+		cap         capacity.KV
 		conc        int
 		steps       int64
 		retractions int64
 	}{
 		// Room for all: the run lasts as long as the longest answer.
-		{"room for all", []job{{10, 10}, {10, 20}, {10, 30}, {10, 40}}, kvCapacity{Tokens: 1000, MaxRunning: 100}, 4, 40, 0},
+		{"room for all", []job{{10, 10}, {10, 20}, {10, 30}, {10, 40}}, capacity.KV{Tokens: 1000, MaxRunning: 100}, 4, 40, 0},
 		// One request at a time: the answers add up.
-		{"one at a time", []job{{10, 10}, {10, 20}, {10, 30}}, kvCapacity{Tokens: 1000, MaxRunning: 1}, 3, 60, 0},
-		{"client sends one", []job{{10, 10}, {10, 20}, {10, 30}}, kvCapacity{Tokens: 1000, MaxRunning: 100}, 1, 60, 0},
+		{"one at a time", []job{{10, 10}, {10, 20}, {10, 30}}, capacity.KV{Tokens: 1000, MaxRunning: 1}, 3, 60, 0},
+		{"client sends one", []job{{10, 10}, {10, 20}, {10, 30}}, capacity.KV{Tokens: 1000, MaxRunning: 100}, 1, 60, 0},
 		// Two requests of 80+20 fit in 200 tokens; the third's prompt
 		// does not fit beside them, so it waits for both.
-		{"KV bound", []job{{80, 20}, {80, 20}, {80, 20}}, kvCapacity{Tokens: 200, MaxRunning: 100}, 3, 40, 0},
+		{"KV bound", []job{{80, 20}, {80, 20}, {80, 20}}, capacity.KV{Tokens: 200, MaxRunning: 100}, 3, 40, 0},
 		// Three prompts of 50 fit (150 + 3 < 200), but their answers
 		// outgrow the cache: the newest is retracted and redone later.
-		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, kvCapacity{Tokens: 200, MaxRunning: 100}, 3, 40 + 40 - 16, 1},
+		{"retraction", []job{{50, 40}, {50, 40}, {50, 40}}, capacity.KV{Tokens: 200, MaxRunning: 100}, 3, 40 + 40 - 16, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := simulateBatch(tc.jobs, tc.cap, client{conc: tc.conc, budget: -1}, nil)
@@ -47,7 +49,7 @@ func TestSimulateBatch(t *testing.T) {
 func TestSimulateBatchBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 50 {
-		c := kvCapacity{Tokens: 2000 + rng.IntN(50000), MaxRunning: 1 + rng.IntN(300)}
+		c := capacity.KV{Tokens: 2000 + rng.IntN(50000), MaxRunning: 1 + rng.IntN(300)}
 		var jobs []job
 		longest, tokens := 0, 0
 		for range 1 + rng.IntN(400) {
@@ -56,7 +58,8 @@ func TestSimulateBatchBounds(t *testing.T) {
 			longest = max(longest, j.answer)
 			tokens += j.answer
 		}
-		run := simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: -1}, nil)
+		_, conc := sizes(jobs, c, 1500)
+		run := simulateBatch(jobs, c, client{conc: conc, budget: -1}, nil)
 		if run.tokens != int64(tokens) {
 			t.Fatalf("trial %d: %d tokens generated, want %d", trial, run.tokens, tokens)
 		}
@@ -72,7 +75,7 @@ func TestSimulateBatchBounds(t *testing.T) {
 // next request's reservation does not fit.
 func TestSimulateBatchBudgetReservations(t *testing.T) {
 	jobs := []job{{10, 10}, {10, 10}, {10, 10}, {10, 10}, {10, 10}}
-	c := kvCapacity{Tokens: 1000, MaxRunning: 100}
+	c := capacity.KV{Tokens: 1000, MaxRunning: 100}
 	free := simulateBatch(jobs, c, client{conc: 5, budget: -1}, nil)
 	if free.steps != 10 {
 		t.Errorf("without a budget: %d steps, want 10", free.steps)
@@ -96,10 +99,10 @@ func TestSimulateBatchBudgetReservations(t *testing.T) {
 func TestClientConcurrency(t *testing.T) {
 	jobs := []job{{100, 100}, {100, 300}}
 	// Held per request: 100 prompt + E[L^2]/2E[L] = (1e4+9e4)/(2*400) = 125.
-	if got := clientConcurrency(jobs, kvCapacity{Tokens: 22000}); got != 108 {
+	if _, got := sizes(jobs, capacity.KV{Tokens: 22000}, 4096); got != 108 {
 		t.Errorf("concurrency %d, want 22,000/225 = 97.8 plus 10%%, rounded up", got)
 	}
-	if got := clientConcurrency(jobs, kvCapacity{Tokens: 22000, MaxRunning: 45}); got != 50 {
+	if _, got := sizes(jobs, capacity.KV{Tokens: 22000, MaxRunning: 45}, 4096); got != 50 {
 		t.Errorf("concurrency %d, want max_running 45 plus 10%%, rounded up", got)
 	}
 }
@@ -132,15 +135,15 @@ func TestMakespan(t *testing.T) {
 // per running request give those two figures back.
 func TestFitStepTiming(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	c := kvCapacity{Tokens: 159277, MaxRunning: 1024}
+	c := capacity.KV{Tokens: 159277, MaxRunning: 1024}
 	truth := stepTiming{fixed: 0.002, perRequest: 10e-6}
 	var jobs []job
 	for range 400 {
 		jobs = append(jobs, job{prompt: 100 + rng.IntN(200), answer: 50 + rng.IntN(1000)})
 	}
 	lives := make([]life, len(jobs))
-	simulateBatch(jobs, c, client{conc: clientConcurrency(jobs, c), budget: -1, step: truth,
-		warmupConc: warmupConcurrency(jobs[0], c, 1500)}, lives)
+	warmup, conc := sizes(jobs, c, 1500)
+	simulateBatch(jobs, c, client{conc: conc, budget: -1, step: truth, warmupConc: warmup}, lives)
 	run := timedRun{maxTokens: 1500}
 	for i, j := range jobs {
 		latency := 0.05 + truth.fixed*float64(lives[i].steps) + truth.perRequest*float64(lives[i].tokens)
@@ -174,7 +177,7 @@ func TestConversationTurnsInOrder(t *testing.T) {
 	}
 	// The server runs the record beside the first turn; the later turns
 	// come one after another: 3 x 100 decode steps.
-	run := simulateBatch(jobs, kvCapacity{Tokens: 10000, MaxRunning: 100}, client{conc: 2, budget: -1, follows: follows}, nil)
+	run := simulateBatch(jobs, capacity.KV{Tokens: 10000, MaxRunning: 100}, client{conc: 2, budget: -1, follows: follows}, nil)
 	if run.steps != 300 || run.tokens != 400 {
 		t.Errorf("server: %d steps, %d tokens; want 300 and 400", run.steps, run.tokens)
 	}

@@ -30,7 +30,7 @@ type backendModel struct {
 	model string // OpenRouter: the model id
 
 	// SGLang.
-	cap        kvCapacity
+	cap        capacity.KV
 	step       stepTiming // decode step time, when the source gives it directly
 	hourlyCost float64    // USD per hour of the server, 0: unknown
 
@@ -212,7 +212,8 @@ func (b *backendModel) runTime(jobs []job, follows []bool, left int64, reserve i
 	}
 	switch b.kind {
 	case kindSGLang:
-		cl := client{conc: clientConcurrency(jobs, b.cap), budget: left, reserve: reserve, follows: follows}
+		warmup, conc := sizes(jobs, b.cap, orDefaultMaxTokens(reserve))
+		cl := client{conc: conc, budget: left, reserve: reserve, follows: follows}
 		step := b.step
 		if !step.known() {
 			// A rate is what the server makes with a full batch: one step
@@ -225,7 +226,7 @@ func (b *backendModel) runTime(jobs []job, follows []bool, left int64, reserve i
 			// are faster; a single figure would count its steps at the
 			// full batch's pace, on top of the drain it already overcounts.
 			cl.step = step
-			cl.warmupConc = warmupConcurrency(jobs[0], b.cap, orDefaultMaxTokens(reserve))
+			cl.warmupConc = warmup
 		}
 		run := simulateBatch(jobs, b.cap, cl, nil)
 		return step.seconds(run), run.steps
@@ -250,12 +251,12 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 	var h finishHeap
 	now := 0.0
 	var spent, reserved int64
-	window := float64(capacity.AIMDStart)
+	window := capacity.NewAIMD() // generate's, which no 429 cuts here
 	slots := func() int {
 		if cl.conc > 0 {
 			return cl.conc
 		}
-		return int(window)
+		return window.Limit()
 	}
 	for i := 0; i < len(jobs) || h.Len() > 0; {
 		if i < len(jobs) && cl.followsAt(i) {
@@ -279,7 +280,7 @@ func makespan(jobs []job, cl client, overhead, rate float64) float64 {
 		}
 		f := heap.Pop(&h).(finish)
 		now = f.at
-		window = min(window+1/window, capacity.AIMDMax)
+		window.OnSuccess()
 		if cl.reserving() {
 			spent += int64(f.prompt + f.answer)
 			reserved -= int64(f.prompt + cl.reserve)

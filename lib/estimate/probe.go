@@ -38,12 +38,12 @@ func serverError(what string, err error) error {
 
 // serverCapacity reads an SGLang server's KV cache and running request
 // limit from /server_info.
-func serverCapacity(ctx context.Context, url, key string) (kvCapacity, error) {
+func serverCapacity(ctx context.Context, url, key string) (capacity.KV, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	info, err := backend.NewSGLang(backend.Options{APIKey: key}).ServerInfo(ctx, url)
 	if err != nil {
-		return kvCapacity{}, serverError(backend.WithoutUserinfo(url)+"/server_info", err)
+		return capacity.KV{}, serverError(backend.WithoutUserinfo(url)+"/server_info", err)
 	}
 	c := capacity.FromServerInfo(info)
 	if c.Tokens <= 0 {

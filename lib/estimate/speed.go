@@ -1,6 +1,10 @@
 package estimate
 
-import "math"
+import (
+	"math"
+
+	"github.com/synthpipe/synthpipe/lib/capacity"
+)
 
 // stepTiming is how long an SGLang server's decode step takes: a fixed part
 // (the weights are read once per step whatever the batch) and a part per
@@ -31,7 +35,7 @@ const minFitAnswers = 8
 // runs holds each dataset's done records in file order; each is replayed
 // on its own, as the datasets ran one after another, under the budget they
 // presumably ran with and the --max-tokens their records say.
-func fitStepTiming(runs []timedRun, c kvCapacity, budget int64) (stepTiming, bool) {
+func fitStepTiming(runs []timedRun, c capacity.KV, budget int64) (stepTiming, bool) {
 	first, ok := fitOnce(runs, c, budget, stepTiming{})
 	if !ok {
 		return first, false
@@ -53,7 +57,7 @@ type timedRun struct {
 
 // fitOnce replays the runs (with generate's first second when step is
 // known) and fits the latencies to what each request lived through.
-func fitOnce(runs []timedRun, c kvCapacity, budget int64, step stepTiming) (stepTiming, bool) {
+func fitOnce(runs []timedRun, c capacity.KV, budget int64, step stepTiming) (stepTiming, bool) {
 	var rows [][3]float64 // 1, steps, tokens
 	var ys []float64
 	for _, run := range runs {
@@ -65,9 +69,8 @@ func fitOnce(runs []timedRun, c kvCapacity, budget int64, step stepTiming) (step
 			continue
 		}
 		lives := make([]life, len(jobs))
-		maxTokens := orDefaultMaxTokens(run.maxTokens)
-		cl := client{conc: clientConcurrency(jobs, c), budget: budget, reserve: run.maxTokens, step: step,
-			warmupConc: warmupConcurrency(jobs[0], c, maxTokens)}
+		warmup, conc := sizes(jobs, c, orDefaultMaxTokens(run.maxTokens))
+		cl := client{conc: conc, budget: budget, reserve: run.maxTokens, step: step, warmupConc: warmup}
 		simulateBatch(jobs, c, cl, lives)
 		for i, l := range lives {
 			if l.steps == 0 {

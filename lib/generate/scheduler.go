@@ -268,11 +268,17 @@ func (s *scheduler) tune() {
 			return
 		case <-t.C:
 		}
-		est, meanPrompt, _ := s.estimate()
-		serverBound := s.dispatcher.limits.limiting(&mark) == heldByServer
-		if meanPrompt > 0 {
-			s.dispatcher.resize(meanPrompt, est.KVShare, serverBound)
-		}
+		s.retune(s.dispatcher.limits.limiting(&mark) == heldByServer)
+	}
+}
+
+// retune re-sizes the servers from the mean prompt of the requests
+// dispatched and what the length model now says of answers; serverBound
+// as for dispatcher.resize.
+func (s *scheduler) retune(serverBound bool) {
+	est, meanPrompt, _ := s.estimate()
+	if meanPrompt > 0 {
+		s.dispatcher.resize(meanPrompt, est.KVShare, serverBound)
 	}
 }
 
