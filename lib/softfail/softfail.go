@@ -11,11 +11,15 @@
 package softfail
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // The soft failure kinds, as tokstat names them (soft_KIND in --tsv) and
@@ -76,16 +80,21 @@ type Options struct {
 // output), nil when it has none or is an error record. A conversation
 // (generate --turns all) is checked turn by turn: a kind is named once
 // when any turn has it.
+//
+// The line must be a JSON object that a validating scanner (record.Scan,
+// jsonl.ScanObject) has accepted: Check reads it in one pass over its
+// top-level members without validating it again (jsonl.EachMember), and
+// decodes none of its token ids but the last output id.
 func Check(line []byte, opt Options) []string {
-	doc := gjson.ParseBytes(line)
-	if doc.Get("error").Exists() {
+	a := answerOf(line)
+	if a.err.Exists() {
 		return nil
 	}
-	thinking := doc.Get("thinking")
-	if turns := doc.Get("turns"); turns.IsArray() {
+	if a.turns.IsArray() {
 		var out []string
-		for _, t := range turns.Array() {
-			for _, k := range checkAnswer(t, thinking, opt) {
+		for _, t := range a.turns.Array() {
+			turn := answerOf(unsafe.Slice(unsafe.StringData(t.Raw), len(t.Raw)))
+			for _, k := range checkAnswer(turn, a.thinking, opt) {
 				if !slices.Contains(out, k) {
 					out = append(out, k)
 				}
@@ -93,36 +102,83 @@ func Check(line []byte, opt Options) []string {
 		}
 		return out
 	}
-	return checkAnswer(doc, thinking, opt)
+	return checkAnswer(a, a.thinking, opt)
+}
+
+// answer is the members of a record (or of a turn) that the rules read.
+type answer struct {
+	err, thinking, turns                gjson.Result // the record's only
+	reasoning, text, finish, calls, ids gjson.Result
+	native, gen                         gjson.Result // native_finish_reason, gen
+}
+
+// answerOf picks the members of obj the rules read, in one pass: the first
+// of duplicate keys, as gjson's Get would.
+func answerOf(obj []byte) answer {
+	var a answer
+	jsonl.EachMember(obj, func(m jsonl.Member) bool {
+		key := m.Key
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(gjson.ParseBytes(append(append([]byte{'"'}, key...), '"')).Str)
+		}
+		var r *gjson.Result
+		switch string(key) {
+		case "error":
+			r = &a.err
+		case "thinking":
+			r = &a.thinking
+		case "turns":
+			r = &a.turns
+		case "reasoning":
+			r = &a.reasoning
+		case "text":
+			r = &a.text
+		case "finish_reason":
+			r = &a.finish
+		case "tool_calls":
+			r = &a.calls
+		case "output_ids":
+			r = &a.ids
+		case "native_finish_reason":
+			r = &a.native
+		case "gen":
+			r = &a.gen
+		default:
+			return true
+		}
+		if !r.Exists() {
+			// zero-copy: the results view the line, and Check keeps none
+			*r = gjson.Parse(unsafe.String(unsafe.SliceData(m.Value), len(m.Value)))
+		}
+		return true
+	})
+	return a
 }
 
 // checkAnswer applies the rules to one answer: a record or a turn.
-func checkAnswer(a, thinking gjson.Result, opt Options) []string {
+func checkAnswer(a answer, thinking gjson.Result, opt Options) []string {
 	var out []string
 	add := func(kind string, bad bool) {
 		if bad {
 			out = append(out, kind)
 		}
 	}
-	r := a.Get("reasoning")
-	reasoning, content := r.String(), a.Get("text").String()
-	if !r.Exists() {
+	reasoning, content := a.reasoning.String(), a.text.String()
+	finish := a.finish.String()
+	if !a.reasoning.Exists() {
 		if i := strings.Index(content, "</think>"); i >= 0 {
 			reasoning, content = content[:i], content[i+len("</think>"):]
-		} else if thinking.Type == gjson.True && a.Get("finish_reason").String() == "length" {
+		} else if thinking.Type == gjson.True && finish == "length" {
 			reasoning, content = content, "" // cut before its reasoning ended
 		}
 	}
-	finish := a.Get("finish_reason").String()
-	calls := a.Get("tool_calls")
 	add(MarkerLeak, hasMarker(content) || hasMarker(reasoning))
 	add(EmptyReasoning, thinking.Type == gjson.True && strings.TrimSpace(reasoning) == "")
 	add(ReasoningWhenOff, thinking.Type == gjson.False && strings.TrimSpace(reasoning) != "")
-	add(BadToolCall, badCalls(calls) || badSection(content))
-	ids := a.Get("output_ids")
-	add(NoEndToken, finish == "stop" && noEnd(ids, a, opt))
-	add(Repetition, finish == "length" && looping(tokens(ids, content)))
-	add(Empty, a.Get("text").Exists() && finish != "length" && strings.TrimSpace(content) == "" && len(calls.Array()) == 0)
+	add(BadToolCall, badCalls(a.calls) || badSection(content))
+	add(NoEndToken, finish == "stop" && noEnd(a, opt))
+	add(Repetition, finish == "length" && looping(tokens(a.ids, content)))
+	add(Empty, a.text.Exists() && finish != "length" && strings.TrimSpace(content) == "" && len(a.calls.Array()) == 0)
 	return out
 }
 
@@ -187,28 +243,59 @@ func badSection(text string) bool {
 
 // noEnd reports output ids whose last is none of the known end tokens;
 // false when no end token is known or there are no ids.
-func noEnd(ids, a gjson.Result, opt Options) bool {
-	list := ids.Array()
-	if len(list) == 0 {
+func noEnd(a answer, opt Options) bool {
+	last, ok := lastElement(a.ids)
+	if !ok {
 		return false
 	}
 	ends := append([]int(nil), opt.EndIDs...)
-	matched := a.Get("native_finish_reason.matched")
+	matched := a.native.Get("matched")
 	switch matched.Type {
 	case gjson.Number:
 		ends = append(ends, int(matched.Int()))
 	case gjson.String:
 		return false // a stop string: the text was trimmed, the ids need not end in a token
 	}
-	for _, v := range a.Get("gen.params.stop_token_ids").Array() {
+	for _, v := range a.gen.Get("params.stop_token_ids").Array() {
 		ends = append(ends, int(v.Int()))
 	}
 	if len(ends) == 0 {
 		return false
 	}
-	last := int(list[len(list)-1].Int())
+	id := int(last.Int())
 	for _, e := range ends {
-		if e == last {
+		if e == id {
+			return false
+		}
+	}
+	return true
+}
+
+// lastElement is the last of ids' elements (gjson's Array, whose last it
+// is), false when there is none. An array whose last element is a number
+// is read from its end, without decoding the thousands of ids before it.
+func lastElement(ids gjson.Result) (gjson.Result, bool) {
+	raw := strings.TrimRight(ids.Raw, " \t\r\n")
+	if ids.IsArray() && strings.HasSuffix(raw, "]") {
+		body := strings.TrimRight(raw[:len(raw)-1], " \t\r\n")
+		i := strings.LastIndexAny(body, ",[")
+		if el := strings.TrimSpace(body[i+1:]); el != "" && isNumber(el) {
+			return gjson.Parse(el), true
+		}
+	}
+	list := ids.Array()
+	if len(list) == 0 {
+		return gjson.Result{}, false
+	}
+	return list[len(list)-1], true
+}
+
+// isNumber reports whether s holds only the bytes of a JSON number.
+func isNumber(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+		default:
 			return false
 		}
 	}

@@ -39,6 +39,13 @@ func TestCheck(t *testing.T) {
 		{"counts only: not checked", `{"finish_reason":"stop","completion_tokens":3}`, Options{}, nil},
 		{"reasoning only", `{"text":"r</think>","finish_reason":"stop"}`, Options{}, []string{Empty}},
 		{"cut in its reasoning is not empty", `{"text":"r r","thinking":true,"finish_reason":"length"}`, Options{}, nil},
+		{"the end id from gen's stop_token_ids", `{"text":"x","finish_reason":"stop","output_ids":[ 4 , 5 ] ,"gen":{"params":{"stop_token_ids":[5]}}}`, Options{EndIDs: []int{9}}, nil},
+		{"the last id read past white space", `{"text":"x","finish_reason":"stop","output_ids":[4,` + "\n" + `7 ]}`, Options{EndIDs: []int{7}}, nil},
+		{"a last id that is not a number", `{"text":"x","finish_reason":"stop","output_ids":[4,"9"]}`, Options{EndIDs: []int{9}}, nil},
+		{"no ids", `{"text":"x","finish_reason":"stop","output_ids":[]}`, Options{EndIDs: []int{9}}, nil},
+		{"the first of duplicate keys, as gjson reads it", `{"text":"x","finish_reason":"stop","finish_reason":"length","output_ids":[4,5]}`, Options{EndIDs: []int{9}}, []string{NoEndToken}},
+		{"an escaped key", `{"t\u0065xt":"  ","finish_reason":"stop"}`, Options{}, []string{Empty}},
+		{"strings that hold brackets and quotes", `{"id":"]}\"{[","text":"a</think>","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":\"]\"}"}}],"finish_reason":"stop"}`, Options{}, nil},
 		{"a conversation's turns", `{"turns":[{"text":"a","finish_reason":"stop"},{"text":"b</think>c</think>","finish_reason":"stop"},{"text":"","finish_reason":"stop"}]}`, Options{}, []string{MarkerLeak, Empty}},
 	}
 	for _, tc := range cases {

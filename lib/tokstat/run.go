@@ -200,10 +200,33 @@ func newCollector(cfg *config, warn func(string)) *collector {
 	if cfg.format != formatTotal {
 		col.ids = idset.New(0)
 	}
-	col.input = record.ScanAhead(cfg.input, col.scan)
+	col.input = cfg.input
+	col.input.Parallel = true
+	col.input.Prepare = col.prepare
 	col.invalid = cliutil.NewInvalidNamer(warn)
 	col.input.Skipped = col.invalid.Name
 	return col
+}
+
+// prepared is a line read ahead: its record's Info (or why it is none)
+// and, but for --total, its soft failures.
+type prepared struct {
+	info record.Info
+	err  error
+	soft []string
+}
+
+// prepare scans a record and checks it for soft failures: the reader runs
+// it on every core ahead of readFile (jsonl.Options.Parallel), and
+// softfail.Check trusts the scan's validation instead of parsing the line
+// again.
+func (col *collector) prepare(line []byte) any {
+	info, err := col.scan.Scan(line)
+	p := prepared{info: info, err: err}
+	if err == nil && col.cfg.format != formatTotal {
+		p.soft = softfail.Check(line, col.soft)
+	}
+	return p
 }
 
 // group returns the group called name, creating it on first use.
@@ -235,9 +258,10 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		fileGroup = col.group(display)
 	}
 	for in.Next() {
-		info, err := record.Scanned(in)
-		if err != nil {
-			in.Invalid(err) // with SkipInvalid it counts and names the line: never an error
+		p := in.Prepared().(prepared)
+		info := p.info
+		if p.err != nil {
+			in.Invalid(p.err) // with SkipInvalid it counts and names the line: never an error
 			continue
 		}
 		if !info.HasError && !info.Counted {
@@ -259,11 +283,10 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 			}
 		}
 		duplicate := info.HasID && !col.ids.AddString(key)
-		soft := softfail.Check(in.Bytes(), col.soft)
 		for _, s := range []*stats{col.total, g} {
 			if s != nil {
 				s.add(info, duplicate)
-				s.addSoft(soft)
+				s.addSoft(p.soft)
 				s.addTrainLength(info, col.cfg.maxTrainLength)
 			}
 		}
