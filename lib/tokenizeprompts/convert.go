@@ -34,22 +34,33 @@ type converter struct {
 	thinking     thinking.Mode
 }
 
-// sourceLine is one input record and where it was read.
-type sourceLine struct {
-	pos  string // FILE:LINE
-	line []byte
-}
-
-// converted is the fate of one record, for the writer and the summary.
+// converted is the fate of one record, for the writer and the summary. Its
+// output line and id are spans of the output buffer of its batch, which the
+// worker appends to: a record costs no allocation of its own.
 type converted struct {
-	pos       string
-	out       []byte // the output line; nil when dropped or invalid
-	id        string
-	tokens    int // prompt tokens written (after --truncate)
-	fullCount int // prompt tokens before --truncate
+	at        jsonl.Position
+	line      span   // the output line, newline excluded; empty when dropped or invalid
+	idJSON    span   // the id as the output writes it (a JSON string)
+	id        string // the id, when it is not just idJSON decoded (a number, a derived id)
+	tokens    int    // prompt tokens written (after --truncate)
+	fullCount int    // prompt tokens before --truncate
 	tooLong   bool
 	thinking  *thinking.Choice // the setting it was rendered with, nil for none
 	err       error            // the record is invalid
+}
+
+// span is a stretch of a buffer, by offsets: the buffer may still grow
+// (and move) after the span is taken.
+type span struct{ start, end int }
+
+func (s span) of(buf []byte) []byte { return buf[s.start:s.end] }
+
+// recordID is the record's id; out is its batch's output buffer.
+func (r *converted) recordID(out []byte) string {
+	if r.id != "" {
+		return r.id
+	}
+	return record.DecodeID(r.idJSON.of(out))
 }
 
 // errEmptyPrompt refuses a prompt that tokenizes to nothing ({"text": ""}):
@@ -66,29 +77,37 @@ var errTextTurns = errors.New(`--turns all regenerates conversations turn by tur
 // the next, so that the per-record garbage (and with it the collector's
 // share of the CPU, which grows with the workers) stays small.
 type convertScratch struct {
-	ids     []int          // the token ids of the record being converted
-	members []jsonl.Member // its top-level members
+	ids    []int  // the token ids of the record being converted
+	fields fields // its top-level members
+	prompt promptScratch
 }
 
-func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
-	res := converted{pos: src.pos}
-	f, err := parseFields(src.line, sc.members)
-	sc.members = f.members
+// convert converts one record, line, appending its output line (or, for a
+// record too long, its id) to out.
+func (cv *converter) convert(line []byte, sc *convertScratch, out []byte) (converted, []byte) {
+	var res converted
+	f, err := parseFieldsInto(&sc.fields, line)
 	if err != nil {
 		res.err = err
-		return res
+		return res, out
 	}
-	p, err := readPrompt(f, cv.shape)
+	p, err := readPromptInto(f, cv.shape, &sc.prompt)
 	if err != nil {
 		res.err = err
-		return res
+		return res, out
 	}
 	var idJSON []byte
 	if res.id, idJSON, err = cv.recordID(f, p); err != nil {
 		res.err = err
-		return res
+		return res, out
 	}
-	choice := cv.choice(res.id, p)
+	var choice *thinking.Choice
+	if cv.thinking.IsSet() && !p.isText() {
+		if res.id == "" {
+			res.id = record.DecodeID(idJSON)
+		}
+		choice = cv.choice(res.id, p)
+	}
 	var ids []int
 	var msgs []byte
 	var text string
@@ -106,11 +125,11 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 	sc.ids = ids
 	if err != nil {
 		res.err = err
-		return res
+		return res, out
 	}
 	if len(ids) == 0 {
 		res.err = errEmptyPrompt
-		return res
+		return res, out
 	}
 	res.fullCount = len(ids)
 	if cv.maxTokens > 0 && len(ids) > cv.maxTokens {
@@ -121,16 +140,23 @@ func (cv *converter) convert(src sourceLine, sc *convertScratch) converted {
 			ids = ids[:cv.maxTokens]
 		default:
 			res.tooLong = true
-			return res
+			res.idJSON.start = len(out)
+			out = append(out, idJSON...)
+			res.idJSON.end = len(out)
+			return res, out
 		}
 	}
 	res.tokens = len(ids)
 	if !cv.withText {
 		text = ""
 	}
-	res.out = cv.outputLine(f, p, idJSON, msgs, text, ids, choice)
+	res.line.start = len(out)
+	res.idJSON.start = len(out) + len(idMember)
+	res.idJSON.end = res.idJSON.start + len(idJSON)
+	out = cv.appendOutputLine(out, f, p, idJSON, msgs, text, ids, choice)
+	res.line.end = len(out)
 	res.thinking = choice
-	return res
+	return res, out
 }
 
 // choice is the thinking setting the record is rendered with: none without
@@ -176,7 +202,9 @@ func (cv *converter) renderConversation(p *prompt, choice *thinking.Choice, dst 
 
 // recordID is the record's id, and how the output writes it: a string id
 // exactly as the source spelled it (so that no two ids merge on the way), a
-// number or a derived id as a new JSON string.
+// number or a derived id as a new JSON string. A string id is returned as
+// "": it is idJSON decoded, which only the few records that need it (the
+// longest, --thinking) pay for.
 func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, err error) {
 	path := cv.id
 	if path.String() == "" { // a converter not made by parse
@@ -195,12 +223,13 @@ func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, e
 	if err != nil {
 		return "", nil, err
 	}
+	if len(raw) > 2 && raw[0] == '"' { // a string, not "": sourceID would keep it
+		return "", raw, nil
+	}
 	id, ok, err := sourceID(cv.idPath, raw)
 	switch {
 	case err != nil:
 		return "", nil, err
-	case ok && raw[0] == '"':
-		return id, raw, nil
 	case !ok:
 		if id, err = derivedID(cv.idPrefix, p); err != nil {
 			return "", nil, err
@@ -209,13 +238,15 @@ func (cv *converter) recordID(f *fields, p *prompt) (id string, idJSON []byte, e
 	return id, jsonString(id), nil
 }
 
-// outputLine writes the record of the contract: id, messages, tools,
+// idMember starts every output line; the id's JSON follows.
+const idMember = `{"` + record.FieldID + `":`
+
+// appendOutputLine appends the record of the contract: id, messages, tools,
 // input_ids, prompt_tokens, prompt_text (with --with-text), the thinking
 // setting, dataset (with --dataset), then the source's other fields in their
 // order.
-func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int, choice *thinking.Choice) []byte {
-	b := make([]byte, 0, len(f.line)+len(msgs)+len(text)+7*len(ids)+64)
-	b = append(b, `{"`+record.FieldID+`":`...)
+func (cv *converter) appendOutputLine(b []byte, f *fields, p *prompt, idJSON []byte, msgs []byte, text string, ids []int, choice *thinking.Choice) []byte {
+	b = append(b, idMember...)
 	b = append(b, idJSON...)
 	if msgs != nil {
 		b = append(b, `,"`+fieldMessages+`":`...)
@@ -225,14 +256,9 @@ func (cv *converter) outputLine(f *fields, p *prompt, idJSON []byte, msgs []byte
 		b = append(b, `,"`+fieldTools+`":`...)
 		b = append(b, p.tools...)
 	}
-	b = append(b, `,"`+record.FieldInputIDs+`":[`...)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	b = append(b, `],"`+record.FieldPromptTokens+`":`...)
+	b = append(b, `,"`+record.FieldInputIDs+`":`...)
+	b = jsonl.AppendIntArray(b, ids)
+	b = append(b, `,"`+record.FieldPromptTokens+`":`...)
 	b = strconv.AppendInt(b, int64(len(ids)), 10)
 	if cv.shape.turnsAll {
 		b = append(b, `,"`+record.FieldConversationTurns+`":`...)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -67,17 +68,18 @@ func run(c *cli.Context) (err error) {
 		sorter = shuffle.New(cfg.shuffleMemory, "")
 		defer sorter.Close()
 	}
-	write := func(r converted) error {
-		if err := sum.add(r, cfg.input.SkipInvalid, invalid); err != nil {
+	write := func(b *batch, r *converted) error {
+		if err := sum.add(r, b.out, cfg.input.SkipInvalid, invalid); err != nil {
 			return err
 		}
-		if r.out == nil {
+		if r.line.end == 0 {
 			return nil
 		}
+		line := r.line.of(b.out)
 		if sorter != nil { // written in order once all is read
-			return sorter.Add(shuffle.Key(cfg.shuffleSeed, r.id), r.out)
+			return sorter.Add(shuffle.Key(cfg.shuffleSeed, r.recordID(b.out)), line)
 		}
-		if err := out.Write(r.out); err != nil {
+		if err := out.Write(line); err != nil {
 			return err
 		}
 		if cfg.limit > 0 && sum.written >= cfg.limit {
@@ -86,12 +88,12 @@ func run(c *cli.Context) (err error) {
 		}
 		return nil
 	}
-	p := pipeline[batch, batchResult]{
+	p := pipeline[*batch, *batch]{
 		workers: cfg.jobs,
-		produce: func(ctx context.Context, send func(batch) bool) error {
+		produce: func(ctx context.Context, send func(*batch) bool) error {
 			batches.start(ctx, send, func() int64 { return in.Stats().Invalid })
 			for in.Next() {
-				if err := batches.add(in.Pos(), in.Bytes()); err != nil {
+				if err := batches.add(in.Position(), in.Bytes()); err != nil {
 					return err
 				}
 			}
@@ -102,21 +104,18 @@ func run(c *cli.Context) (err error) {
 			}
 			return flushErr
 		},
-		work: func(b batch) batchResult {
-			results := make([]converted, len(b.lines))
-			var scratch convertScratch
-			for i, l := range b.lines {
-				results[i] = cfg.convert.convert(l, &scratch)
-			}
-			return batchResult{results: results, skippedLines: b.skippedLines}
+		work: func(b *batch) *batch {
+			b.convert(&cfg.convert)
+			return b
 		},
-		consume: func(b batchResult) error {
-			for _, r := range b.results {
-				if err := write(r); err != nil {
+		consume: func(b *batch) error {
+			for i := range b.results {
+				if err := write(b, &b.results[i]); err != nil {
 					return err
 				}
 			}
 			sum.skippedLines = b.skippedLines
+			b.recycle()
 			return nil
 		},
 		idle: out.Flush,
@@ -170,10 +169,9 @@ const (
 // that a slow producer's records are not held back.
 type batcher struct {
 	ctx     context.Context
-	send    func(batch) bool
+	send    func(*batch) bool
 	skipped func() int64 // lines the reader has skipped so far
-	lines   []sourceLine
-	bytes   int
+	cur     *batch
 	sent    int64 // skipped() as last sent
 }
 
@@ -181,26 +179,71 @@ type batcher struct {
 // skipped (--skip-invalid) up to the last of them. The writer takes that
 // count from the batches, in order, rather than from the reader, which may
 // still be running when the writer stops (--limit).
+//
+// A batch goes from the reader to a worker, which converts its records
+// (parsing, encoding and writing each output line into out), then to the
+// writer, which copies the lines out in order and recycles the batch: its
+// buffers serve batch after batch, so that records cost no allocations.
 type batch struct {
-	lines        []sourceLine
+	in           []byte // the records' lines, one after the other
+	lines        []batchLine
 	skippedLines int64
+	out          []byte      // the output lines and ids that results point into
+	results      []converted // one per line
 }
 
-// batchResult is a batch's records converted.
-type batchResult struct {
-	results      []converted
-	skippedLines int64
+// batchLine is where a record was read; its line is the batch's in from
+// the previous line's end to end.
+type batchLine struct {
+	at  jsonl.Position
+	end int
 }
 
-func (b *batcher) start(ctx context.Context, send func(batch) bool, skipped func() int64) {
+// batchPool holds the batches the writer is done with.
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+// scratches holds the workers' per-record working memory between batches.
+var scratches = sync.Pool{New: func() any { return new(convertScratch) }}
+
+// convert converts the batch's records.
+func (b *batch) convert(cv *converter) {
+	sc := scratches.Get().(*convertScratch)
+	defer scratches.Put(sc)
+	b.results, b.out = b.results[:0], b.out[:0]
+	start := 0
+	for _, l := range b.lines {
+		var r converted
+		r, b.out = cv.convert(b.in[start:l.end], sc, b.out)
+		r.at = l.at
+		b.results = append(b.results, r)
+		start = l.end
+	}
+}
+
+// recycle gives the batch back for reuse, unless one huge record made its
+// buffers too large to keep.
+func (b *batch) recycle() {
+	if cap(b.in) > 4*batchBytes || cap(b.out) > 16*batchBytes {
+		return
+	}
+	b.in, b.lines, b.skippedLines = b.in[:0], b.lines[:0], 0
+	b.results = b.results[:0]
+	batchPool.Put(b)
+}
+
+func (b *batcher) start(ctx context.Context, send func(*batch) bool, skipped func() int64) {
 	b.ctx, b.send, b.skipped = ctx, send, skipped
 }
 
 // add copies a record (the reader reuses its buffer) into the batch.
-func (b *batcher) add(pos string, line []byte) error {
-	b.lines = append(b.lines, sourceLine{pos: pos, line: append([]byte(nil), line...)})
-	b.bytes += len(line)
-	if len(b.lines) >= batchRecords || b.bytes >= batchBytes {
+func (b *batcher) add(at jsonl.Position, line []byte) error {
+	if b.cur == nil {
+		b.cur = batchPool.Get().(*batch)
+	}
+	c := b.cur
+	c.in = append(c.in, line...)
+	c.lines = append(c.lines, batchLine{at: at, end: len(c.in)})
+	if len(c.lines) >= batchRecords || len(c.in) >= batchBytes {
 		return b.flush()
 	}
 	return nil
@@ -213,13 +256,17 @@ func (b *batcher) flush() error {
 		return nil
 	}
 	skipped := b.skipped()
-	if len(b.lines) == 0 && skipped == b.sent {
+	if (b.cur == nil || len(b.cur.lines) == 0) && skipped == b.sent {
 		return nil
 	}
-	if !b.send(batch{lines: b.lines, skippedLines: skipped}) {
+	if b.cur == nil {
+		b.cur = batchPool.Get().(*batch)
+	}
+	b.cur.skippedLines = skipped
+	if !b.send(b.cur) {
 		return context.Cause(b.ctx)
 	}
-	b.lines, b.bytes, b.sent = nil, 0, skipped
+	b.cur, b.sent = nil, skipped
 	return nil
 }
 
@@ -237,19 +284,20 @@ type summary struct {
 
 // add counts one record; an invalid one ends the run unless skipInvalid,
 // when invalid names it.
-func (s *summary) add(r converted, skipInvalid bool, invalid *cliutil.InvalidNamer) error {
+// out is the output buffer of r's batch.
+func (s *summary) add(r *converted, out []byte, skipInvalid bool, invalid *cliutil.InvalidNamer) error {
 	s.read++
 	switch {
 	case r.err != nil:
 		if !skipInvalid {
-			return exitcode.DataErrorf("%s: %v%s", r.pos, r.err, invalidHint)
+			return exitcode.DataErrorf("%s: %v%s", r.at, r.err, invalidHint)
 		}
 		s.invalid++
-		invalid.Name(r.pos, r.err)
+		invalid.Name(r.at.String(), r.err)
 	case r.tooLong:
 		s.tooLong++
 		if r.fullCount > s.longestDropped {
-			s.longestDropped, s.longestDroppedID = r.fullCount, r.id
+			s.longestDropped, s.longestDroppedID = r.fullCount, r.recordID(out)
 		}
 	default:
 		s.written++
@@ -259,7 +307,7 @@ func (s *summary) add(r converted, skipInvalid bool, invalid *cliutil.InvalidNam
 			s.truncated++
 		}
 		if r.tokens > s.longest || s.written == 1 {
-			s.longest, s.longestID = r.tokens, r.id
+			s.longest, s.longestID = r.tokens, r.recordID(out)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -147,10 +148,17 @@ type fields struct {
 // parseFields validates line as one JSON object and indexes its members,
 // appending them to members (which may be a reused buffer).
 func parseFields(line []byte, members []jsonl.Member) (*fields, error) {
-	f := &fields{line: line, members: members[:0]}
-	err := jsonl.ScanObject(line, func(m jsonl.Member) { f.members = append(f.members, m) })
+	return parseFieldsInto(&fields{members: members}, line)
+}
+
+// parseFieldsInto is parseFields into f, whose members' buffer is reused.
+func parseFieldsInto(f *fields, line []byte) (*fields, error) {
+	f.line, f.members = line, f.members[:0]
+	err := jsonl.ScanObject(line, f.add)
 	return f, err
 }
+
+func (f *fields) add(m jsonl.Member) { f.members = append(f.members, m) }
 
 // get returns the raw value of the member named key, or nil. Keys are
 // compared as written: one spelled with escapes ("\u0069d") is not found.
@@ -195,7 +203,54 @@ var errNoShape = errors.New(`no prompt found: expected "messages", "conversation
 // present wins, in this order: --messages-path, messages, conversations,
 // prompt, instruction, text; so a file that mixes shapes needs no flag.
 func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
-	p, err := detect(f, opt.messagesPath)
+	return readPromptInto(f, opt, nil)
+}
+
+// promptScratch is a worker's memory for the prompt of a rendered text
+// record, the shape whose reading is most of its cost: the prompt and its
+// decoded text are reused from one record to the next.
+type promptScratch struct {
+	p    prompt
+	text []byte
+}
+
+// consumedText is what a text record consumes; shared, never appended to.
+var consumedText = []string{fieldText}
+
+// textPrompt reads a text record's prompt. With sc, the prompt and its text
+// are sc's, valid until its next use: the text is only tokenized and written
+// before then.
+func (sc *promptScratch) textPrompt(raw []byte) (*prompt, error) {
+	if sc == nil {
+		text, err := stringField(fieldText, raw)
+		return &prompt{shape: shapeText, text: text, consumed: consumedText}, err
+	}
+	sc.p = prompt{shape: shapeText, consumed: consumedText}
+	var err error
+	sc.p.text, sc.text, err = decodeString(fieldText, raw, sc.text[:0])
+	return &sc.p, err
+}
+
+// decodeString is stringField without a copy: the text is decoded into buf
+// (returned, to be reused) and the string refers to it. It decodes as
+// stringField does: lone surrogate escapes and invalid UTF-8 become U+FFFD.
+func decodeString(name string, raw, buf []byte) (string, []byte, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		b, _, err := jsonl.AppendUnquoted(buf, raw, appendReplacement)
+		if err == nil && utf8.Valid(b) {
+			return unsafe.String(unsafe.SliceData(b), len(b)), b, nil
+		}
+	}
+	s, err := stringField(name, raw) // an error, or invalid UTF-8 to replace
+	return s, buf, err
+}
+
+// appendReplacement writes a lone surrogate escape as encoding/json does.
+func appendReplacement(b []byte, _ rune) []byte { return utf8.AppendRune(b, utf8.RuneError) }
+
+// readPromptInto is readPrompt with a worker's scratch memory (nil: none).
+func readPromptInto(f *fields, opt shapeOptions, sc *promptScratch) (*prompt, error) {
+	p, err := detect(f, opt.messagesPath, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +270,7 @@ func readPrompt(f *fields, opt shapeOptions) (*prompt, error) {
 	return p, nil
 }
 
-func detect(f *fields, messagesPath string) (*prompt, error) {
+func detect(f *fields, messagesPath string, sc *promptScratch) (*prompt, error) {
 	if messagesPath != "" {
 		if raw := f.path(messagesPath); raw != nil {
 			p := &prompt{shape: shapePath}
@@ -241,8 +296,7 @@ func detect(f *fields, messagesPath string) (*prompt, error) {
 		return readAlpaca(f, raw)
 	}
 	if raw := f.get(fieldText); raw != nil {
-		text, err := stringField(fieldText, raw)
-		return &prompt{shape: shapeText, text: text, consumed: []string{fieldText}}, err
+		return sc.textPrompt(raw)
 	}
 	if messagesPath != "" {
 		return nil, fmt.Errorf("%w; nothing at --messages-path %q either", errNoShape, messagesPath)
