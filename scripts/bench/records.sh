@@ -11,7 +11,9 @@
 # Settings (environment): BENCH_SIZE (default 200MB), BENCH_IDS (default
 # 10000000), BENCH_RUNS (default 3: every command runs that many times and
 # the median is kept), BENCH_DIR (default tests/bench/out, where generated
-# data is kept and reused).
+# data is kept and reused), BENCH_REFS (default "python jq": the slow
+# references timed besides wc -l; "" for none), BENCH_IDS=0 (no done-file
+# part).
 # Tools run one at a time, so that two cores are enough.
 set -euo pipefail
 
@@ -19,10 +21,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 # shellcheck source=scripts/bench/anchor.sh
 source scripts/bench/anchor.sh
-bench_begin BENCH_SIZE BENCH_IDS BENCH_RUNS
+bench_begin BENCH_SIZE BENCH_IDS BENCH_RUNS BENCH_REFS
 SIZE="${BENCH_SIZE:-200MB}"
 NIDS="${BENCH_IDS:-10000000}"
 RUNS="${BENCH_RUNS:-3}"
+REFS=" ${BENCH_REFS-python jq} "
 DIR="${BENCH_DIR:-$ROOT/tests/bench/out}"
 mkdir -p "$DIR" bin
 DATA="$DIR/records-$SIZE.jsonl"
@@ -104,15 +107,19 @@ measure "budget-cut" "$RUNS" bash -c 'bin/budget-cut --tokens 1000G "$1" 2>&1 >/
 : >"$WORK/none.jsonl"
 # (its records go to /dev/null, the count from its summary, as for budget-cut)
 measure "dedupe-resume" "$RUNS" bash -c 'bin/dedupe-resume --done "$2" "$1" 2>&1 >/dev/null | sed -E "s/.*: ([0-9]+) to do.*/\1/"' _ "$DATA" "$WORK/none.jsonl"
-measure "python3 json" "$RUNS" python3 -c "$PY_COUNT" "$DATA"
-if command -v jq >/dev/null; then
+if [[ $REFS == *" python "* ]]; then
+  measure "python3 json" "$RUNS" python3 -c "$PY_COUNT" "$DATA"
+fi
+if [[ $REFS == *" jq "* ]] && command -v jq >/dev/null; then
   measure "jq" "$RUNS" jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
 fi
 
 # --- dedupe-resume: loading the done ids ----------------------------------
 
 DD_LINE=""
-if [[ -x bin/dedupe-resume ]]; then
+if ((NIDS == 0)); then
+  DD_LINE=""
+elif [[ -x bin/dedupe-resume ]]; then
   if [[ ! -s $DONE ]]; then
     note "generating $DONE ($NIDS ids)..."
     go run ./tests/bench/genrecords -ids "$NIDS" -o "$DONE.tmp" && mv "$DONE.tmp" "$DONE"
