@@ -152,6 +152,7 @@ fi
 col_of() { # col_of NAME ARRAY: the row's value in that column, or nothing
   local -n col=$2
   for i in "${!NAMES[@]}"; do [[ ${NAMES[$i]} == "$1" ]] && { echo "${col[$i]}"; return; }; done
+  return 0 # a row not timed (BENCH_REFS) is empty
 }
 PY_CPU=$(col_of "python3 json" CPUS)
 JQ_CPU=$(col_of "jq" CPUS)
