@@ -23,6 +23,9 @@ type addedTokenMatcher struct {
 	// first marks the bytes a token can start with, so that most of the
 	// text is skipped with one table read per byte.
 	first [256]bool
+	// maxLen is the longest token's length in bytes: how far past a
+	// match's start the matcher may read.
+	maxLen int
 }
 
 type trieNode struct {
@@ -40,6 +43,7 @@ func newAddedTokenMatcher(tokens []AddedToken) *addedTokenMatcher {
 			continue
 		}
 		m.first[t.Content[0]] = true
+		m.maxLen = max(m.maxLen, len(t.Content))
 		n := int32(0)
 		for i := 0; i < len(t.Content); i++ {
 			c := t.Content[i]
@@ -77,8 +81,9 @@ func (m *addedTokenMatcher) longestAt(s string, i int) (token int32, length int)
 
 // split cuts s into text stretches and added-token matches, in order.
 // Matches that break single_word are treated as text; lstrip and rstrip
-// widen a match over the whitespace beside it.
-func (m *addedTokenMatcher) split(s string, text func(string), token func(id int)) {
+// widen a match over the whitespace beside it. token hears each match's id
+// and where in s the match (with what it swallowed) ends.
+func (m *addedTokenMatcher) split(s string, text func(string), token func(id, end int)) {
 	if m == nil {
 		text(s)
 		return
@@ -121,7 +126,7 @@ func (m *addedTokenMatcher) split(s string, text func(string), token func(id int
 		if textStart < start {
 			text(s[textStart:start])
 		}
-		token(t.ID)
+		token(t.ID, end)
 		i, textStart = end, end
 	}
 	if textStart < len(s) {

@@ -60,9 +60,22 @@ type encoder struct {
 	dst          []int
 	sc           *bpeScratch
 	parseSpecial bool
+	// marks, when not nil, collects the restart points of the text (see
+	// Extend), whose offsets start at base.
+	marks *[]restart
+	base  int
 }
 
-func (e *encoder) appendID(id int) { e.dst = append(e.dst, id) }
+func (e *encoder) appendID(id, _ int) { e.dst = append(e.dst, id) }
+
+// appendRawID appends the id of an added token matched in the raw text,
+// and with marks, notes where encoding may restart after it (see Extend).
+func (e *encoder) appendRawID(id, end int) {
+	e.dst = append(e.dst, id)
+	if e.marks != nil {
+		*e.marks = append(*e.marks, restart{offset: e.base + end, ids: len(e.dst)})
+	}
+}
 
 func (e *encoder) appendPiece(piece string) {
 	e.dst = e.t.model.appendPiece(e.dst, piece, e.sc)
@@ -73,7 +86,7 @@ func (e *encoder) encodeChunk(text string) {
 	if e.parseSpecial {
 		raw = e.t.rawSpecial
 	}
-	raw.split(text, e.encodeUnmatched, e.appendID)
+	raw.split(text, e.encodeUnmatched, e.appendRawID)
 }
 
 // encodeUnmatched normalizes text outside raw added tokens, matches the

@@ -1,0 +1,116 @@
+package tokenizer
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Encoding is a text encoded with special tokens recognised (as a chat
+// template's output is encoded), with what it takes to encode a text that
+// shares a beginning with it without starting over: a conversation's next
+// prompt is its last prompt, the model's answer and the next message.
+type Encoding struct {
+	Text string
+	IDs  []int
+	// Reused is how many of IDs were taken from the encoding it extends.
+	Reused int
+	marks  []restart // in text order
+}
+
+// restart is a point where encoding may begin again: an added token matched
+// in the raw text ends at offset, after ids ids. The text from offset on
+// encodes alone to the ids from ids on when nothing before offset can change
+// how it is cut (see lastRestart).
+type restart struct{ offset, ids int }
+
+// EncodeSpecial is Encode(text, true), kept for Extend.
+func (t *Tokenizer) EncodeSpecial(text string) *Encoding { return t.Extend(nil, text) }
+
+// Extend returns the encoding of text, equal to Encode(text, true), reusing
+// the ids of prev (nil: none) up to the last point of the beginning they
+// share where encoding can restart: only the rest of text is encoded. prev
+// is not changed.
+func (t *Tokenizer) Extend(prev *Encoding, text string) *Encoding {
+	enc := &Encoding{Text: text}
+	if t.kimiChunking && len(text) > kimiMaxRun && !kimiOneChunk(text) {
+		// Kimi's chunks are encoded apart, so a restart inside a chunk
+		// is not one in the whole text: encode it whole, and keep no
+		// marks, so that no later text restarts from it either.
+		enc.IDs = t.AppendEncode(nil, text, true)
+		return enc
+	}
+	from := restart{}
+	if prev != nil {
+		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
+		for _, m := range prev.marks {
+			if m.offset > from.offset {
+				break
+			}
+			enc.marks = append(enc.marks, m)
+		}
+	}
+	ids := make([]int, from.ids, from.ids+(len(text)-from.offset)/3+8)
+	if prev != nil {
+		copy(ids, prev.IDs[:from.ids])
+	}
+	enc.Reused = from.ids
+	sc := bpeScratchPool.Get().(*bpeScratch)
+	defer bpeScratchPool.Put(sc)
+	e := encoder{t: t, dst: ids, sc: sc, parseSpecial: true, marks: &enc.marks, base: from.offset}
+	e.encodeChunk(text[from.offset:])
+	enc.IDs = e.dst
+	return enc
+}
+
+// lastRestart is the last restart point of prev that text, which shares
+// prev's first shared bytes, may restart at; the zero restart (the start)
+// when there is none. At a restart after a match, the matcher's choices up
+// to it must not depend on what follows the shared bytes, and the text after
+// it must be cut as it would be alone:
+//   - the matcher reads at most maxLen bytes past where a match starts
+//     (and one rune more for single_word and rstrip checks), so everything
+//     it read before the restart lies within the shared bytes;
+//   - the rune at the restart is not white space, so no rstrip could have
+//     swallowed more;
+//   - the rune before it is no word character, so that a single_word token
+//     starting there matches as it would at the start of a text.
+func (t *Tokenizer) lastRestart(prev *Encoding, shared int) restart {
+	m := t.rawSpecial
+	if m == nil {
+		return restart{}
+	}
+	for i := len(prev.marks) - 1; i >= 0; i-- {
+		r := prev.marks[i]
+		if r.offset+m.maxLen+utf8.UTFMax > shared {
+			continue
+		}
+		next, _ := utf8.DecodeRuneInString(prev.Text[r.offset:])
+		before, _ := utf8.DecodeLastRuneInString(prev.Text[:r.offset])
+		if !unicode.IsSpace(next) && !isWordRune(before) {
+			return r
+		}
+	}
+	return restart{}
+}
+
+// commonPrefix is the length of the longest common beginning of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	// Compare in large steps first: prompts share most of their bytes.
+	const step = 64
+	i := 0
+	for i+step <= n && a[i:i+step] == b[i:i+step] {
+		i += step
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// kimiOneChunk reports whether Kimi's chunking leaves text whole.
+func kimiOneChunk(text string) bool {
+	chunks := 0
+	forEachKimiChunk(text, func(string) { chunks++ })
+	return chunks == 1
+}

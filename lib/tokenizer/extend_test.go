@@ -1,0 +1,104 @@
+package tokenizer
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// TestExtendEqualsEncode checks that Extend gives exactly the ids of
+// encoding the whole text, on texts made of corpus lines and every family's
+// added tokens (lstrip, rstrip and single_word ones among them), white space
+// and word characters around them, extended at random places: after a
+// prefix of the text, after a text that shares only its beginning, and turn
+// after turn.
+func TestExtendEqualsEncode(t *testing.T) {
+	lines := corpus(t)
+	var pieces []string
+	for _, l := range lines {
+		if l.Cat != "long" && l.Text != "" && len(l.Text) < 2000 {
+			pieces = append(pieces, l.Text)
+		}
+	}
+	for _, fam := range append(families, "stripping") {
+		t.Run(fam, func(t *testing.T) {
+			tok := extendTestTokenizer(t, fam)
+			rng := rand.New(rand.NewPCG(1, uint64(len(fam))))
+			added := tok.AddedTokens()
+			text := func(n int) string {
+				var b strings.Builder
+				for range n {
+					switch rng.IntN(4) {
+					case 0:
+						b.WriteString(pieces[rng.IntN(len(pieces))])
+					case 1:
+						b.WriteString(added[rng.IntN(len(added))].Content)
+					case 2:
+						b.WriteString([]string{" ", "\n", "\n\n", "  ", "user", "x", "é", "1"}[rng.IntN(8)])
+					default:
+						// The few tokens a chat template writes, often.
+						b.WriteString(added[rng.IntN(min(len(added), 10))].Content)
+					}
+				}
+				return b.String()
+			}
+			reused := 0
+			check := func(what string, prev *Encoding, s string) *Encoding {
+				t.Helper()
+				got := tok.Extend(prev, s)
+				want := tok.Encode(s, true)
+				if pos := firstDifference(got.IDs, want); pos >= 0 {
+					t.Fatalf("%s: %s (reused %d ids)", what, describeMismatch(tok, s, got.IDs, want, pos), got.Reused)
+				}
+				reused += got.Reused
+				return got
+			}
+			for range 150 {
+				s := text(2 + rng.IntN(40))
+				cut := rng.IntN(len(s) + 1)
+				for cut < len(s) && !utf8.RuneStart(s[cut]) {
+					cut++
+				}
+				prev := check("prefix", nil, s[:cut])
+				check("extension", prev, s)
+				check("diverging", prev, s[:cut/2]+text(3))
+				// Turn after turn, each prompt the last one and more.
+				enc := check("turn 1", nil, text(5))
+				for range 4 {
+					enc = check("next turn", enc, enc.Text+text(1+rng.IntN(6)))
+				}
+			}
+			if reused == 0 {
+				t.Fatalf("no ids reused: the test exercised only full encodes")
+			}
+			if fam == "kimi_k25" || fam == "kimi_k2" {
+				// A run longer than Kimi's chunk cap: encoded whole.
+				long := text(20) + strings.Repeat("a", kimiMaxRun+10) + text(5)
+				check("kimi chunks", check("kimi prefix", nil, long[:len(long)/2]), long)
+			}
+		})
+	}
+}
+
+// extendTestTokenizer is the family's tokenizer; "stripping" is Qwen3's with
+// the added tokens the families lack in front: lstrip, rstrip and
+// single_word ones, and tokens that begin with another, where what follows
+// a match decides it.
+func extendTestTokenizer(t *testing.T, fam string) *Tokenizer {
+	if fam != "stripping" {
+		return loadFamily(t, fam)
+	}
+	base := loadFamily(t, "qwen3")
+	tok := *base
+	n := base.VocabSize()
+	tok.setAddedTokens(append([]AddedToken{
+		{ID: n, Content: "<r>", Special: true, RStrip: true},
+		{ID: n + 1, Content: "<l>", Special: true, LStrip: true},
+		{ID: n + 2, Content: "<w>", Special: true, SingleWord: true},
+		{ID: n + 3, Content: "<r>long", Special: true},
+		{ID: n + 4, Content: "<lr>", Special: true, LStrip: true, RStrip: true},
+		{ID: n + 5, Content: "<lr>long-long-long-long-long-tail", Special: true},
+	}, base.AddedTokens()...), false)
+	return &tok
+}
