@@ -133,6 +133,30 @@ func (m *Model) Encode(rendered string) []int {
 	return m.Tok.Encode(rendered, true)
 }
 
+// TurnPrompts renders and encodes the prompts of one conversation, turn
+// after turn. A conversation's next prompt is mostly its last one: the last
+// prompt, the model's answer and the next message, when the template renders
+// the earlier turns alike (templates that drop earlier reasoning part from
+// the last prompt sooner). Only what follows the part they share is encoded
+// again (tokenizer.Extend), so that a conversation of n turns costs about
+// one encoding of its text, not n; the ids are exactly those of encoding
+// each prompt whole. The zero value is ready for a conversation's first turn.
+type TurnPrompts struct {
+	last *tokenizer.Encoding
+}
+
+// Next renders the conversation so far with the generation prompt and
+// returns its ids. m may differ from turn to turn in its template arguments
+// only, never in its tokenizer.
+func (p *TurnPrompts) Next(m *Model, messages, tools json.RawMessage) ([]int, error) {
+	text, err := m.Render(messages, tools, true)
+	if err != nil {
+		return nil, err
+	}
+	p.last = m.Tok.Extend(p.last, text)
+	return p.last.IDs, nil
+}
+
 // AssistantTurn is the JSON of the assistant message that holds an answer:
 // its text as content, its reasoning under both names chat templates read it
 // by (reasoning_content: Qwen3, DeepSeek, Kimi; thinking: gpt-oss), and its

@@ -94,6 +94,7 @@ func newTurnRunner(cfg *config, model *chat.Model) (*turnRunner, error) {
 // whole. A budget reached before a turn ends the conversation there, kept.
 func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 	wk := j.conv.Walk(t.opts)
+	var prompts chat.TurnPrompts // each turn's prompt encodes what the last one did not
 	id := j.req.ID
 	defer func() { j.req.ID = id }()
 	defer w.budget.unpledge(&j.pledge)
@@ -105,7 +106,7 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 			o.cancelled = true // stopping: no new turn starts
 			return
 		}
-		if err := t.prepare(j, wk); err != nil {
+		if err := t.prepare(j, wk, &prompts); err != nil {
 			o.err = &backend.Error{Kind: backend.KindRequest, Message: fmt.Sprintf("turn %d: %v", n+1, err)}
 			return
 		}
@@ -195,16 +196,16 @@ func (t *turnRunner) settleTurn(w *workers, j *job, tr conversation.Turn, res *b
 }
 
 // prepare sets j's request to the conversation so far.
-func (t *turnRunner) prepare(j *job, wk *conversation.Walk) error {
+func (t *turnRunner) prepare(j *job, wk *conversation.Walk, prompts *chat.TurnPrompts) error {
 	if !t.tokenIDs {
 		j.req.Messages, j.req.Tools = wk.Messages(), wk.Tools()
 		return nil
 	}
-	text, err := modelFor(t.model, j).Render(wk.Messages(), wk.Tools(), true)
+	ids, err := prompts.Next(modelFor(t.model, j), wk.Messages(), wk.Tools())
 	if err != nil {
 		return fmt.Errorf("chat template: %w", err)
 	}
-	j.req.InputIDs = t.model.Encode(text)
+	j.req.InputIDs = ids
 	return nil
 }
 
