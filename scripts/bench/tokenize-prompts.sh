@@ -11,6 +11,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin BENCH_COPIES BENCH_RUNS BENCH_JOBS
 COPIES="${BENCH_COPIES:-48}"
 RUNS="${BENCH_RUNS:-3}"
 JOBS="${BENCH_JOBS:-1 2}"
@@ -72,3 +75,8 @@ for j in $JOBS; do
     "$(echo "(${CPU[$j]} - $STARTUP_CPU) / $steady" | bc -l)"
 done
 echo "(cores: CPU time over steady wall time; on a machine busy with other work it stays below -j, and so does the speedup)"
+if [[ -n ${WALL[1]:-} && -n ${WALL[2]:-} ]]; then
+  s1=$(echo "${WALL[1]} - $STARTUP" | bc -l) s2=$(echo "${WALL[2]} - $STARTUP" | bc -l)
+  bench_line tokenize-prompts/j2 "tokenize-prompts, bundled prompts rendered (Kimi-K2.5), -j 2 against -j 1" \
+    "-j 2 $(printf '%.2f' "$s2") s steady wall" "-j 1 $(printf '%.2f' "$s1") s steady wall" "$(bench_ratio "$s1" "$s2")x -j 1's speed" ">= 1.8x idle"
+fi

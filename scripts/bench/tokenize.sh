@@ -24,6 +24,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin BENCH_SECONDS BENCH_COPIES BENCH_RUNS
 SECS="${BENCH_SECONDS:-3}"
 COPIES="${BENCH_COPIES:-20}"
 RUNS="${BENCH_RUNS:-3}"
@@ -161,3 +164,13 @@ splits runs of over 25,000 spaces or non-spaces before encoding, which npm tikto
 long single-character runs differ there by design; make test checks every Kimi text against ids made by the
 official Python tokenizer.
 NOTE
+echo
+for fam in "${FAMILIES[@]}"; do
+  tool=$(mbps "$COPY_BYTES" "${T1_CPU[$fam]}")
+  ref="encodeBatch"
+  [[ $fam != kimi* ]] || ref="tiktoken encode"
+  bench_line "tokenize/$fam-cpu" "tokenize-prompts --template none -j 1 ($fam), MB of text per CPU-second" \
+    "$tool MB/s" "$ref ${R1_CPU[$fam]} MB/s" "$(bench_ratio "$tool" "${R1_CPU[$fam]}")x $ref per CPU-second" ">= 10x"
+  bench_line "tokenize/$fam-j2" "tokenize-prompts --template none ($fam), -j 2 against -j 1" \
+    "-j 2 ${T2[$fam]} s wall" "-j 1 ${T1[$fam]} s wall" "$(bench_ratio "${T1[$fam]}" "${T2[$fam]}")x -j 1's speed" ">= 1.8x idle"
+done

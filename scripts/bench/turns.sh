@@ -26,6 +26,9 @@ CACHE="${BENCH_TURNS_CACHE:-60000}"
 CONC="${BENCH_TURNS_CONCURRENCY:-32}"
 # shellcheck source=scripts/bench/sim.sh
 source scripts/bench/sim.sh # WORK, removed on exit; note
+# shellcheck source=scripts/bench/anchor.sh
+source scripts/bench/anchor.sh
+bench_begin BENCH_TURNS_CONVS BENCH_TURNS_TURNS BENCH_TURNS_CACHE BENCH_TURNS_CONCURRENCY
 
 note "building generate, tokenize-prompts, llm-sim and turnpass from the working tree..."
 go build -o bin/ ./cmd/generate ./cmd/tokenize-prompts ./cmd/llm-sim
@@ -110,3 +113,7 @@ row "one pass per turn (naive)" "$n_turns" "$n_wall" "$n_tokens" "$n_prompt" "$n
 printf '\n--turns all: %.2fx the answer tokens per second of the naive passes; load average: %s\n' \
   "$(awk -v a="$a_tokens" -v aw="$a_wall" -v n="$n_tokens" -v nw="$n_wall" 'BEGIN { print (a / aw) / (n / nw) }')" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
+a_rate="$(awk -v t="$a_tokens" -v w="$a_wall" 'BEGIN { printf "%.0f", t / w }')"
+n_rate="$(awk -v t="$n_tokens" -v w="$n_wall" 'BEGIN { printf "%.0f", t / w }')"
+bench_line turns/turns-all "generate --turns all, $CONVS conversations of $TURNS turns, answer tokens per second" \
+  "$a_rate tok/s" "one pass per turn $n_rate tok/s" "$(bench_ratio "$a_rate" "$n_rate")x the naive passes' tokens per second"
