@@ -16,6 +16,7 @@ import (
 // fails (here: its input is gone). run-dataset.sh's crontab line is
 // TestRecipeCrontabLine's.
 func TestCronLinesQuiet(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut", "estimate")
 	if _, err := exec.LookPath("jq"); err != nil {
 		t.Fatalf("jq is not installed: a cron example uses it (scripts/ensure-test-deps.sh installs it)")

@@ -10,12 +10,14 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,6 +177,7 @@ func backgrounded(script string) string {
 var routerModel = regexp.MustCompile(`--model ([a-z0-9-]+/[a-z0-9.-]+)`)
 
 func TestExamplesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut", "tokstat", "to-train", "estimate", "llm-sim")
 	for _, tool := range []string{"parallel", "jq", "flock", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -241,11 +244,38 @@ func exampleEnv(t *testing.T, dir, script string) []string {
 }
 
 // exampleWorld is a folder holding every file the examples name, made once
-// with the tools themselves: prompts, requests, outputs (some of the
-// prompts done), compressed copies, and per-dataset folders.
+// per run of the package with the tools themselves (makeExampleWorld) and
+// shared by the tests that need it: they copy it and never write in it.
 func exampleWorld(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
+	world.once.Do(func() {
+		world.err = errors.New("making it failed in the first test that needed it (see that test)")
+		dir, err := packageTempDir("example-world-")
+		if err != nil {
+			world.err = err
+			return
+		}
+		makeExampleWorld(t, dir) // a failure fails t here and leaves world.err set
+		world.dir, world.err = dir, nil
+	})
+	if world.err != nil {
+		t.Fatalf("the example world: %v", world.err)
+	}
+	return world.dir
+}
+
+// world is exampleWorld's folder, or why there is none.
+var world struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// makeExampleWorld fills dir with every file the examples name, made with
+// the tools themselves: prompts, requests, outputs (some of the prompts
+// done), compressed copies, and per-dataset folders.
+func makeExampleWorld(t *testing.T, dir string) {
+	t.Helper()
 	srv := simtest.Start(t, quickSimConfig())
 	router := sim.Default()
 	router.ModelName = "moonshotai/kimi-k2.5"
@@ -328,7 +358,6 @@ func exampleWorld(t *testing.T) string {
 	for _, d := range []string{"chat", "code", "math", "tools"} {
 		write("demo/"+d+".jsonl", out)
 	}
-	return dir
 }
 
 // withoutField is JSONL lines with field deleted from each.

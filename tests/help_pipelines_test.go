@@ -57,6 +57,7 @@ func runnable(cmd, url string, budget int64) string {
 }
 
 func TestHelpPipelinesKeepTheirBudget(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut")
 	pipelines := documentedPipelines()
 	if len(pipelines) < 4 {

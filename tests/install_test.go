@@ -16,6 +16,7 @@ import (
 // recipes where the README, the man pages and the scripts' own crontab,
 // --sshlogin and sbatch lines say they are.
 func TestMakeInstall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds every tool: not in -short mode")
 	}

@@ -12,6 +12,7 @@ import (
 // TestManPagesFresh fails when man/ does not match the CLI definitions: run
 // `make man` and commit the result.
 func TestManPagesFresh(t *testing.T) {
+	t.Parallel()
 	pages, err := toolset.ManPages()
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,7 @@ func TestManPagesFresh(t *testing.T) {
 
 // TestManPagesSections checks that every page has the sections users look for.
 func TestManPagesSections(t *testing.T) {
+	t.Parallel()
 	pages, err := toolset.ManPages()
 	if err != nil {
 		t.Fatal(err)

@@ -57,6 +57,7 @@ func pipelinesIntoBudgetCut(t *testing.T) []example {
 }
 
 func TestDocumentedPipelinesGiveGenerateTheBudget(t *testing.T) {
+	t.Parallel()
 	found := 0
 	for _, ex := range pipelinesIntoBudgetCut(t) {
 		for _, m := range generateIntoBudgetCut.FindAllStringSubmatch(joinContinued(ex.script), -1) {
@@ -149,6 +150,7 @@ func readmeAPILoop(block string) string {
 }
 
 func TestDocumentedPipelinesKeepPaidAnswers(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokenize-prompts", "dedupe-resume", "generate", "budget-cut", "llm-sim")
 	world := exampleWorld(t)
 	cases := paidCases(t)

@@ -277,6 +277,7 @@ const slurmBudget = 7000
 // processes; it fails and is requeued). Every dataset must end complete,
 // each record once, its budget held.
 func TestRecipeSlurmArray(t *testing.T) {
+	t.Parallel()
 	requireTools(t, append(recipeTools, "tokstat")...)
 	c := startSlurm(t)
 	data := recipeData(t, slurmDatasets...)
@@ -412,6 +413,7 @@ func runArrayTask(t *testing.T, env []string, k int, args ...string) (int, strin
 // index names, and an index past the list, or a job with no server, is
 // refused with 64 and what to do.
 func TestRecipeSlurmTaskArgs(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "chat")
 	// The scripts are found in scripts/ of the folder the job was submitted from.

@@ -181,6 +181,7 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 // directory, both against the same llm-sim, sharing it; the shards
 // gathered hold what one unsharded run writes, answer for answer.
 func TestRecipeFanoutAcrossMachines(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	url := startLLMSim(t)

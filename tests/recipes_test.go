@@ -314,6 +314,7 @@ func checkLogTells(t *testing.T, path, phrase string, want int) {
 }
 
 func TestRecipeRunDatasetResumes(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	env := recipeEnv(data, startLLMSim(t))
@@ -390,6 +391,7 @@ func TestRecipeRunDatasetResumes(t *testing.T) {
 }
 
 func TestRecipeRunDatasetBudget(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	const budget = 1500
@@ -422,6 +424,7 @@ func TestRecipeRunDatasetBudget(t *testing.T) {
 }
 
 func TestRecipeRunDatasetLock(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	// Slow decode steps keep the first run busy for seconds, long after
@@ -478,6 +481,7 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 }
 
 func TestRecipeRunDatasetRetryLater(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	down := append(recipeEnv(data, closedPortURL(t)), "SYNTHPIPE_GENERATE_ARGS=--retries 1")
@@ -499,6 +503,7 @@ func TestRecipeRunDatasetRetryLater(t *testing.T) {
 }
 
 func TestRecipeFanoutDatasets(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
@@ -539,6 +544,7 @@ func TestRecipeFanoutDatasets(t *testing.T) {
 }
 
 func TestRecipeFanoutShards(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	data := recipeData(t, "chat")
@@ -589,6 +595,7 @@ func TestRecipeFanoutShards(t *testing.T) {
 }
 
 func TestRecipeSeveralServers(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	dir := t.TempDir()
 	_, rs := bundledPrompts(t, dir)
@@ -618,6 +625,7 @@ func TestRecipeSeveralServers(t *testing.T) {
 // as cron would: through sh, with cron's bare environment and the documented
 // PATH, the tools standing where make install puts them.
 func TestRecipeCrontabLine(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	script, err := os.ReadFile(filepath.Join("..", "scripts", "run-dataset.sh"))
 	if err != nil {
@@ -693,6 +701,7 @@ func exitCode(err error) int {
 // TestRecipeFanoutRetryLater: when the runs find no server, fanout.sh exits
 // 75 as each run-dataset.sh did, so that cron tries the fan-out again.
 func TestRecipeFanoutRetryLater(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	data := recipeData(t, "math", "tools")
@@ -778,6 +787,7 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 // pipeline does (what was generated is written whole), and fanout.sh exits
 // with the signal's status; nothing keeps running after it.
 func TestRecipeFanoutStopsItsRuns(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
@@ -810,6 +820,7 @@ func TestRecipeFanoutStopsItsRuns(t *testing.T) {
 // parallel's own notices, then how the runs ended; every output is whole,
 // each answer once, and each run.log ends with the run's end.
 func TestRecipeFanoutCtrlC(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
@@ -899,6 +910,7 @@ func checkLogEndsWithTheRun(t *testing.T, path, sig string) {
 // After kill -9 of fanout.sh its runs go on: a rerun says who holds each
 // lock and that it is still running, and fanout.sh stop ends them.
 func TestRecipeFanoutStopAfterKill(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
@@ -928,6 +940,7 @@ func TestRecipeFanoutStopAfterKill(t *testing.T) {
 // SYNTHPIPE_URL are used but never written: not in run.log, the output
 // records (gen.endpoint), the errors file or stderr.
 func TestRecipeRunDatasetURLCredentials(t *testing.T) {
+	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
 	const pass = "url-secret-1618"

@@ -71,7 +71,6 @@ func TestReliabilityFaultStorm(t *testing.T) {
 	if stressRun() {
 		limit = stormStressRunTime
 	}
-	deadline := testDeadline(t, limit)
 
 	var cases []*stormCase
 	for _, rate := range []float64{0.3, 0.1} {
@@ -109,7 +108,10 @@ func TestReliabilityFaultStorm(t *testing.T) {
 			if c.stream {
 				args = append(args, "--stream")
 			}
-			c.run = runWatched(deadline, nil, c.outPath, "generate", append(args, c.rs.path)...)
+			// Each combination has limit from its own start: the
+			// last ones run after the others, later still on a busy
+			// machine.
+			c.run = runWatched(testDeadline(t, limit), nil, c.outPath, "generate", append(args, c.rs.path)...)
 		}()
 	}
 	wg.Wait()

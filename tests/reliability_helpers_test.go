@@ -143,33 +143,20 @@ func syntheticRequests(t *testing.T, dir string, n int, seed uint64) requestSet 
 
 // bundledPrompts writes the sample prompts shipped in lib/bundle to
 // dir/prompts.jsonl and returns what tokenize-prompts makes of them (run
-// once, outside any pipeline): the requests the pipeline will send.
+// once per run of the package, outside any pipeline: tokenizedBundle): the
+// requests the pipeline will send.
 func bundledPrompts(t *testing.T, dir string) (promptsPath string, rs requestSet) {
 	t.Helper()
-	src, err := bundle.Prompts()
+	tb, err := tokenizedBundle()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	out := tb.tokenized
 	promptsPath = filepath.Join(dir, "prompts.jsonl")
-	f, err := os.Create(promptsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(promptsPath, tb.prompts, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rs.path = filepath.Join(dir, "tokenized.jsonl")
-	cmd := exec.Command("tokenize-prompts", append(tokenizeArgs(), promptsPath)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tokenize-prompts on the bundled prompts: %v\n%s", err, stderr.Bytes())
-	}
 	if err := os.WriteFile(rs.path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +177,27 @@ func bundledPrompts(t *testing.T, dir string) (promptsPath string, rs requestSet
 	}
 	return promptsPath, rs
 }
+
+// tokenizedBundle is the bundled sample prompts and tokenize-prompts' output
+// on them, made once and shared by the tests that run pipelines on them.
+var tokenizedBundle = sync.OnceValues(func() (tb struct{ prompts, tokenized []byte }, err error) {
+	src, err := bundle.Prompts()
+	if err != nil {
+		return tb, err
+	}
+	defer src.Close()
+	if tb.prompts, err = io.ReadAll(src); err != nil {
+		return tb, err
+	}
+	cmd := exec.Command("tokenize-prompts", tokenizeArgs()...)
+	cmd.Stdin = bytes.NewReader(tb.prompts)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if tb.tokenized, err = cmd.Output(); err != nil {
+		return tb, fmt.Errorf("tokenize-prompts on the bundled prompts: %v\n%s", err, stderr.Bytes())
+	}
+	return tb, nil
+})
 
 // tokenizeArgs runs tokenize-prompts on the bundled tokenizer with a fixed
 // date, so that every run renders (and so identifies) a prompt the same way.

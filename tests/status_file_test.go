@@ -134,6 +134,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 // job") has the columns and the note tokstat DIR prints now, and its rows
 // line up under them as tokstat aligns them.
 func TestReadmeJobViewAsPrinted(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokstat")
 	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
 	if err != nil {

@@ -141,6 +141,7 @@ func playScreen(raw []byte, cols int) (lines, frames []string) {
 var barFrame = regexp.MustCompile(`^\[([#.]+)\]  (\d+)% ([\d,]+)/([\d,]+) `)
 
 func TestGenerateTerminalView(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "generate")
 	const records, cols = 200, 120
 	cfg := sim.Default()

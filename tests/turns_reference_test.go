@@ -226,6 +226,7 @@ type turnsCase struct {
 }
 
 func TestTurnsAllPromptsMatchReference(t *testing.T) {
+	t.Parallel()
 	requireTools(t, "tokenize-prompts", "generate")
 	model, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
 	if err != nil {
