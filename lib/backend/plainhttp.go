@@ -78,28 +78,42 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// this package's requests has one.
 		return t.fallback.RoundTrip(req)
 	}
-	wire, err := requestBytes(req)
+	wire, err := requestBytes(req, req.Body)
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer releaseWriteBuffer(wire)
 	addr := canonicalAddr(req.URL.Host)
 	ctx := req.Context()
 	conn, reused, err := t.get(ctx, addr)
 	if err != nil {
+		releaseWriteBuffer(wire)
 		return nil, err
 	}
-	resp, beforeAnswer, err := t.exchange(ctx, req, conn, *wire)
-	if err != nil && beforeAnswer && reused && ctx.Err() == nil {
+	resp, beforeAnswer, err := t.exchange(ctx, req, conn, wire)
+	if err != nil && beforeAnswer && reused && ctx.Err() == nil && (req.Body == nil || req.GetBody != nil) {
 		// A pooled connection the server had already closed: the request
 		// never reached it, so it goes out again, once, on a new one.
-		if conn, err = t.dial(ctx, addr); err != nil {
+		var body io.ReadCloser
+		if req.Body != nil {
+			if body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+		wire, err = requestBytes(req, body)
+		if body != nil {
+			body.Close()
+		}
+		if err != nil {
 			return nil, err
 		}
-		resp, _, err = t.exchange(ctx, req, conn, *wire)
+		if conn, err = t.dial(ctx, addr); err != nil {
+			releaseWriteBuffer(wire)
+			return nil, err
+		}
+		resp, _, err = t.exchange(ctx, req, conn, wire)
 	}
 	return resp, err
 }
@@ -108,21 +122,34 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // The connection is closed when the context ends before the answer has
 // been read, which is how a request is canceled or timed out.
 // beforeAnswer reports a failure before any byte of the answer arrived.
-func (t *transport) exchange(ctx context.Context, req *http.Request, conn net.Conn, wire []byte) (resp *http.Response, beforeAnswer bool, err error) {
+//
+// While it waits for the answer a request holds its connection and
+// nothing else: wire goes back to writeBuffers once written (a retry on a
+// new connection renders the request again), and the read buffer is taken
+// only when the answer's first bytes are there.
+func (t *transport) exchange(ctx context.Context, req *http.Request, conn net.Conn, wire *[]byte) (resp *http.Response, beforeAnswer bool, err error) {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	br := readBuffers.Get().(*bufio.Reader)
-	br.Reset(conn)
+	var br *bufio.Reader
 	defer func() {
 		if err != nil {
 			stop()
 			conn.Close()
-			br.Reset(nil)
-			readBuffers.Put(br)
+			if br != nil {
+				br.Reset(nil)
+				readBuffers.Put(br)
+			}
 		}
 	}()
-	if _, err = conn.Write(wire); err != nil {
+	_, err = conn.Write(*wire)
+	releaseWriteBuffer(wire)
+	if err != nil {
 		return nil, true, err
 	}
+	if err = waitReadable(conn); err != nil {
+		return nil, true, err
+	}
+	br = readBuffers.Get().(*bufio.Reader)
+	br.Reset(conn)
 	if _, err = br.Peek(1); err != nil {
 		return nil, true, err
 	}
@@ -251,9 +278,10 @@ func canonicalAddr(host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// requestBytes renders a request, head and body, into one buffer from
-// writeBuffers, so that it goes out in a single write.
-func requestBytes(req *http.Request) (*[]byte, error) {
+// requestBytes renders a request, head and body (req.Body, or another
+// reading of it), into one buffer from writeBuffers, so that it goes out in
+// a single write.
+func requestBytes(req *http.Request, body io.Reader) (*[]byte, error) {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -286,16 +314,16 @@ func requestBytes(req *http.Request) (*[]byte, error) {
 			b = append(b, "\r\n"...)
 		}
 	}
-	if req.Body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut {
+	if body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, req.ContentLength, 10)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	if req.Body != nil && req.ContentLength > 0 {
+	if body != nil && req.ContentLength > 0 {
 		head := len(b)
 		b = slices.Grow(b, int(req.ContentLength))[:head+int(req.ContentLength)]
-		if _, err := io.ReadFull(req.Body, b[head:]); err != nil {
+		if _, err := io.ReadFull(body, b[head:]); err != nil {
 			*wire = b
 			releaseWriteBuffer(wire)
 			return nil, fmt.Errorf("reading the request body: %w", err)
