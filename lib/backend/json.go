@@ -22,6 +22,11 @@ type samplingFields struct {
 	StopTokenIDs []int    `json:"stop_token_ids,omitempty"`
 }
 
+// zero reports that f sets nothing: it would be written as {}.
+func (f *samplingFields) zero() bool {
+	return f.Temperature == nil && f.TopP == nil && f.TopK == nil && f.MinP == nil && len(f.Stop) == 0 && len(f.StopTokenIDs) == 0
+}
+
 func samplingFieldsOf(p *Params) samplingFields {
 	return samplingFields{
 		Temperature:  p.Temperature,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -46,7 +47,7 @@ func newRIDNonce() string {
 // (and every run) needs its own rid; the record id leads so that an
 // operator can grep SGLang's logs for it.
 func RID(id string, attempt int) string {
-	return fmt.Sprintf("%s#%d.%s", id, attempt, ridNonce)
+	return id + "#" + strconv.Itoa(attempt) + "." + ridNonce
 }
 
 // SGLang is SGLang's native API: POST /generate with token ids, GET
@@ -91,32 +92,10 @@ func sglangBatchBody(key string, value json.RawMessage) (BodyMember, error) {
 	return BodyDrop, nil
 }
 
-// sglangRequest is the /generate body. Fields follow SGLang's
-// GenerateReqInput and SamplingParams.
-type sglangRequest struct {
-	InputIDs       []int          `json:"input_ids"`
-	RID            string         `json:"rid"`
-	SamplingParams sglangSampling `json:"sampling_params"`
-	Stream         bool           `json:"stream,omitempty"`
-}
-
-type sglangSampling struct {
-	// MaxNewTokens is always sent: SGLang's default of 128 would truncate
-	// answers without anyone asking for it.
-	MaxNewTokens int `json:"max_new_tokens"`
-	samplingFields
-	SamplingSeed *int64 `json:"sampling_seed,omitempty"`
-	// SkipSpecialTokens false and NoStopTrim true keep special tokens,
-	// tool-call markers and the matched stop in text and output_ids: the
-	// training data must hold exactly what the model produced.
-	SkipSpecialTokens bool `json:"skip_special_tokens"`
-	NoStopTrim        bool `json:"no_stop_trim"`
-}
-
 // requestBody builds the /generate body. Params.Extra is merged in (see
 // mergeExtra): {"sampling_params": {"repetition_penalty": 1.1}} adds a
 // sampling parameter, {"return_logprob": true} a top-level field.
-func (b *sglang) requestBody(req *Request) ([]byte, error) {
+func (b *sglang) requestBody(req *Request, rid string) ([]byte, error) {
 	p := &req.Params
 	if len(req.InputIDs) == 0 {
 		return nil, &Error{Kind: KindRequest, Message: "no input_ids: the SGLang backend sends token ids (tokenize the prompts first)"}
@@ -124,21 +103,68 @@ func (b *sglang) requestBody(req *Request) ([]byte, error) {
 	if p.MaxTokens <= 0 {
 		return nil, &Error{Kind: KindRequest, Message: fmt.Sprintf("max tokens must be positive, got %d", p.MaxTokens)}
 	}
-	body, err := json.Marshal(sglangRequest{
-		InputIDs: req.InputIDs,
-		RID:      RID(req.ID, req.Attempt),
-		SamplingParams: sglangSampling{
-			MaxNewTokens:   p.MaxTokens,
-			samplingFields: samplingFieldsOf(p),
-			SamplingSeed:   p.Seed,
-			NoStopTrim:     true,
-		},
-		Stream: b.opts.Stream,
-	})
+	body, err := appendSGLangBody(make([]byte, 0, 160+8*len(req.InputIDs)), req, rid, b.opts.Stream)
 	if err != nil {
 		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
 	}
 	return mergeExtra(body, p.Extra)
+}
+
+// appendSGLangBody appends the /generate body of req to dst, fields as in
+// SGLang's GenerateReqInput and SamplingParams: what json.Marshal writes
+// for the struct of TestSGLangBodyIsMarshal, without reflection (the ids
+// are most of the body and of the client's work per request).
+// max_new_tokens is always sent: SGLang's default of 128 would truncate
+// answers without anyone asking for it. skip_special_tokens false and
+// no_stop_trim true keep special tokens, tool-call markers and the matched
+// stop in text and output_ids: the training data must hold exactly what
+// the model produced.
+func appendSGLangBody(dst []byte, req *Request, rid string, stream bool) ([]byte, error) {
+	p := &req.Params
+	dst = append(dst, `{"input_ids":[`...)
+	for i, id := range req.InputIDs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(id), 10)
+	}
+	dst = append(dst, `],"rid":`...)
+	dst = appendJSONString(dst, rid)
+	dst = append(dst, `,"sampling_params":{"max_new_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(p.MaxTokens), 10)
+	if f := samplingFieldsOf(p); !f.zero() {
+		fields, err := json.Marshal(f)
+		if err != nil {
+			return nil, err
+		}
+		if len(fields) > 2 { // {"temperature":0.7,...}: its members
+			dst = append(append(dst, ','), fields[1:len(fields)-1]...)
+		}
+	}
+	if p.Seed != nil {
+		dst = append(dst, `,"sampling_seed":`...)
+		dst = strconv.AppendInt(dst, *p.Seed, 10)
+	}
+	dst = append(dst, `,"skip_special_tokens":false,"no_stop_trim":true}`...)
+	if stream {
+		dst = append(dst, `,"stream":true`...)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendJSONString appends s as encoding/json writes it: a plain string
+// as it is, anything else (quotes, controls, HTML's <>&, non-ASCII) by
+// json.Marshal.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // Do sends req to POST {base}/generate.
@@ -150,11 +176,15 @@ func (b *sglang) requestBody(req *Request) ([]byte, error) {
 // serve (shutdown, memory pressure, a client that seemed gone) and the
 // partial output is not worth keeping.
 func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, error) {
-	body, err := b.requestBody(req)
+	rid := RID(req.ID, req.Attempt)
+	body, err := b.requestBody(req, rid)
 	if err != nil {
 		return nil, b.clean(err)
 	}
-	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: gjson.GetBytes(body, "rid").String()})
+	if len(req.Params.Extra) > 0 { // --extra may set its own
+		rid = gjson.GetBytes(body, "rid").String()
+	}
+	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: rid})
 	var e *Error
 	if errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "duplicate request id") {
 		// The previous attempt is still in flight on the server; the

@@ -317,3 +317,59 @@ func TestSGLangServerInfo(t *testing.T) {
 		asError(t, err, KindHTTP, true)
 	})
 }
+
+// sglangRequest is the /generate body as a struct: json.Marshal of it is
+// what appendSGLangBody must write.
+type sglangRequest struct {
+	InputIDs       []int          `json:"input_ids"`
+	RID            string         `json:"rid"`
+	SamplingParams sglangSampling `json:"sampling_params"`
+	Stream         bool           `json:"stream,omitempty"`
+}
+
+type sglangSampling struct {
+	MaxNewTokens int `json:"max_new_tokens"`
+	samplingFields
+	SamplingSeed      *int64 `json:"sampling_seed,omitempty"`
+	SkipSpecialTokens bool   `json:"skip_special_tokens"`
+	NoStopTrim        bool   `json:"no_stop_trim"`
+}
+
+func TestSGLangBodyIsMarshal(t *testing.T) {
+	cases := []struct {
+		name string
+		req  Request
+	}{
+		{"bare", Request{ID: "b1", Attempt: 1, InputIDs: []int{1}, Params: Params{MaxTokens: 16}}},
+		{"big ids", Request{ID: "x", Attempt: 12, InputIDs: []int{0, 151645, 1 << 40, 7}, Params: Params{MaxTokens: 1 << 20}}},
+		{"id to escape", Request{ID: "a\"b\\c<d>&e\u00e9\u2028\x01", Attempt: 2, InputIDs: []int{5, 6}, Params: Params{MaxTokens: 3}}},
+		{"every parameter", Request{ID: "rec-7", Attempt: 3, InputIDs: []int{101, 102, 103}, Params: Params{
+			MaxTokens: 2048, Temperature: ptr(0.7), TopP: ptr(0.95), TopK: ptr(40), MinP: ptr(1e-7),
+			Stop: []string{"</answer>", "\n\n"}, StopTokenIDs: []int{151645}, Seed: ptr(int64(-42)),
+		}}},
+		{"zero temperature", Request{ID: "z", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Temperature: ptr(0.0)}}},
+		{"seed alone", Request{ID: "s", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Seed: ptr(int64(0))}}},
+	}
+	for _, tc := range cases {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				rid := RID(tc.req.ID, tc.req.Attempt)
+				p := &tc.req.Params
+				want, err := json.Marshal(sglangRequest{
+					InputIDs: tc.req.InputIDs, RID: rid, Stream: stream,
+					SamplingParams: sglangSampling{MaxNewTokens: p.MaxTokens, samplingFields: samplingFieldsOf(p), SamplingSeed: p.Seed, NoStopTrim: true},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := appendSGLangBody(nil, &tc.req, rid, stream)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					t.Errorf("body\n got %s\nwant %s", got, want)
+				}
+			})
+		}
+	}
+}
