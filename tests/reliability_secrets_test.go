@@ -242,7 +242,7 @@ func leakyRun(t *testing.T, key string, env []string, backend, url string, wantC
 	p := startPipeline(t, dir, "secret", pipelineIO{env: env}, resumePipeline(rs, outPath, gen)...)
 	leaks := newLeakCheck(key, also...)
 	stopArgv := leaks.watchArgv(p)
-	err := p.wait(60 * time.Second)
+	err := p.wait(3 * time.Minute) // a hang: retries' backoffs take a while on a busy machine
 	stopArgv()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.describe())

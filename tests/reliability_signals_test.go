@@ -78,6 +78,12 @@ func sigName(sig syscall.Signal) string {
 // an answer takes, so that nothing in flight may be cancelled.
 const signalDrain = "20s"
 
+// signalStartLimit bounds the wait for a pipeline's first records before it
+// is signalled: a signal sent earlier finds the stages still starting
+// (loading the tokenizer), which a busy machine makes slow, and tests
+// nothing of a run stopped mid-way.
+const signalStartLimit = 2 * time.Minute
+
 // signalPipeline signals the README pipeline's process group mid-run, as a
 // terminal's Ctrl-C does: every stage gets the signal at once.
 //
@@ -101,7 +107,7 @@ func signalPipeline(t *testing.T, sig syscall.Signal) {
 	}
 
 	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
-	waitForLines(outPath, 20, p.stageNamed("budget-cut").done, 20*time.Second)
+	waitForLines(outPath, 20, p.stageNamed("budget-cut").done, signalStartLimit)
 	signalled := time.Now()
 	if err := p.signalGroup(sig); err != nil {
 		t.Fatal(err)
@@ -174,7 +180,7 @@ func signalConsumer(t *testing.T, consumer string, sig syscall.Signal) {
 	}
 	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: resultPath},
 		stage("dedupe-resume", "-q", rs.path), stage("generate", gen...), last)
-	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(signalStartLimit); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	signalled := time.Now()
@@ -221,7 +227,7 @@ func secondSignal(t *testing.T) {
 	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h")
 	specs := resumePipeline(rs, outPath, gen)
 	p := startPipeline(t, dir, "signalled", pipelineIO{}, specs...)
-	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Running < 8 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(signalStartLimit); srv.Stats().Running < 8 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	// Two signals sent at once may merge into one in the kernel: Ctrl-C is
@@ -266,10 +272,10 @@ func signalGenerate(t *testing.T, sig syscall.Signal, drain time.Duration) {
 
 	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", append(gen, rs.path)...))
 	g := p.stages[0]
-	waitForLines(outPath, 1, g.done, 20*time.Second)
+	waitForLines(outPath, 1, g.done, signalStartLimit)
 	// generate flushes its stdout only now and then; the server's counters
 	// say when answers are flowing.
-	for deadline := time.Now().Add(20 * time.Second); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(signalStartLimit); srv.Stats().Completed < 10 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	inFlight := srv.Stats().Running + srv.Stats().Queued
@@ -373,7 +379,7 @@ func signalEndsBackoff(t *testing.T) {
 	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h", rs.path)
 	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", gen...))
 	g := p.stages[0]
-	for deadline := time.Now().Add(20 * time.Second); seen.Load() < 8 && g.running() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(signalStartLimit); seen.Load() < 8 && g.running() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
