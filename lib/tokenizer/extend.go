@@ -42,6 +42,7 @@ func (t *Tokenizer) Extend(prev *Encoding, text string) *Encoding {
 	from := restart{}
 	if prev != nil {
 		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
+		enc.marks = make([]restart, 0, len(prev.marks)+16)
 		for _, m := range prev.marks {
 			if m.offset > from.offset {
 				break
