@@ -13,9 +13,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
-// statusVersion is the newest synthpipe-status(7) version estimate reads.
-const statusVersion = 1
-
 // runningJob is what a generate status file (--status-file, see
 // synthpipe-status(7)) says of a job against one server: the server's own
 // reading of its batch when it serves metrics, else the job's rate.
@@ -61,8 +58,8 @@ func readStatus(path string) (gjson.Result, error) {
 	if tool := doc.Get("tool").String(); tool != "generate" {
 		return gjson.Result{}, exitcode.DataErrorf("--%s %s: written by %q, want a generate --status-file", flagStatus, path, tool)
 	}
-	if v := doc.Get("version").Int(); v < 1 || v > statusVersion {
-		return gjson.Result{}, exitcode.DataErrorf("--%s %s: status file version %d, this estimate reads up to %d", flagStatus, path, v, statusVersion)
+	if v := doc.Get("version").Int(); v < 1 || v > statusfile.Version {
+		return gjson.Result{}, exitcode.DataErrorf("--%s %s: status file version %d, this estimate reads up to %d", flagStatus, path, v, statusfile.Version)
 	}
 	return doc, nil
 }
