@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
 
 // LengthModel learns how long answers are. Completed answers alone are a
@@ -100,7 +102,7 @@ type LengthEstimate struct {
 	Samples      int64
 	// The fitted distribution, the lower bounds of the requests in flight
 	// and the answer limit, for the drain estimate.
-	fit       lognormal
+	fit       lengthdist.Lognormal
 	lows      []float64
 	maxTokens float64
 	// DecodeRate is tokens per second per running request.
@@ -141,7 +143,7 @@ func (m *LengthModel) Estimate(ages []time.Duration) LengthEstimate {
 		sumSq += f * f
 	}
 	for _, low := range lows {
-		full, fullSq := tail.beyond(low, maxT)
+		full, fullSq := tail.Beyond(low, maxT)
 		sum += full
 		sumSq += fullSq
 		est.InFlightDone += low
@@ -169,9 +171,6 @@ func (m *LengthModel) setMean(mean float64) {
 	m.mu.Unlock()
 }
 
-// lognormal is the fitted answer length distribution: ln L ~ N(mu, sigma).
-type lognormal struct{ mu, sigma float64 }
-
 // fitSample bounds the points the fit looks at, to keep it cheap.
 const fitSample = 512
 
@@ -179,7 +178,7 @@ const fitSample = 512
 // censoring: done are exact lengths, lows are lower bounds (requests still
 // running). Every point informs the fit, so it holds early in a run, when
 // the completed answers are few and all short.
-func fitTail(done []int, lows []float64) lognormal {
+func fitTail(done []int, lows []float64) lengthdist.Lognormal {
 	var events, censored []float64
 	step := max(1, (len(done)+len(lows))/fitSample)
 	for i := 0; i < len(done); i += step {
@@ -212,7 +211,7 @@ func fitTail(done []int, lows []float64) lognormal {
 	}
 	sigma := goldenMax(0.05, 2.5, func(sigma float64) float64 { _, ll := bestMu(sigma); return ll })
 	mu, _ := bestMu(sigma)
-	return lognormal{mu: mu, sigma: sigma}
+	return lengthdist.Lognormal{Mu: mu, Sigma: sigma}
 }
 
 // goldenMax finds the maximum of a unimodal f on [a, b].
@@ -234,27 +233,6 @@ func goldenMax(a, b float64, f func(float64) float64) float64 {
 	return (a + b) / 2
 }
 
-// beyond is E[min(L, cap) | L > low] and E[min(L, cap)^2 | L > low].
-func (d lognormal) beyond(low, cap float64) (float64, float64) {
-	if low >= cap {
-		return cap, cap * cap
-	}
-	a := math.Log(math.Max(low, 1))
-	b := math.Log(cap)
-	s := d.sigma
-	pAbove := 1 - normalCDF((a-d.mu)/s)
-	if pAbove < 1e-12 {
-		return low, low * low
-	}
-	pCap := 1 - normalCDF((b-d.mu)/s)
-	// Partial moments of a lognormal between low and cap.
-	m1 := math.Exp(d.mu+s*s/2) * (normalCDF((b-d.mu-s*s)/s) - normalCDF((a-d.mu-s*s)/s))
-	m2 := math.Exp(2*d.mu+2*s*s) * (normalCDF((b-d.mu-2*s*s)/s) - normalCDF((a-d.mu-2*s*s)/s))
-	mean := (m1 + cap*pCap) / pAbove
-	sq := (m2 + cap*cap*pCap) / pAbove
-	return max(mean, low), max(sq, low*low)
-}
-
 // drainDraws is how many times the drain is simulated.
 const drainDraws = 16
 
@@ -262,7 +240,7 @@ const drainDraws = 16
 // flight has still to generate: when no request is left to start, the run
 // ends with the longest of them, while the others' slots sit idle.
 func (e LengthEstimate) LongestRemaining() float64 {
-	if len(e.lows) == 0 || e.fit.sigma == 0 {
+	if len(e.lows) == 0 || e.fit.Sigma == 0 {
 		return 0
 	}
 	rng := rand.New(rand.NewPCG(uint64(len(e.lows)), 1))
@@ -270,26 +248,9 @@ func (e LengthEstimate) LongestRemaining() float64 {
 	for range drainDraws {
 		longest := 0.0
 		for _, low := range e.lows {
-			longest = max(longest, e.fit.drawBeyond(rng, low, e.maxTokens)-low)
+			longest = max(longest, e.fit.DrawBeyond(rng, low, e.maxTokens)-low)
 		}
 		sum += longest
 	}
 	return sum / drainDraws
-}
-
-// drawBeyond draws min(L, cap) given L > low.
-func (d lognormal) drawBeyond(rng *rand.Rand, low, cap float64) float64 {
-	if low >= cap {
-		return cap
-	}
-	p := normalCDF((math.Log(math.Max(low, 1)) - d.mu) / d.sigma)
-	u := p + (1-p)*rng.Float64()
-	return min(math.Max(math.Exp(d.mu+d.sigma*normalQuantile(u)), low), cap)
-}
-
-func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-
-func normalQuantile(p float64) float64 {
-	p = min(max(p, 1e-9), 1-1e-9)
-	return math.Sqrt2 * math.Erfinv(2*p-1)
 }

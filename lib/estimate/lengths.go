@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
-	"github.com/synthpipe/synthpipe/lib/sim"
+	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
 
 // lengths is a distribution of answer lengths in completion tokens, the
@@ -73,50 +73,25 @@ func (e *empirical) String() string {
 	return fmt.Sprintf("%s (%d answers)", e.source, len(e.values))
 }
 
-// lognormal is exp(N(mu, sigma)), rounded, capped at limit when positive.
-// Answer lengths are close to lognormal: most are near the median, a few
-// are many times longer.
+// lognormal is answers of a lengthdist.Lognormal, rounded, capped at
+// limit when positive.
 type lognormal struct {
-	mu, sigma float64
-	limit     int
-	spec      string // as the user wrote it
+	lengthdist.Lognormal
+	limit int
+	spec  string // as the user wrote it
 }
 
 func (d *lognormal) draw(rng *rand.Rand) int {
-	n := int(math.Round(math.Min(math.Exp(d.mu+d.sigma*rng.NormFloat64()), maxLength)))
+	n := int(math.Round(math.Min(d.Draw(rng), maxLength)))
 	if d.limit > 0 {
 		n = min(n, d.limit)
 	}
 	return n
 }
 
-// mean is E[min(L, limit)], from the partial moment of the lognormal below
-// the limit.
-func (d *lognormal) mean() float64 {
-	full := math.Exp(d.mu + d.sigma*d.sigma/2)
-	if d.limit <= 0 || d.sigma == 0 {
-		if d.limit > 0 {
-			return min(full, float64(d.limit))
-		}
-		return full
-	}
-	b := (math.Log(float64(d.limit)) - d.mu) / d.sigma
-	below := full * normalCDF(b-d.sigma)
-	return below + float64(d.limit)*(1-normalCDF(b))
-}
+func (d *lognormal) mean() float64 { return d.CappedMean(float64(d.limit)) }
 
-func (d *lognormal) truncatedShare() float64 {
-	if d.limit <= 0 {
-		return 0
-	}
-	if d.sigma == 0 {
-		if math.Exp(d.mu) >= float64(d.limit) {
-			return 1
-		}
-		return 0
-	}
-	return 1 - normalCDF((math.Log(float64(d.limit))-d.mu)/d.sigma)
-}
+func (d *lognormal) truncatedShare() float64 { return d.ShareAtLeast(float64(d.limit)) }
 
 func (d *lognormal) String() string { return "--lengths " + d.spec }
 
@@ -256,7 +231,7 @@ func parseLengths(spec string, limit int) (lengths, error) {
 			if len(v) == 3 {
 				m = int(v[2])
 			}
-			return &lognormal{mu: math.Log(v[0]), sigma: v[1], limit: capAt(m), spec: spec}, nil
+			return &lognormal{Lognormal: lengthdist.Lognormal{Mu: math.Log(v[0]), Sigma: v[1]}, limit: capAt(m), spec: spec}, nil
 		}
 		return nil, bad("")
 	}
@@ -296,7 +271,7 @@ func parseLengths(spec string, limit int) (lengths, error) {
 	if err != nil {
 		return nil, bad(err.Error())
 	}
-	return &lognormal{mu: mu, sigma: sigma, limit: capAt(m), spec: spec}, nil
+	return &lognormal{Lognormal: lengthdist.Lognormal{Mu: mu, Sigma: sigma}, limit: capAt(m), spec: spec}, nil
 }
 
 // fitLognormal finds the lognormal with the given figures: one of them with
@@ -376,7 +351,7 @@ func joinInts(n []int) string {
 }
 
 // loadLengthFile reads answer lengths, one whole number a line; blank lines
-// and lines starting with # are skipped (sim.ReadLengths: llm-sim reads the
+// and lines starting with # are skipped (lengthdist.ReadLengths: llm-sim reads the
 // same files).
 func loadLengthFile(path string, limit int) (lengths, error) {
 	f, err := os.Open(path)
@@ -388,17 +363,15 @@ func loadLengthFile(path string, limit int) (lengths, error) {
 		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
 	defer f.Close()
-	values, err := sim.ReadLengths(f)
-	var bad *sim.BadLengthError
+	values, err := lengthdist.ReadLengths(f)
+	var bad *lengthdist.BadLengthError
 	switch {
 	case errors.As(err, &bad):
 		return nil, dataErrorf("%s:%d: %q is not a whole number of tokens", path, bad.Line, bad.Text)
-	case errors.Is(err, sim.ErrNoLengths):
+	case errors.Is(err, lengthdist.ErrNoLengths):
 		return nil, dataErrorf("%s holds no lengths", path)
 	case err != nil:
 		return nil, exitcode.NoInputf("--lengths file:%s: %v", path, err)
 	}
 	return &empirical{values: values, limit: limit, source: "--lengths file:" + path}, nil
 }
-
-func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }

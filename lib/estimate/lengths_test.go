@@ -73,8 +73,8 @@ func TestParseLengthsFitsTheFigures(t *testing.T) {
 				t.Errorf("truncated share %.3f, want %.2f", d.truncatedShare(), tc.truncated)
 			}
 			if ln, ok := d.(*lognormal); ok {
-				if tc.wantSigma > 0 && math.Abs(ln.sigma-tc.wantSigma) > 1e-9 {
-					t.Errorf("sigma %g, want %g", ln.sigma, tc.wantSigma)
+				if tc.wantSigma > 0 && math.Abs(ln.Sigma-tc.wantSigma) > 1e-9 {
+					t.Errorf("sigma %g, want %g", ln.Sigma, tc.wantSigma)
 				}
 				if tc.wantLimit > 0 && float64(ln.limit) != tc.wantLimit {
 					t.Errorf("limit %d, want %g", ln.limit, tc.wantLimit)

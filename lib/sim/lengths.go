@@ -1,14 +1,14 @@
 package sim
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
 
 // LengthKind names a distribution of answer lengths.
@@ -138,59 +138,18 @@ func LoadLengthFile(path string) ([]int, error) {
 		return nil, fmt.Errorf("sim: length file: %w", err)
 	}
 	defer f.Close()
-	values, err := ReadLengths(f)
-	var bad *BadLengthError
+	values, err := lengthdist.ReadLengths(f)
+	var bad *lengthdist.BadLengthError
 	switch {
 	case errors.As(err, &bad):
 		return nil, fmt.Errorf("sim: length file %s:%d: %q is not a non-negative integer", path, bad.Line, bad.Text)
-	case errors.Is(err, ErrNoLengths):
+	case errors.Is(err, lengthdist.ErrNoLengths):
 		return nil, fmt.Errorf("sim: length file %s holds no lengths", path)
 	case err != nil:
 		return nil, fmt.Errorf("sim: length file: %w", err)
 	}
 	return values, nil
 }
-
-// ReadLengths reads a length file's answer lengths from r: one
-// non-negative integer a line, blank lines and lines starting with #
-// skipped. llm-sim and estimate read the same files through it, so that a
-// file one takes the other takes too. A line that is not a length is a
-// *BadLengthError, a file without one ErrNoLengths; the callers word both.
-func ReadLengths(r io.Reader) ([]int, error) {
-	var values []int
-	sc := bufio.NewScanner(r)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		n, err := strconv.Atoi(text)
-		if err != nil || n < 0 {
-			return nil, &BadLengthError{Line: line, Text: text}
-		}
-		values = append(values, n)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(values) == 0 {
-		return nil, ErrNoLengths
-	}
-	return values, nil
-}
-
-// BadLengthError is a line of a length file that is not a length.
-type BadLengthError struct {
-	Line int    // from 1
-	Text string // the line, trimmed
-}
-
-func (e *BadLengthError) Error() string {
-	return fmt.Sprintf("line %d: %q is not a non-negative integer", e.Line, e.Text)
-}
-
-// ErrNoLengths is a length file that holds no lengths.
-var ErrNoLengths = errors.New("no lengths")
 
 func (d *LengthDist) validate() error {
 	switch d.Kind {
