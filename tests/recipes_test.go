@@ -202,6 +202,14 @@ func recipeEnv(data string, urls ...string) []string {
 	}
 }
 
+// stopFanout signals whatever runs of datasets fanout.sh left behind. It
+// needs the test's environment: the runs' locks are under its SYNTHPIPE_DATA.
+func stopFanout(env, datasets []string) {
+	stop := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "stop"}, datasets...)...)
+	stop.Env = append(os.Environ(), env...)
+	stop.Run()
+}
+
 // runRecipe runs scripts/SCRIPT with args and env added to the test's
 // environment, and returns its exit status and stderr.
 func runRecipe(t *testing.T, env []string, script string, args ...string) (int, string) {
@@ -733,9 +741,7 @@ func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-ch
 	}
 	exited := make(chan int, 1)
 	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
-	t.Cleanup(func() { // whatever happened, leave no run behind
-		exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "stop"}, datasets...)...).Run()
-	})
+	t.Cleanup(func() { stopFanout(env, datasets) }) // whatever happened, leave no run behind
 	for _, d := range datasets {
 		lock := filepath.Join(data, d, ".lock")
 		waitFor(t, recipeTimeout, d+"'s generate to start", func() bool {
@@ -844,9 +850,7 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	}
 	exited := make(chan int, 1)
 	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
-	t.Cleanup(func() {
-		exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "stop"}, datasets...)...).Run()
-	})
+	t.Cleanup(func() { stopFanout(env, datasets) }) // whatever happened, leave no run behind
 	out := filepath.Join(data, "math", "out.jsonl")
 	waitFor(t, recipeTimeout, "a first answer in math/out.jsonl", func() bool {
 		select {
