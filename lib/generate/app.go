@@ -25,72 +25,17 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/runview"
 )
-
-// Flag names.
-const (
-	flagBackend            = "backend"
-	flagURL                = "url"
-	flagModel              = "model"
-	flagMaxTokens          = "max-tokens"
-	flagContextLength      = "context-length"
-	flagMinRoom            = "min-room"
-	flagTemperature        = "temperature"
-	flagTopP               = "top-p"
-	flagTopK               = "top-k"
-	flagMinP               = "min-p"
-	flagStop               = "stop"
-	flagStopTokenID        = "stop-token-id"
-	flagSeed               = "seed"
-	flagReasoningEffort    = "reasoning-effort"
-	flagReasoningMaxTokens = "reasoning-max-tokens"
-	flagExtra              = "extra"
-	flagErrors             = "errors"
-	flagRetries            = "retries"
-	flagTimeout            = "timeout"
-	flagStream             = "stream"
-	flagIdleTimeout        = "idle-timeout"
-	flagMaxRetryWait       = "max-retry-wait"
-	flagMaxAnswerMemory    = "max-answer-memory"
-	flagAPIKeyFile         = "api-key-file"
-	flagReferer            = "referer"
-	flagTitle              = "title"
-	flagConcurrency        = "concurrency"
-	flagOrdered            = "ordered"
-	flagReorderWindow      = "reorder-window"
-	flagTokenBudget        = "token-budget"
-	flagAlready            = "already"
-	flagCount              = "count"
-	flagOverKeyLimit       = "over-key-limit"
-	flagStatusFile         = "status-file"
-	flagMetricsListen      = "metrics-listen"
-	flagShared             = "shared"
-	flagDrain              = "drain"
-	flagCostBudget         = "cost-budget"
-	flagMaxPrice           = "max-price"
-	flagProgressInterval   = "progress-interval"
-	flagTotal              = "total"
-	flagDrainTimeout       = "drain-timeout"
-	flagTokenizer          = "tokenizer"
-	flagTurns              = "turns"
-	flagSamples            = "samples"
-	flagRequireSameParams  = "require-same-params"
-)
-
-// defaultMaxTokens applies without --max-tokens. SGLang's own default (128)
-// truncates answers silently, so generate always sends a limit and names it
-// in its start-up line; estimate assumes the same.
-const defaultMaxTokens = capacity.DefaultMaxTokens
 
 // Environment variables holding API keys, in the order they are tried.
 var apiKeyEnv = []string{"OPENROUTER_API_KEY", "OPENAI_API_KEY"}
 
 // NewApp returns a fresh generate command.
 func NewApp() *cli.App {
+	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:      "generate",
 		Usage:     "send request records to inference servers and write the answers as records",
@@ -368,7 +313,7 @@ and port they were given for: a redirect elsewhere (a downgrade to http
 included) is never followed, nor one that would turn a request into a GET;
 generate follows only a 307 or 308 within the same origin, and otherwise
 stops with exit 77, naming the Location.`,
-		Flags: flags(),
+		Flags: flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: "OPENROUTER_API_KEY", Meaning: "API key sent as a Bearer token (first choice)"},
 			{Name: "OPENAI_API_KEY", Meaning: "API key, when OPENROUTER_API_KEY is not set"},
@@ -397,7 +342,7 @@ stops with exit 77, naming the Location.`,
 				Command: "0 * * * * cd /data && flock -n .lock sh -c 'dedupe-resume -q --done out.jsonl req.jsonl | generate -q --url http://gpu1:30000 --errors err.jsonl --token-budget 10M --already out.jsonl | budget-cut -q --tokens 10M --already out.jsonl >> out.jsonl'"},
 		},
 		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)", "synthpipe-status(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 	})
 }
 

@@ -11,19 +11,12 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
-)
-
-// Flag names of the record formats.
-const (
-	flagInputFormat  = "input-format"
-	flagOutputFormat = "output-format"
 )
 
 // Record formats: synthpipe's own records, or the lines of an OpenAI Batch
@@ -37,24 +30,9 @@ const (
 // (embeddings, completions, responses) do not produce a chat answer.
 const batchChatURL = "/v1/chat/completions"
 
-func inputFormatFlag() cli.Flag {
-	return &cli.StringFlag{Name: flagInputFormat, Value: formatRecords,
-		Usage: "read `FORMAT`: records (synthpipe's) or openai-batch (OpenAI Batch / vllm run-batch input lines; --backend sglang needs --tokenizer)"}
-}
-
-func outputFormatFlag() cli.Flag {
-	return &cli.StringFlag{Name: flagOutputFormat, Value: formatRecords,
-		Usage: "write `FORMAT`: records (synthpipe's) or openai-batch (Batch output lines, failures included)"}
-}
-
-// parseFormats reads and checks --input-format and --output-format.
-func parseFormats(c *cli.Context, cfg *config) error {
-	cfg.inputFormat, cfg.outputFormat = c.String(flagInputFormat), c.String(flagOutputFormat)
-	for _, f := range []struct{ flag, value string }{{flagInputFormat, cfg.inputFormat}, {flagOutputFormat, cfg.outputFormat}} {
-		if f.value != formatRecords && f.value != formatOpenAIBatch {
-			return cliutil.Usagef("--%s %q: want %s or %s", f.flag, f.value, formatRecords, formatOpenAIBatch)
-		}
-	}
+// checkFormats checks --input-format and --output-format against the other
+// flags.
+func checkFormats(cfg *config) error {
 	if cfg.inputFormat == formatOpenAIBatch && cfg.kind.Input == backend.TokenIDs && cfg.tokenizer == "" {
 		return cliutil.Usagef("--%s %s with --%s %s needs --%s DIR: it takes token ids, and the chat template and tokenizer in DIR turn each body's messages into them",
 			flagInputFormat, formatOpenAIBatch, flagBackend, cfg.kind.Name, flagTokenizer)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/conversation"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/thinking"
@@ -51,7 +52,7 @@ const maxCount = 1 << 53
 func missingInput(kind *backend.Kind) error {
 	if kind.Input == backend.TokenIDs {
 		return fmt.Errorf(`no %q: --%s %s sends token ids (run tokenize-prompts first, or use %s with messages)`,
-			record.FieldInputIDs, flagBackend, kind.Name, orList(backendsTaking(backend.Messages)))
+			record.FieldInputIDs, flagBackend, kind.Name, flaggroup.OrList(flaggroup.BackendsTaking(backend.Messages)))
 	}
 	return fmt.Errorf(`no "messages": --%s %s sends the conversation (an array of {role, content})`, flagBackend, kind.Name)
 }

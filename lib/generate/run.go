@@ -32,9 +32,8 @@ var serverInfoTimeout = 10 * time.Second
 // and their records take far less.
 const memoryHeadroom = 512 << 20
 
-func run(c *cli.Context) (err error) {
-	cfg, err := parse(c)
-	if err != nil {
+func run(c *cli.Context, cfg *config) (err error) {
+	if err := parse(c, cfg); err != nil {
 		return err
 	}
 	if os.Getenv("GOMEMLIMIT") == "" { // a limit the user set wins

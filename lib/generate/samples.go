@@ -19,9 +19,6 @@ import (
 
 // checkSamples refuses --samples values and combinations that cannot work.
 func checkSamples(cfg *config) error {
-	if cfg.samples < 1 || cfg.samples > record.MaxSamples {
-		return cliutil.Usagef("--%s %d: want 1 to %d answers per prompt", flagSamples, cfg.samples, record.MaxSamples)
-	}
 	if cfg.samples > 1 && (cfg.inputFormat == formatOpenAIBatch || cfg.outputFormat == formatOpenAIBatch) {
 		return cliutil.Usagef("--%s is for records (--input-format and --output-format %s): an OpenAI Batch file names each request by its custom_id, once",
 			flagSamples, formatRecords)

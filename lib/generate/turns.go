@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/synthpipe/synthpipe/lib/answerformat"
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
@@ -23,12 +21,7 @@ const (
 // checkTurns checks --turns against the other flags: regenerating whole
 // conversations on a backend that takes token ids needs the model's
 // tokenizer to render each turn and read each answer.
-func checkTurns(c *cli.Context, cfg *config, batchInput bool) error {
-	switch c.String(flagTurns) {
-	case turnsLast, turnsAll:
-	default:
-		return cliutil.Usagef("--%s %q: want last or all", flagTurns, c.String(flagTurns))
-	}
+func checkTurns(cfg *config, batchInput bool) error {
 	if !cfg.turnsAll {
 		return nil
 	}
