@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // Names of the flags that mean the same in every tool.
@@ -35,7 +36,7 @@ func EnvName(flag string) string {
 
 // IDPathFlag is --id-path: where a record's id is.
 func IDPathFlag() cli.Flag {
-	return &cli.StringFlag{Name: FlagIDPath, Value: "id", EnvVars: []string{EnvName(FlagIDPath)},
+	return &cli.StringFlag{Name: FlagIDPath, Value: record.FieldID, EnvVars: []string{EnvName(FlagIDPath)},
 		Usage: "gjson `PATH` of each record's unique string id"}
 }
 

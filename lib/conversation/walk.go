@@ -258,10 +258,10 @@ func (w *Walk) Members(promptField, completionField string) []Member {
 
 // appendTurn writes one turn of the "turns" member.
 func appendTurn(b []byte, t Turn) []byte {
-	b = append(b, `{"prompt_tokens":`...)
+	b = append(b, `{"`+record.FieldPromptTokens+`":`...)
 	b = strconv.AppendInt(b, int64(t.PromptTokens), 10)
 	if t.OutputIDs != nil {
-		b = append(b, `,"output_ids":[`...)
+		b = append(b, `,"`+record.FieldOutputIDs+`":[`...)
 		for i, id := range t.OutputIDs {
 			if i > 0 {
 				b = append(b, ',')
@@ -270,28 +270,28 @@ func appendTurn(b []byte, t Turn) []byte {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `,"text":`...)
+	b = append(b, `,"`+record.FieldText+`":`...)
 	b = appendJSONString(b, t.Answer.Content)
 	if t.Answer.Reasoning != "" {
-		b = append(b, `,"reasoning":`...)
+		b = append(b, `,"`+record.FieldReasoning+`":`...)
 		b = appendJSONString(b, t.Answer.Reasoning)
 	}
 	if calls := answerformat.CallsJSON(t.Answer.ToolCalls); calls != nil {
-		b = append(b, `,"tool_calls":`...)
+		b = append(b, `,"`+record.FieldToolCalls+`":`...)
 		b = append(b, calls...)
 	}
 	if t.ReadError != "" {
 		b = append(b, `,"read_error":`...)
 		b = appendJSONString(b, t.ReadError)
 	}
-	b = append(b, `,"finish_reason":`...)
+	b = append(b, `,"`+record.FieldFinishReason+`":`...)
 	b = appendJSONString(b, t.FinishReason)
-	b = append(b, `,"completion_tokens":`...)
+	b = append(b, `,"`+record.FieldCompletionTokens+`":`...)
 	b = strconv.AppendInt(b, int64(t.CompletionTokens), 10)
 	b = append(b, `,"cached_tokens":`...)
 	b = strconv.AppendInt(b, int64(t.CachedTokens), 10)
 	if len(t.Usage) > 0 {
-		b = append(b, `,"usage":`...)
+		b = append(b, `,"`+record.FieldUsage+`":`...)
 		b = append(b, t.Usage...)
 	}
 	b = append(b, `,"latency_ms":`...)

@@ -189,7 +189,7 @@ func (rd *reader) readPrompts(stdin io.Reader, names []string) ([]*group, error)
 // as generate's budget expects them to (conversation.Source.Growth).
 func readTodo(line []byte, info record.Info) (todo, error) {
 	t := todo{prompt: int(info.PromptTokens)}
-	r := gjson.GetManyBytes(line, record.FieldConversationTurns, "messages", "tools")
+	r := gjson.GetManyBytes(line, record.FieldConversationTurns, record.FieldMessages, record.FieldTools)
 	if !r[0].Exists() {
 		return t, nil
 	}
@@ -250,7 +250,7 @@ func (rd *reader) readDone(stdin io.Reader, names []string) (map[string]*doneSta
 // conversation (generate --turns all), which is what --max-tokens bounds
 // and what the answers to come are drawn from.
 func (d *doneStats) add(line []byte, info record.Info) {
-	gen := gjson.GetBytes(line, "gen")
+	gen := gjson.GetBytes(line, record.FieldGen)
 	t := &d.sglang
 	if gen.Get("backend").String() == "openai" {
 		t = &d.openai

@@ -39,9 +39,9 @@ type job struct {
 // responseKeys are the members generate adds; a record that already has one
 // (an output re-fed by mistake, a previous run's fields) gets them replaced.
 var responseKeys = map[string]bool{
-	record.FieldOutputIDs: true, "text": true, "reasoning": true, "reasoning_details": true,
-	"tool_calls": true, record.FieldFinishReason: true, "native_finish_reason": true,
-	record.FieldCompletionTokens: true, record.FieldUsage: true, "gen": true,
+	record.FieldOutputIDs: true, record.FieldText: true, record.FieldReasoning: true, record.FieldReasoningDetails: true,
+	record.FieldToolCalls: true, record.FieldFinishReason: true, record.FieldNativeFinishReason: true,
+	record.FieldCompletionTokens: true, record.FieldUsage: true, record.FieldGen: true,
 }
 
 // maxCount is the largest token count a record may state: 2^53, as in every
@@ -107,9 +107,9 @@ func (p *parser) parse(line []byte) (*job, sampleOf, error) {
 		switch string(m.Key) {
 		case record.FieldInputIDs:
 			inputIDs = m.Value
-		case "messages":
+		case record.FieldMessages:
 			messages = m.Value
-		case "tools":
+		case record.FieldTools:
 			tools = m.Value
 		case record.FieldPromptTokens:
 			promptTok = m.Value
@@ -119,7 +119,7 @@ func (p *parser) parse(line []byte) (*job, sampleOf, error) {
 			sampleRaw = m.Value
 		case record.FieldPromptID:
 			promptIDRaw = m.Value
-		case thinking.FieldThinking, thinking.FieldReasoningEffort:
+		case record.FieldThinking, record.FieldReasoningEffort:
 			thinkingMembers = fmt.Appendf(thinkingMembers, `,%q:%s`, m.Key, m.Value)
 		default:
 			if responseKeys[string(m.Key)] {
@@ -253,7 +253,7 @@ func (p *parser) setThinking(j *job, id string, members []byte) error {
 	}
 	if p.kind.Input == backend.TokenIDs && !p.turns {
 		return fmt.Errorf(`no %q on the record: its input_ids were rendered without --%s, and --%s %s sends them as they are (run tokenize-prompts --%s %s)`,
-			thinking.FieldThinking, thinking.FlagThinking, flagBackend, p.kind.Name, thinking.FlagThinking, p.thinking)
+			record.FieldThinking, thinking.FlagThinking, flagBackend, p.kind.Name, thinking.FlagThinking, p.thinking)
 	}
 	c = p.thinking.Choose(id)
 	j.req.Thinking, j.newThinking = &c, true

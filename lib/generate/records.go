@@ -9,7 +9,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
-	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 // member is one JSON member to add to a record.
@@ -60,19 +59,19 @@ func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []m
 	if res.OutputIDs != nil {
 		add(record.FieldOutputIDs, jsonl.AppendIntArray(nil, res.OutputIDs))
 	}
-	add("text", jsonl.AppendString(nil, res.Text))
+	add(record.FieldText, jsonl.AppendString(nil, res.Text))
 	if res.Reasoning != "" {
-		add("reasoning", jsonl.AppendString(nil, res.Reasoning))
+		add(record.FieldReasoning, jsonl.AppendString(nil, res.Reasoning))
 	}
 	if len(res.ReasoningDetails) > 0 {
-		add("reasoning_details", res.ReasoningDetails)
+		add(record.FieldReasoningDetails, res.ReasoningDetails)
 	}
 	if len(res.ToolCalls) > 0 && !bytes.Equal(res.ToolCalls, []byte("null")) {
-		add("tool_calls", res.ToolCalls)
+		add(record.FieldToolCalls, res.ToolCalls)
 	}
 	add(record.FieldFinishReason, jsonl.AppendString(nil, res.FinishReason))
 	if len(res.NativeFinishReason) > 0 {
-		add("native_finish_reason", res.NativeFinishReason)
+		add(record.FieldNativeFinishReason, res.NativeFinishReason)
 	}
 	add(record.FieldCompletionTokens, strconv.AppendInt(nil, int64(res.CompletionTokens), 10))
 	if !j.hasPromptTokens {
@@ -81,7 +80,7 @@ func (c *collector) resultMembers(j *job, res *backend.Result, attempts int) []m
 	if len(res.Usage) > 0 {
 		add(record.FieldUsage, res.Usage)
 	}
-	add("gen", c.genMember(j, res, attempts))
+	add(record.FieldGen, c.genMember(j, res, attempts))
 	return appendThinking(ms, j)
 }
 
@@ -93,9 +92,9 @@ func appendThinking(ms []member, j *job) []member {
 		return ms
 	}
 	c := j.req.Thinking
-	ms = append(ms, member{thinking.FieldThinking, strconv.AppendBool(nil, c.Thinking)})
+	ms = append(ms, member{record.FieldThinking, strconv.AppendBool(nil, c.Thinking)})
 	if c.Effort != "" {
-		ms = append(ms, member{thinking.FieldReasoningEffort, jsonl.AppendString(nil, c.Effort)})
+		ms = append(ms, member{record.FieldReasoningEffort, jsonl.AppendString(nil, c.Effort)})
 	}
 	return ms
 }

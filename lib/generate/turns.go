@@ -253,7 +253,7 @@ func (c *collector) handleConversation(o *outcome) {
 	for _, m := range members {
 		ms = append(ms, member{m.Key, m.Raw})
 	}
-	ms = append(ms, member{"gen", c.genMember(j, o.res, o.attempts)})
+	ms = append(ms, member{record.FieldGen, c.genMember(j, o.res, o.attempts)})
 	ms = appendThinking(ms, j)
 	c.emit(j.seq, outLine{addMembers(j.line, ms, true), true})
 }

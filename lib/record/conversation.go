@@ -9,15 +9,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// Members of a regenerated conversation (generate --turns all; see
-// synthpipe-records(7), CONVERSATIONS).
-const (
-	FieldTurns              = "turns"
-	FieldEnded              = "ended"
-	FieldConversation       = "conversation"
-	FieldConversationTokens = "conversation_tokens"
-)
-
 // TurnCount is what one generated turn of a conversation counts: the
 // prompt it sent (the whole conversation so far), its answer, and how the
 // answer ended.

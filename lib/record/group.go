@@ -9,10 +9,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// FieldDataset names the dataset a record belongs to. run-dataset.sh has
-// tokenize-prompts write it (--dataset) on every record of a dataset.
-const FieldDataset = "dataset"
-
 // NoGroup is the group of a record without the --by value.
 const NoGroup = "(none)"
 

@@ -17,23 +17,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// Field names of the contract (see synthpipe-records(7)).
-const (
-	FieldID               = "id"
-	FieldInputIDs         = "input_ids"
-	FieldOutputIDs        = "output_ids"
-	FieldPromptTokens     = "prompt_tokens"
-	FieldPromptText       = "prompt_text" // the rendered prompt, with tokenize-prompts --with-text
-	FieldCompletionTokens = "completion_tokens"
-	FieldUsage            = "usage"
-	FieldFinishReason     = "finish_reason"
-	FieldError            = "error"
-	FieldGen              = "gen" // who made the answer: backend, model, endpoint, params
-	// FieldConversationTurns is how many assistant turns a conversation
-	// record asks generate --turns all for (tokenize-prompts --turns all).
-	FieldConversationTurns = "conversation_turns"
-)
-
 // Info is what the stream tools need to know about one record.
 type Info struct {
 	ID               string // "" when the record has none (see HasID)

@@ -15,10 +15,6 @@ import (
 // missing: sample k (1-based) of the prompt with id ID is its own record
 // with the id SampleID(ID, k), and carries FieldSample (k) and
 // FieldPromptID (ID).
-const (
-	FieldSample   = "sample"
-	FieldPromptID = "prompt_id"
-)
 
 // SampleSep joins a prompt's id and its sample number.
 const SampleSep = "#"

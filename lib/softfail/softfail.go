@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // The soft failure kinds, as tokstat names them (soft_KIND in --tsv) and
@@ -123,25 +124,25 @@ func answerOf(obj []byte) answer {
 		}
 		var r *gjson.Result
 		switch string(key) {
-		case "error":
+		case record.FieldError:
 			r = &a.err
-		case "thinking":
+		case record.FieldThinking:
 			r = &a.thinking
-		case "turns":
+		case record.FieldTurns:
 			r = &a.turns
-		case "reasoning":
+		case record.FieldReasoning:
 			r = &a.reasoning
-		case "text":
+		case record.FieldText:
 			r = &a.text
-		case "finish_reason":
+		case record.FieldFinishReason:
 			r = &a.finish
-		case "tool_calls":
+		case record.FieldToolCalls:
 			r = &a.calls
-		case "output_ids":
+		case record.FieldOutputIDs:
 			r = &a.ids
-		case "native_finish_reason":
+		case record.FieldNativeFinishReason:
 			r = &a.native
-		case "gen":
+		case record.FieldGen:
 			r = &a.gen
 		default:
 			return true

@@ -20,12 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
-)
-
-// Fields of the record that hold the choice.
-const (
-	FieldThinking        = "thinking"         // true or false
-	FieldReasoningEffort = "reasoning_effort" // a level, with --thinking effort:...
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // Flag names shared by the tools that render or send prompts.
@@ -206,9 +201,9 @@ func (m Mode) pickLevel(u float64) string {
 // "thinking false" or "reasoning_effort high".
 func (c Choice) String() string {
 	if c.Effort != "" {
-		return FieldReasoningEffort + " " + c.Effort
+		return record.FieldReasoningEffort + " " + c.Effort
 	}
-	return FieldThinking + " " + strconv.FormatBool(c.Thinking)
+	return record.FieldThinking + " " + strconv.FormatBool(c.Thinking)
 }
 
 // TemplateArgs are the template variables of the choice.
@@ -237,10 +232,10 @@ func (c Choice) WithTemplateArgs(extra map[string]json.RawMessage) map[string]js
 // AppendFields appends the record members of the choice,
 // `,"thinking":true` and `,"reasoning_effort":"high"` when by level.
 func (c Choice) AppendFields(b []byte) []byte {
-	b = append(b, `,"`+FieldThinking+`":`...)
+	b = append(b, `,"`+record.FieldThinking+`":`...)
 	b = strconv.AppendBool(b, c.Thinking)
 	if c.Effort != "" {
-		b = append(b, `,"`+FieldReasoningEffort+`":`...)
+		b = append(b, `,"`+record.FieldReasoningEffort+`":`...)
 		q, _ := json.Marshal(c.Effort)
 		b = append(b, q...)
 	}
@@ -285,11 +280,11 @@ func ArgValues(name string) string {
 // FromRecord reads the choice a record carries. ok is false when it has no
 // "thinking" member; a member that is not true or false is an error.
 func FromRecord(line []byte) (c Choice, ok bool, err error) {
-	r := gjson.GetManyBytes(line, FieldThinking, FieldReasoningEffort)
+	r := gjson.GetManyBytes(line, record.FieldThinking, record.FieldReasoningEffort)
 	switch r[0].Type {
 	case gjson.Null:
 		if r[0].Exists() {
-			return c, false, fmt.Errorf("%q is null: want true or false", FieldThinking)
+			return c, false, fmt.Errorf("%q is null: want true or false", record.FieldThinking)
 		}
 		if r[1].Type == gjson.String && r[1].Str != "" {
 			return Choice{Thinking: true, Effort: r[1].Str}, true, nil
@@ -298,11 +293,11 @@ func FromRecord(line []byte) (c Choice, ok bool, err error) {
 	case gjson.True, gjson.False:
 		c.Thinking = r[0].Bool()
 	default:
-		return c, false, fmt.Errorf("%q is %s: want true or false", FieldThinking, r[0].Raw)
+		return c, false, fmt.Errorf("%q is %s: want true or false", record.FieldThinking, r[0].Raw)
 	}
 	if r[1].Exists() && r[1].Type != gjson.Null {
 		if r[1].Type != gjson.String {
-			return c, false, fmt.Errorf("%q is %s: want a level such as \"high\"", FieldReasoningEffort, r[1].Raw)
+			return c, false, fmt.Errorf("%q is %s: want a level such as \"high\"", record.FieldReasoningEffort, r[1].Raw)
 		}
 		c.Effort = r[1].Str
 	}

@@ -93,7 +93,7 @@ func parse(c *cli.Context) (*config, error) {
 		return nil, cliutil.Usagef("--%s needs --%s N", flagTruncate, flagMaxPromptTokens)
 	}
 	if cfg.convert.idPath == "" {
-		cfg.convert.idPath = "id"
+		cfg.convert.idPath = record.FieldID
 	}
 	cfg.convert.id = record.NewIDPath(cfg.convert.idPath)
 	templateName := c.String(flagTemplate)

@@ -249,11 +249,11 @@ func (cv *converter) appendOutputLine(b []byte, f *fields, p *prompt, idJSON []b
 	b = append(b, idMember...)
 	b = append(b, idJSON...)
 	if msgs != nil {
-		b = append(b, `,"`+fieldMessages+`":`...)
+		b = append(b, `,"`+record.FieldMessages+`":`...)
 		b = append(b, msgs...)
 	}
 	if p.tools != nil {
-		b = append(b, `,"`+fieldTools+`":`...)
+		b = append(b, `,"`+record.FieldTools+`":`...)
 		b = append(b, p.tools...)
 	}
 	b = append(b, `,"`+record.FieldInputIDs+`":`...)
@@ -291,8 +291,8 @@ func (cv *converter) appendOutputLine(b []byte, f *fields, p *prompt, idJSON []b
 // that is an earlier output (to generate again with another model) carries
 // them; they are dropped, since the output is a prompt, and a stale
 // completion_tokens would count against budget-cut's budget.
-var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionTokens, "text", "reasoning",
-	"tool_calls", record.FieldFinishReason, record.FieldUsage, "gen", record.FieldError}
+var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionTokens, record.FieldText, record.FieldReasoning,
+	record.FieldToolCalls, record.FieldFinishReason, record.FieldUsage, record.FieldGen, record.FieldError}
 
 // written reports whether a source field is replaced or dropped in the
 // output: the contract's fields and the shape's own fields. A field
@@ -300,13 +300,13 @@ var responseFields = []string{record.FieldOutputIDs, record.FieldCompletionToken
 // the id.
 func (cv *converter) written(key string, p *prompt) bool {
 	switch key {
-	case record.FieldID, fieldMessages, fieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText, record.FieldConversationTurns:
+	case record.FieldID, record.FieldMessages, record.FieldTools, record.FieldInputIDs, record.FieldPromptTokens, record.FieldPromptText, record.FieldConversationTurns:
 		return true // a prompt_text of an earlier run would not be this prompt's
 	}
 	if key == record.FieldDataset && cv.dataset != "" {
 		return true // --dataset names the dataset the record is now in
 	}
-	if cv.thinking.IsSet() && !p.isText() && (key == thinking.FieldThinking || key == thinking.FieldReasoningEffort) {
+	if cv.thinking.IsSet() && !p.isText() && (key == record.FieldThinking || key == record.FieldReasoningEffort) {
 		return true // this run's choice replaces the source's
 	}
 	return slices.Contains(p.consumed, key) || slices.Contains(responseFields, key)

@@ -86,15 +86,15 @@ func canonicalPrompt(p *prompt) ([]byte, error) {
 	var raw []byte
 	if p.isText() {
 		var err error
-		if raw, err = marshal(map[string]any{"text": p.text}); err != nil {
+		if raw, err = marshal(map[string]any{record.FieldText: p.text}); err != nil {
 			return nil, err
 		}
 	} else {
 		// Both parts are JSON already; the decoding below reads them
 		// whatever their spacing, so they are joined as they are.
-		raw = append([]byte(`{"messages":`), p.messagesJSON()...)
+		raw = append([]byte(`{"`+record.FieldMessages+`":`), p.messagesJSON()...)
 		if p.tools != nil {
-			raw = append(append(raw, `,"tools":`...), p.tools...)
+			raw = append(append(raw, `,"`+record.FieldTools+`":`...), p.tools...)
 		}
 		raw = append(raw, '}')
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // Shape names: what a record was read as.
@@ -25,20 +26,6 @@ const (
 	shapeAlpaca    = "alpaca"
 	shapeText      = "text"
 	shapePath      = "--messages-path"
-)
-
-// Source field names that the shapes read.
-const (
-	fieldMessages      = "messages"
-	fieldConversations = "conversations"
-	fieldPrompt        = "prompt"
-	fieldSystem        = "system"
-	fieldInstruction   = "instruction"
-	fieldInput         = "input"
-	fieldOutput        = "output"
-	fieldHistory       = "history"
-	fieldText          = "text"
-	fieldTools         = "tools"
 )
 
 // Roles a message may have. developer is gpt-oss's second system role.
@@ -215,19 +202,19 @@ type promptScratch struct {
 }
 
 // consumedText is what a text record consumes; shared, never appended to.
-var consumedText = []string{fieldText}
+var consumedText = []string{record.FieldText}
 
 // textPrompt reads a text record's prompt. With sc, the prompt and its text
 // are sc's, valid until its next use: the text is only tokenized and written
 // before then.
 func (sc *promptScratch) textPrompt(raw []byte) (*prompt, error) {
 	if sc == nil {
-		text, err := stringField(fieldText, raw)
+		text, err := stringField(record.FieldText, raw)
 		return &prompt{shape: shapeText, text: text, consumed: consumedText}, err
 	}
 	sc.p = prompt{shape: shapeText, consumed: consumedText}
 	var err error
-	sc.p.text, sc.text, err = decodeString(fieldText, raw, sc.text[:0])
+	sc.p.text, sc.text, err = decodeString(record.FieldText, raw, sc.text[:0])
 	return &sc.p, err
 }
 
@@ -257,10 +244,10 @@ func readPromptInto(f *fields, opt shapeOptions, sc *promptScratch) (*prompt, er
 	if p.isText() {
 		return p, nil
 	}
-	if p.tools, err = readTools(f.get(fieldTools)); err != nil {
+	if p.tools, err = readTools(f.get(record.FieldTools)); err != nil {
 		return nil, err
 	}
-	p.consumed = append(p.consumed, fieldTools)
+	p.consumed = append(p.consumed, record.FieldTools)
 	if p.messages, err = cutAtLastRequest(p.messages, opt.keepLastAssistant || opt.turnsAll); err != nil {
 		return nil, err
 	}
@@ -282,20 +269,20 @@ func detect(f *fields, messagesPath string, sc *promptScratch) (*prompt, error) 
 			return p, err
 		}
 	}
-	if raw := f.get(fieldMessages); raw != nil {
-		msgs, err := readTurns(fieldMessages, raw)
-		return &prompt{shape: shapeOpenAI, messages: msgs, consumed: []string{fieldMessages}}, err
+	if raw := f.get(record.FieldMessages); raw != nil {
+		msgs, err := readTurns(record.FieldMessages, raw)
+		return &prompt{shape: shapeOpenAI, messages: msgs, consumed: []string{record.FieldMessages}}, err
 	}
-	if raw := f.get(fieldConversations); raw != nil {
+	if raw := f.get(record.FieldConversations); raw != nil {
 		return readConversations(f, raw)
 	}
-	if raw := f.get(fieldPrompt); raw != nil {
+	if raw := f.get(record.FieldPrompt); raw != nil {
 		return readPromptShape(f, raw)
 	}
-	if raw := f.get(fieldInstruction); raw != nil {
+	if raw := f.get(record.FieldInstruction); raw != nil {
 		return readAlpaca(f, raw)
 	}
-	if raw := f.get(fieldText); raw != nil {
+	if raw := f.get(record.FieldText); raw != nil {
 		return sc.textPrompt(raw)
 	}
 	if messagesPath != "" {
@@ -525,15 +512,15 @@ func readContent(where string, raw json.RawMessage) (json.RawMessage, error) {
 // readConversations reads the "conversations" shapes: ShareGPT (from/value,
 // with an optional top-level "system") and SpecForge (role/content).
 func readConversations(f *fields, raw []byte) (*prompt, error) {
-	msgs, err := readTurns(fieldConversations, raw)
+	msgs, err := readTurns(record.FieldConversations, raw)
 	if err != nil {
 		return nil, err
 	}
-	p := &prompt{shape: shapeSpecForge, messages: msgs, consumed: []string{fieldConversations}}
+	p := &prompt{shape: shapeSpecForge, messages: msgs, consumed: []string{record.FieldConversations}}
 	if gjson.GetBytes(raw, "0.from").Exists() {
 		p.shape = shapeShareGPT
-		p.consumed = append(p.consumed, fieldSystem)
-		if err := prependSystem(p, f.get(fieldSystem)); err != nil {
+		p.consumed = append(p.consumed, record.FieldSystem)
+		if err := prependSystem(p, f.get(record.FieldSystem)); err != nil {
 			return nil, err
 		}
 	}
@@ -542,13 +529,13 @@ func readConversations(f *fields, raw []byte) (*prompt, error) {
 
 // readPromptShape reads {"prompt": TEXT, "system": TEXT}.
 func readPromptShape(f *fields, raw []byte) (*prompt, error) {
-	text, err := stringField(fieldPrompt, raw)
+	text, err := stringField(record.FieldPrompt, raw)
 	if err != nil {
 		return nil, err
 	}
-	p := &prompt{shape: shapePrompt, consumed: []string{fieldPrompt, fieldSystem},
+	p := &prompt{shape: shapePrompt, consumed: []string{record.FieldPrompt, record.FieldSystem},
 		messages: []message{{Role: roleUser, Content: jsonString(text)}}}
-	return p, prependSystem(p, f.get(fieldSystem))
+	return p, prependSystem(p, f.get(record.FieldSystem))
 }
 
 // readAlpaca reads Alpaca records: the request is the instruction, followed
@@ -556,12 +543,12 @@ func readPromptShape(f *fields, raw []byte) (*prompt, error) {
 // answer (a trailing assistant turn); LLaMA-Factory's "system" and
 // "history" ([[request, answer], ...]) come before.
 func readAlpaca(f *fields, raw []byte) (*prompt, error) {
-	instruction, err := stringField(fieldInstruction, raw)
+	instruction, err := stringField(record.FieldInstruction, raw)
 	if err != nil {
 		return nil, err
 	}
-	p := &prompt{shape: shapeAlpaca, consumed: []string{fieldInstruction, fieldInput, fieldOutput, fieldSystem, fieldHistory}}
-	if h := f.get(fieldHistory); h != nil && !bytes.Equal(h, nullJSON) {
+	p := &prompt{shape: shapeAlpaca, consumed: []string{record.FieldInstruction, record.FieldInput, record.FieldOutput, record.FieldSystem, record.FieldHistory}}
+	if h := f.get(record.FieldHistory); h != nil && !bytes.Equal(h, nullJSON) {
 		var pairs [][]string
 		if err := json.Unmarshal(h, &pairs); err != nil {
 			return nil, fmt.Errorf(`"history" must be a list of [request, answer] string pairs`)
@@ -576,8 +563,8 @@ func readAlpaca(f *fields, raw []byte) (*prompt, error) {
 		}
 	}
 	request := instruction
-	if in := f.get(fieldInput); in != nil && !bytes.Equal(in, nullJSON) {
-		input, err := stringField(fieldInput, in)
+	if in := f.get(record.FieldInput); in != nil && !bytes.Equal(in, nullJSON) {
+		input, err := stringField(record.FieldInput, in)
 		if err != nil {
 			return nil, err
 		}
@@ -586,14 +573,14 @@ func readAlpaca(f *fields, raw []byte) (*prompt, error) {
 		}
 	}
 	p.messages = append(p.messages, message{Role: roleUser, Content: jsonString(request)})
-	if out := f.get(fieldOutput); out != nil && !bytes.Equal(out, nullJSON) {
-		answer, err := stringField(fieldOutput, out)
+	if out := f.get(record.FieldOutput); out != nil && !bytes.Equal(out, nullJSON) {
+		answer, err := stringField(record.FieldOutput, out)
 		if err != nil {
 			return nil, err
 		}
 		p.messages = append(p.messages, message{Role: roleAssistant, Content: jsonString(answer)})
 	}
-	return p, prependSystem(p, f.get(fieldSystem))
+	return p, prependSystem(p, f.get(record.FieldSystem))
 }
 
 // prependSystem puts a top-level "system" string in front of the messages.
@@ -601,7 +588,7 @@ func prependSystem(p *prompt, raw []byte) error {
 	if raw == nil || bytes.Equal(raw, nullJSON) {
 		return nil
 	}
-	text, err := stringField(fieldSystem, raw)
+	text, err := stringField(record.FieldSystem, raw)
 	if err != nil || text == "" {
 		return err
 	}
@@ -618,7 +605,7 @@ func readTools(raw []byte) (json.RawMessage, error) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, _ := stringField(fieldTools, raw)
+		s, _ := stringField(record.FieldTools, raw)
 		if strings.TrimSpace(s) == "" {
 			return nil, nil
 		}

@@ -28,7 +28,7 @@ type regenerated struct {
 // not one. A last turn cut at the token limit is dropped unless
 // keepTruncated; a conversation left with no turn has no answer.
 func readRegenerated(rec []byte, keepTruncated bool) (*regenerated, error) {
-	r := gjson.GetManyBytes(rec, record.FieldConversation, record.FieldTurns, record.FieldEnded, "tools")
+	r := gjson.GetManyBytes(rec, record.FieldConversation, record.FieldTurns, record.FieldEnded, record.FieldTools)
 	if !r[1].IsArray() || r[2].Type != gjson.String {
 		return nil, nil
 	}
@@ -50,7 +50,7 @@ func readRegenerated(rec []byte, keepTruncated bool) (*regenerated, error) {
 		return nil, fmt.Errorf("%d assistant turns in the conversation but %d in turns", len(g.at), len(g.turns))
 	}
 	g.turns = g.turns[:len(g.at)]
-	if n := len(g.turns); n > 0 && !keepTruncated && g.turns[n-1].Get("finish_reason").String() == "length" {
+	if n := len(g.turns); n > 0 && !keepTruncated && g.turns[n-1].Get(record.FieldFinishReason).String() == "length" {
 		g.sent, g.at, g.turns = g.sent[:g.at[n-1]], g.at[:n-1], g.turns[:n-1]
 	}
 	if len(g.turns) == 0 {
@@ -173,15 +173,15 @@ func checkSentPrompt(rec []byte, n int, prompt []int, t gjson.Result) error {
 // appendTokensSample writes a token sample: its id (and turn, when above
 // 0), its ids (a JSON array) and the loss mask.
 func appendTokensSample(dst []byte, idRaw string, turn int, ids []byte, mask []bool) []byte {
-	dst = append(dst, `{"id":`...)
+	dst = append(dst, `{"`+record.FieldID+`":`...)
 	dst = append(dst, idRaw...)
 	if turn > 0 {
-		dst = append(dst, `,"turn":`...)
+		dst = append(dst, `,"`+record.FieldTurn+`":`...)
 		dst = append(dst, fmt.Sprint(turn)...)
 	}
-	dst = append(dst, `,"input_ids":`...)
+	dst = append(dst, `,"`+record.FieldInputIDs+`":`...)
 	dst = append(dst, ids...)
-	dst = append(dst, `,"loss_mask":[`...)
+	dst = append(dst, `,"`+record.FieldLossMask+`":[`...)
 	for i, on := range mask {
 		if i > 0 {
 			dst = append(dst, ',')

@@ -83,7 +83,7 @@ func (c *converter) renderModel(rec []byte) (*chat.Model, error) {
 	if !ok {
 		if sw := c.thinkingSwitch(); sw != "" && set == "" {
 			return nil, fmt.Errorf(`no %q on the record, and the chat template reads %s: the setting the answer was generated with cannot be told, so the record is not rendered either way (generate and tokenize-prompts --thinking record it; for an input made all one way, say which with --template-arg %s=%s)`,
-				thinking.FieldThinking, sw, sw, thinking.ArgValues(sw))
+				record.FieldThinking, sw, sw, thinking.ArgValues(sw))
 		}
 		return c.model, nil
 	}
@@ -124,14 +124,14 @@ func (c *converter) samples(rec []byte) ([][]byte, error) {
 
 // answerTurn builds the assistant message of the generated answer.
 func answerTurn(rec []byte) (json.RawMessage, error) {
-	r := gjson.GetManyBytes(rec, "text", "reasoning", "tool_calls")
+	r := gjson.GetManyBytes(rec, record.FieldText, record.FieldReasoning, record.FieldToolCalls)
 	text, reasoning, calls := r[0], r[1], r[2]
 	var toolCalls json.RawMessage
 	if calls.IsArray() && len(calls.Array()) > 0 {
 		toolCalls = json.RawMessage(calls.Raw)
 	}
 	if text.String() == "" && toolCalls == nil {
-		if ids := gjson.GetBytes(rec, "output_ids"); !ids.IsArray() || len(ids.Array()) == 0 {
+		if ids := gjson.GetBytes(rec, record.FieldOutputIDs); !ids.IsArray() || len(ids.Array()) == 0 {
 			return nil, errNoAnswer
 		}
 	}
@@ -140,7 +140,7 @@ func answerTurn(rec []byte) (json.RawMessage, error) {
 
 // withAnswer returns the record's messages with the answer appended.
 func withAnswer(rec []byte) (json.RawMessage, error) {
-	msgs := gjson.GetBytes(rec, "messages")
+	msgs := gjson.GetBytes(rec, record.FieldMessages)
 	if !msgs.IsArray() {
 		return nil, errNoConversation
 	}
@@ -157,7 +157,7 @@ func (c *converter) specForge(dst []byte, idRaw string, rec []byte) ([]byte, err
 		return dst, err
 	}
 	var tools json.RawMessage
-	if t := gjson.GetBytes(rec, "tools"); t.IsArray() {
+	if t := gjson.GetBytes(rec, record.FieldTools); t.IsArray() {
 		tools = json.RawMessage(t.Raw)
 	}
 	return c.specForgeSample(dst, idRaw, conv, tools, rec)
@@ -170,12 +170,12 @@ func (c *converter) specForgeSample(dst []byte, idRaw string, conv, tools json.R
 	if err != nil {
 		return dst, err
 	}
-	dst = append(dst, `{"id":`...)
+	dst = append(dst, `{"`+record.FieldID+`":`...)
 	dst = append(dst, idRaw...)
-	dst = append(dst, `,"conversations":`...)
+	dst = append(dst, `,"`+record.FieldConversations+`":`...)
 	dst = append(dst, conv...)
 	if tools != nil {
-		dst = append(dst, `,"tools":`...)
+		dst = append(dst, `,"`+record.FieldTools+`":`...)
 		dst = append(dst, tools...)
 	}
 	if hasChoice { // for the trainer's template: the setting the answer was made with
@@ -185,7 +185,7 @@ func (c *converter) specForgeSample(dst []byte, idRaw string, conv, tools json.R
 }
 
 func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error) {
-	in, out := gjson.GetBytes(rec, "input_ids"), gjson.GetBytes(rec, "output_ids")
+	in, out := gjson.GetBytes(rec, record.FieldInputIDs), gjson.GetBytes(rec, record.FieldOutputIDs)
 	var prompt, answer int
 	var ids []byte
 	for _, side := range []struct {
@@ -238,11 +238,11 @@ func (c *converter) tokens(dst []byte, idRaw string, rec []byte) ([]byte, error)
 		ids = jsonl.AppendIntArray(nil, all)
 		c.answer = append(c.answer[:0], all[p:]...)
 	}
-	dst = append(dst, `{"id":`...)
+	dst = append(dst, `{"`+record.FieldID+`":`...)
 	dst = append(dst, idRaw...)
-	dst = append(dst, `,"input_ids":`...)
+	dst = append(dst, `,"`+record.FieldInputIDs+`":`...)
 	dst = append(dst, ids...)
-	dst = append(dst, `,"loss_mask":[`...)
+	dst = append(dst, `,"`+record.FieldLossMask+`":[`...)
 	for i := 0; i < prompt+answer; i++ {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -265,9 +265,9 @@ func (c *converter) renderTokens(rec []byte) (ids []int, prompt int, err error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	msgs := json.RawMessage(gjson.GetBytes(rec, "messages").Raw)
+	msgs := json.RawMessage(gjson.GetBytes(rec, record.FieldMessages).Raw)
 	var tools json.RawMessage
-	if t := gjson.GetBytes(rec, "tools"); t.IsArray() {
+	if t := gjson.GetBytes(rec, record.FieldTools); t.IsArray() {
 		tools = json.RawMessage(t.Raw)
 	}
 	model, err := c.renderModel(rec)

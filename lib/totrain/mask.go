@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // trainView is a sample as a trainer sees it: its token ids and, for each,
@@ -22,7 +23,7 @@ type trainView struct {
 // tokensView reads a --format tokens sample: its ids and loss mask as
 // written.
 func tokensView(sample []byte) (trainView, error) {
-	r := gjson.GetManyBytes(sample, "id", "input_ids", "loss_mask", "turn")
+	r := gjson.GetManyBytes(sample, record.FieldID, record.FieldInputIDs, record.FieldLossMask, record.FieldTurn)
 	v := trainView{id: r[0].String(), turn: int(r[3].Int())}
 	for _, x := range r[1].Array() {
 		v.ids = append(v.ids, int(x.Int()))
@@ -39,7 +40,7 @@ func tokensView(sample []byte) (trainView, error) {
 // specForgeView renders a --format specforge sample through the chat
 // template, as a trainer does, with the loss on every assistant turn.
 func (c *converter) specForgeView(sample []byte) (trainView, error) {
-	r := gjson.GetManyBytes(sample, "id", "conversations", "tools")
+	r := gjson.GetManyBytes(sample, record.FieldID, record.FieldConversations, record.FieldTools)
 	v := trainView{id: r[0].String()}
 	var tools json.RawMessage
 	if r[2].IsArray() {

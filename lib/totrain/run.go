@@ -335,9 +335,9 @@ func openSamples(path, format string, stdout io.Writer, warn func(string)) (samp
 
 // tokensSchema is --format tokens as Parquet columns.
 var tokensSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.BinaryTypes.String},
-	{Name: "input_ids", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
-	{Name: "loss_mask", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
+	{Name: record.FieldID, Type: arrow.BinaryTypes.String},
+	{Name: record.FieldInputIDs, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
+	{Name: record.FieldLossMask, Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
 }, nil)
 
 // parquetSamples is a Parquet file as a sampleWriter: it has nothing to

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // The sample viewer, --show: samples as the trainer will see them, the
@@ -124,7 +125,7 @@ func colourOn(terminal bool, term, noColor string) bool {
 
 // Write shows the sample if it was asked for.
 func (s *showWriter) Write(sample []byte) error {
-	if !s.filter.wants(gjson.GetBytes(sample, "id").String()) {
+	if !s.filter.wants(gjson.GetBytes(sample, record.FieldID).String()) {
 		return nil
 	}
 	view, err := s.conv.view(sample)
