@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -73,14 +74,18 @@ const DefaultMaxResponseBytes = 256 << 20
 const maxErrorBodyBytes = 64 << 10
 
 // sharedClient serves every backend that was given no client, so that all
-// of them share one connection pool.
-var sharedClient = &http.Client{Transport: newSharedTransport(), CheckRedirect: checkRedirect}
+// of them share one connection pool. It is built on first use: a tool that
+// links this package but sends no request (tokstat, budget-cut) never
+// builds its transports.
+var sharedClient = sync.OnceValue(func() *http.Client {
+	return &http.Client{Transport: newSharedTransport(), CheckRedirect: checkRedirect}
+})
 
 // SharedClient returns the HTTP client backends use by default: pools of
 // keep-alive HTTP/1.1 connections sized for thousands of concurrent
 // requests per host, with TLS verification always on. Plain-http requests
 // go through this package's own lean connection pool (see transport).
-func SharedClient() *http.Client { return sharedClient }
+func SharedClient() *http.Client { return sharedClient() }
 
 // newTransport builds the net/http transport behind SharedClient, which
 // carries https and proxied requests. HTTP/1.1 gives a
@@ -123,7 +128,7 @@ type client struct {
 }
 
 func newClient(opts Options, kind *Kind) client {
-	c := client{opts: opts, http: sharedClient, kind: kind}
+	c := client{opts: opts, http: sharedClient(), kind: kind}
 	if opts.Client != nil {
 		// A client of the caller's own follows the same redirect policy.
 		hc := *opts.Client
