@@ -27,8 +27,12 @@ help:
 	@echo "make install   install binaries, man pages, completions and the recipes (scripts/) under PREFIX (DESTDIR honoured)"
 	@echo "make clean     remove build output"
 
+# urfave_cli_no_docs leaves out urfave/cli's Markdown and man-page export
+# (App.ToMan, App.ToMarkdown), which no tool calls: the tools then do not
+# link the Markdown renderer, whose package init every run would pay.
+# scripts/genman renders man/ through lib/toolset, without the tag.
 build:
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -tags urfave_cli_no_docs -o bin/ ./cmd/...
 
 # go vet ./... has checked every package, tests included, when the tests
 # run: -vet=off spares go test its own pass of a subset of the same checks.

@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"strings"
 
-	md2man "github.com/cpuguy83/go-md2man/v2/md2man"
 	"github.com/urfave/cli/v2"
 )
 
-// ManPage renders app's section-1 man page from the same Spec that --help
-// shows: NAME, SYNOPSIS, DESCRIPTION, OPTIONS, ENVIRONMENT, EXIT STATUS,
-// EXAMPLES, SEE ALSO.
-func ManPage(app *cli.App) ([]byte, error) {
+// ManMarkdown writes app's section-1 man page, in go-md2man's Markdown, from
+// the same Spec that --help shows: NAME, SYNOPSIS, DESCRIPTION, OPTIONS,
+// ENVIRONMENT, EXIT STATUS, EXAMPLES, SEE ALSO. toolset renders it to roff:
+// the tools themselves never render a man page, so they do not link the
+// Markdown renderer (whose package init every run would pay).
+func ManMarkdown(app *cli.App) (string, error) {
 	s := SpecOf(app)
 	if s == nil {
-		return nil, fmt.Errorf("%s: not built with cliutil.NewApp", app.Name)
+		return "", fmt.Errorf("%s: not built with cliutil.NewApp", app.Name)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%% %s 1 \"\" \"synthpipe %s\" \"synthpipe manual\"\n\n", strings.ToUpper(s.Name), Version)
@@ -55,7 +56,7 @@ func ManPage(app *cli.App) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "# SEE ALSO\n\n%s\n", strings.Join(refs, ", "))
 	}
-	return md2man.Render([]byte(b.String())), nil
+	return b.String(), nil
 }
 
 func writeFlag(b *strings.Builder, f cli.Flag) {

@@ -5,6 +5,8 @@ import (
 
 	md2man "github.com/cpuguy83/go-md2man/v2/md2man"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -21,11 +23,20 @@ func ManPages() (map[string][]byte, error) {
 		"synthpipe-status.7":  md2man.Render(statusPage),
 	}
 	for _, t := range All() {
-		page, err := cliutil.ManPage(t.NewApp())
+		page, err := ManPage(t.NewApp())
 		if err != nil {
 			return nil, err
 		}
 		pages[t.Name+".1"] = page
 	}
 	return pages, nil
+}
+
+// ManPage renders app's section-1 man page (cliutil.ManMarkdown) to roff.
+func ManPage(app *cli.App) ([]byte, error) {
+	md, err := cliutil.ManMarkdown(app)
+	if err != nil {
+		return nil, err
+	}
+	return md2man.Render([]byte(md)), nil
 }

@@ -127,7 +127,7 @@ func helpText(t *testing.T, tool Tool) string {
 
 func manPage(t *testing.T, app *cli.App) string {
 	t.Helper()
-	page, err := cliutil.ManPage(app)
+	page, err := ManPage(app)
 	if err != nil {
 		t.Fatal(err)
 	}
