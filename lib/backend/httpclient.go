@@ -205,13 +205,58 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 		hreq.SetBasicAuth(user.Username(), pass)
 	}
 	c.kind.Auth(h, &c.opts)
-	x.resp, err = c.http.Do(hreq)
+	x.resp, err = c.roundTrip(hreq)
 	if err != nil {
 		x.close()
 		return nil, transportError(ctx, x.ctx, err)
 	}
 	x.resp.Body = &activityReader{r: x.resp.Body, x: x, idle: c.opts.IdleTimeout}
 	return x, nil
+}
+
+// roundTrip sends req and returns the head of its answer. A plain-http
+// request through this package's transport goes to it directly: the
+// frames of http.Client.Do would sit on the stack of every request waiting
+// for its answer, and it copies the request's headers, for the sake of
+// redirects, which an answer rarely is. A redirect is handed to the
+// client as the answer to req, and the client follows it, or not, by
+// checkRedirect, as if it had sent req itself.
+func (c *client) roundTrip(req *http.Request) (*http.Response, error) {
+	t, ok := c.http.Transport.(*transport)
+	if !ok || c.http.Jar != nil || c.http.Timeout != 0 || req.URL.Scheme != "http" {
+		return c.http.Do(req)
+	}
+	resp, err := t.RoundTrip(req)
+	if err != nil || !isRedirect(resp.StatusCode) {
+		return resp, err
+	}
+	hc := *c.http
+	hc.Transport = &answered{resp: resp, next: t}
+	return hc.Do(req)
+}
+
+// isRedirect reports the statuses http.Client follows.
+func isRedirect(status int) bool {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// answered gives http.Client the answer its first request already got,
+// and sends the next ones (redirects it follows) through next.
+type answered struct {
+	resp *http.Response
+	next http.RoundTripper
+}
+
+func (a *answered) RoundTrip(req *http.Request) (*http.Response, error) {
+	if resp := a.resp; resp != nil {
+		a.resp = nil
+		return resp, nil
+	}
+	return a.next.RoundTrip(req)
 }
 
 // close releases the connection and the timers. Closing the body before

@@ -233,8 +233,22 @@ func (t *transport) get(ctx context.Context, addr string) (conn net.Conn, reused
 	return conn, false, err
 }
 
+// dial connects to addr on a goroutine of its own, which ends with the
+// dial: dialing goes much deeper than waiting for an answer, and the
+// stack of the request's goroutine, grown to it, would stay that large
+// for the whole wait (a stack shrinks only when it is mostly unused).
 func (t *transport) dial(ctx context.Context, addr string) (net.Conn, error) {
-	return t.dialer.DialContext(ctx, "tcp", addr)
+	type dialed struct {
+		conn net.Conn
+		err  error
+	}
+	done := make(chan dialed, 1)
+	go func() {
+		conn, err := t.dialer.DialContext(ctx, "tcp", addr)
+		done <- dialed{conn, err}
+	}()
+	d := <-done
+	return d.conn, d.err
 }
 
 func (t *transport) put(addr string, conn net.Conn) {
