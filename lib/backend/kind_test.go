@@ -88,7 +88,7 @@ func TestBatchBody(t *testing.T) {
 // its variable, except the one default of generate's --backend.
 func TestNoBackendNamesOutside(t *testing.T) {
 	kindVars := registeredVars(t)
-	allowed := map[string]bool{"lib/generate/flags.go: backend.SGLang": true} // --backend's default
+	allowed := map[string]bool{"lib/flaggroup/server.go: backend.SGLang": true} // --backend's default
 	// estimate's cost models (an SGLang server's continuous batch,
 	// OpenRouter's price list) are its own, not --backend values: it probes
 	// each with the one backend that can answer, and its report names the
