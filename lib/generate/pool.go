@@ -18,6 +18,7 @@ type server struct {
 	model       string // the model it says it serves (SGLang's /model_info), for gen.model
 	limiter     capacity.Limiter
 	inFlight    int
+	peak        int       // most in flight since the last markHeld
 	outstanding int64     // tokens the requests in flight are expected to hold
 	pausedUntil time.Time // Retry-After: no new requests before then
 	// The circuit breaker: after breakAfter connection failures in a row
@@ -119,6 +120,27 @@ func (p *pool) held(s *server) int {
 	return s.inFlight
 }
 
+// markHeld starts a window for heldSince: a reading of s's load is about to
+// be asked for.
+func (p *pool) markHeld(s *server) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.peak = s.inFlight
+}
+
+// heldSince is the most requests s had in flight since markHeld. A reading
+// of the server's load was taken at some moment of that window, and this
+// run's requests the server counted then were at most the run's own count
+// at that moment (a request counts here before the server sees it and
+// until after the server has let it go): comparing the reading with the
+// count when it arrives instead would take this run's answers that ended
+// meanwhile for another run's requests.
+func (p *pool) heldSince(s *server) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(s.peak, s.inFlight)
+}
+
 // decoding is how many requests in flight the servers decode at once: all
 // of them, but on a server sized from its KV cache only what the cache
 // holds (decoding).
@@ -185,6 +207,7 @@ func (p *pool) acquire(ctx context.Context, tokens int, avoid *server) (*server,
 		}
 		if best != nil {
 			best.inFlight++
+			best.peak = max(best.peak, best.inFlight)
 			best.outstanding += int64(tokens)
 			if best.failures >= breakAfter {
 				best.probing = true

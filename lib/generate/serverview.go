@@ -114,6 +114,7 @@ func (v *serverView) poll(ctx context.Context) {
 		if base == "" {
 			continue
 		}
+		v.share.beforeReading(i)
 		snap, err := v.fetch(ctx, base, source)
 		if errors.Is(err, servermetrics.ErrNoMetrics) && !s.has {
 			// An OpenAI-style base (http://host:30000/v1) has the

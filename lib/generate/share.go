@@ -84,6 +84,20 @@ func (c *shareControl) every() time.Duration {
 	return every
 }
 
+// beforeReading marks the start of a reading of server i's load (see
+// pool.heldSince).
+func (c *shareControl) beforeReading(i int) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	srv := c.servers[i]
+	c.mu.Unlock()
+	if srv != nil {
+		c.pool.markHeld(srv)
+	}
+}
+
 // reading takes the view's reading of server i; nil says it has no
 // metrics, and will not be asked again: the server is then probed until ctx
 // ends.
@@ -121,7 +135,7 @@ func (c *shareControl) reading(ctx context.Context, i int, snap *servermetrics.S
 		go c.probe(ctx, srv)
 		return
 	}
-	held := c.pool.held(srv)
+	held := c.pool.heldSince(srv)
 	if k.Observe(capacity.Load{Running: snap.Running, Queued: snap.Queued}, held) {
 		// Said when it is so, not at the start: a run alone is sized as
 		// one alone, and its log does not speak of others.
