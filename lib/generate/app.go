@@ -14,6 +14,14 @@
 // wait for each other through one primitive, notice (notice.go), and pass
 // outcomes to the collector over one channel. Records are parsed by
 // job.go (batch.go for OpenAI Batch files) and written by records.go.
+//
+// The command's side: flags.go binds every flag to a field of the config
+// (the sampling and server flags are lib/flaggroup's, shared with the
+// other tools that take them), config.go checks what involves several
+// flags, run.go wires a run in named steps. What a run shows (the progress
+// line, --status-file, --metrics-listen) is lib/runview's, reading only the
+// run's snapshot (snapshot.go builds a lib/engine.Snapshot); the server
+// view (serverview.go) stays here, since its readings steer the sizing.
 package generate
 
 import (
