@@ -149,15 +149,15 @@ func newClient(opts Options, kind *Kind) client {
 // exchange is one HTTP request and its answer, with the deadlines that
 // apply to it.
 type exchange struct {
-	parent context.Context
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   context.CancelFunc // releases the whole-request timer
-	idle   *time.Timer        // nil without an idle timeout
-	resp   *http.Response
-	start  time.Time
-	mem    *memBudget // shared by the backend's exchanges; nil: no bound
-	held   int64      // what this answer holds of mem
+	parent   context.Context
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	deadline *time.Timer // the whole-request timeout; nil without one
+	idle     *time.Timer // nil without an idle timeout
+	resp     *http.Response
+	start    time.Time
+	mem      *memBudget // shared by the backend's exchanges; nil: no bound
+	held     int64      // what this answer holds of mem
 
 	// classify says what a status other than 200 means: the kind's.
 	classify func(status int, header http.Header, body []byte) *Error
@@ -168,9 +168,10 @@ type exchange struct {
 func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
 	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify, mem: c.mem}
 	x.ctx, x.cancel = context.WithCancelCause(ctx)
-	x.stop = func() {}
 	if c.opts.Timeout > 0 {
-		x.ctx, x.stop = context.WithTimeoutCause(x.ctx, c.opts.Timeout, errRequestTimeout)
+		// A timer that cancels x.ctx, not a context of its own: one
+		// context fewer for every request in flight.
+		x.deadline = time.AfterFunc(c.opts.Timeout, func() { x.cancel(errRequestTimeout) })
 	}
 	var rd io.Reader
 	if body != nil {
@@ -269,7 +270,9 @@ func (x *exchange) close() {
 	if x.idle != nil {
 		x.idle.Stop()
 	}
-	x.stop()
+	if x.deadline != nil {
+		x.deadline.Stop()
+	}
 	x.cancel(context.Canceled)
 	x.release()
 }
