@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 )
@@ -31,8 +32,9 @@ const (
 
 // ridNonce tells this process's rids from those of an earlier run: after
 // a crash SGLang may still hold the old run's request in flight, and it
-// refuses a duplicate rid with HTTP 400.
-var ridNonce = newRIDNonce()
+// refuses a duplicate rid with HTTP 400. It is drawn on first use: a tool
+// that sends no request never reads the system's random source.
+var ridNonce = sync.OnceValue(newRIDNonce)
 
 func newRIDNonce() string {
 	var b [4]byte
@@ -47,7 +49,7 @@ func newRIDNonce() string {
 // (and every run) needs its own rid; the record id leads so that an
 // operator can grep SGLang's logs for it.
 func RID(id string, attempt int) string {
-	return id + "#" + strconv.Itoa(attempt) + "." + ridNonce
+	return id + "#" + strconv.Itoa(attempt) + "." + ridNonce()
 }
 
 // SGLang is SGLang's native API: POST /generate with token ids, GET
