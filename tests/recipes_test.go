@@ -725,7 +725,10 @@ func TestRecipeFanoutRetryLater(t *testing.T) {
 // keep Wait from returning while the runs it started still hold it.
 func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-chan int, func() string) {
 	t.Helper()
-	env := recipeEnv(data, startLLMSim(t, "--step-time", "200ms"))
+	// Two requests in flight, each a few slow steps: a run lasts over a
+	// minute, so that the first is still at work when the last starts, on
+	// however busy a machine, and its drain after a signal is short.
+	env := append(recipeEnv(data, startLLMSim(t, "--step-time", "200ms")), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
 	cmd := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "datasets"}, datasets...)...)
 	cmd.Env = append(os.Environ(), env...)
 	errPath := filepath.Join(t.TempDir(), "fanout.stderr")
