@@ -125,10 +125,12 @@ type client struct {
 	http *http.Client
 	kind *Kind
 	mem  *memBudget // the answers in flight, together
+	// heads holds the request heads by headKey (see head).
+	heads *sync.Map
 }
 
 func newClient(opts Options, kind *Kind) client {
-	c := client{opts: opts, http: sharedClient(), kind: kind}
+	c := client{opts: opts, http: sharedClient(), kind: kind, heads: new(sync.Map)}
 	if opts.Client != nil {
 		// A client of the caller's own follows the same redirect policy.
 		hc := *opts.Client
@@ -173,39 +175,26 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 		// context fewer for every request in flight.
 		x.deadline = time.AfterFunc(c.opts.Timeout, func() { x.cancel(errRequestTimeout) })
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hreq, err := http.NewRequestWithContext(x.ctx, method, url, rd)
+	head, err := c.head(method, url, body != nil, stream)
 	if err != nil {
 		x.close()
 		// A base URL that does not parse fails every request alike.
 		return nil, &Error{Kind: KindRequest, Message: err.Error(), Fatal: true, cause: err}
 	}
-	h := hreq.Header
+	// A copy of the head, which shares its URL and headers: neither is
+	// parsed nor built again for each request.
+	hreq := head.WithContext(x.ctx)
 	if body != nil {
-		h.Set("Content-Type", "application/json")
-	}
-	if stream {
-		h.Set("Accept", "text/event-stream")
-		// A compressed stream would hold a 32 KiB inflate window per
-		// request for its whole life, and compression delays events.
-		h.Set("Accept-Encoding", "identity")
-		if c.opts.IdleTimeout > 0 {
-			x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
+		hreq.Body, hreq.GetBody, hreq.ContentLength = http.NoBody, noBody, 0
+		if len(body) > 0 {
+			hreq.Body, hreq.GetBody, hreq.ContentLength = io.NopCloser(bytes.NewReader(body)), func() (io.ReadCloser, error) {
+				return io.NopCloser(bytes.NewReader(body)), nil
+			}, int64(len(body))
 		}
-	} else {
-		h.Set("Accept", "application/json")
 	}
-	if user := hreq.URL.User; user != nil {
-		// Never in the request line; as Basic authentication unless the
-		// kind's Auth puts the API key in its place.
-		hreq.URL.User = nil
-		pass, _ := user.Password()
-		hreq.SetBasicAuth(user.Username(), pass)
+	if stream && c.opts.IdleTimeout > 0 {
+		x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
 	}
-	c.kind.Auth(h, &c.opts)
 	x.resp, err = c.roundTrip(hreq)
 	if err != nil {
 		x.close()
@@ -213,6 +202,52 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	}
 	x.resp.Body = &activityReader{r: x.resp.Body, x: x, idle: c.opts.IdleTimeout}
 	return x, nil
+}
+
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+// headKey names one request head: the same method, URL, body or not,
+// and stream or not give the same head.
+type headKey struct {
+	method, url  string
+	body, stream bool
+}
+
+// head returns the request, without its context and body, that every
+// request of its key copies: its URL parsed once, without the user and
+// password, which are sent as Basic authentication unless the kind's
+// Auth puts the API key in their place, and its headers. Nothing that
+// sends a request changes its URL or headers (http.Client copies them to
+// follow a redirect).
+func (c *client) head(method, url string, body, stream bool) (*http.Request, error) {
+	key := headKey{method, url, body, stream}
+	if h, ok := c.heads.Load(key); ok {
+		return h.(*http.Request), nil
+	}
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	if body {
+		h.Set("Content-Type", "application/json")
+	}
+	if stream {
+		h.Set("Accept", "text/event-stream")
+		// A compressed stream would hold a 32 KiB inflate window per
+		// request for its whole life, and compression delays events.
+		h.Set("Accept-Encoding", "identity")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if user := req.URL.User; user != nil {
+		req.URL.User = nil
+		pass, _ := user.Password()
+		req.SetBasicAuth(user.Username(), pass)
+	}
+	c.kind.Auth(h, &c.opts)
+	c.heads.Store(key, req)
+	return req, nil
 }
 
 // roundTrip sends req and returns the head of its answer. A plain-http
