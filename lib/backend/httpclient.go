@@ -185,12 +185,12 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	// parsed nor built again for each request.
 	hreq := head.WithContext(x.ctx)
 	if body != nil {
-		hreq.Body, hreq.GetBody, hreq.ContentLength = http.NoBody, noBody, 0
+		// As http.NewRequest sets them for a bytes.Reader.
+		hreq.ContentLength, hreq.GetBody = int64(len(body)), noBody
 		if len(body) > 0 {
-			hreq.Body, hreq.GetBody, hreq.ContentLength = io.NopCloser(bytes.NewReader(body)), func() (io.ReadCloser, error) {
-				return io.NopCloser(bytes.NewReader(body)), nil
-			}, int64(len(body))
+			hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
+		hreq.Body, _ = hreq.GetBody()
 	}
 	if stream && c.opts.IdleTimeout > 0 {
 		x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
