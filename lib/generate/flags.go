@@ -88,7 +88,16 @@ func flags(cfg *config) []cli.Flag {
 			}},
 		chat.ToolDeclarationFlag(),
 		thinking.Flags()[0], thinking.Flags()[1],
-		// Failures.
+	)
+	all = append(all, failureFlags(cfg)...)
+	all = append(all, schedulingFlags(cfg)...)
+	all = append(all, budgetFlags(cfg)...)
+	return append(all, progressFlags(cfg)...)
+}
+
+// failureFlags are the options for what fails: the errors file, retries and timeouts.
+func failureFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors), Destination: &cfg.errors,
 			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},
 		&cli.IntFlag{Name: "retries", Value: 5, Destination: &cfg.retries, Usage: "retry a retryable failure up to `N` times (attempts = N+1)",
@@ -110,7 +119,12 @@ func flags(cfg *config) []cli.Flag {
 				}
 				return nil
 			}},
-		// Scheduling.
+	}
+}
+
+// schedulingFlags are the options for how many requests are in flight, and in which order results are written.
+func schedulingFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: flagConcurrency, Value: "auto",
 			Usage: "requests in flight per server: `N` or auto (sized from the server's KV cache, or AIMD for openai)",
 			Action: func(_ *cli.Context, s string) error {
@@ -130,7 +144,12 @@ func flags(cfg *config) []cli.Flag {
 		&cli.BoolFlag{Name: "ordered", Destination: &cfg.ordered, Usage: "write results in input order, not as they complete"},
 		&cli.IntFlag{Name: "reorder-window", Value: 4096, Destination: &cfg.window, Usage: "with --ordered: hold at most `N` records waiting for an earlier one",
 			Action: check("reorder-window", func(n int) bool { return n < 1 }, "must be at least 1")},
-		// Budgets.
+	}
+}
+
+// budgetFlags are the token and cost budgets.
+func budgetFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
 			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens; 0 is refused with 64 (as budget-cut --tokens 0 is): for no budget, leave it out",
 			Action: func(_ *cli.Context, s string) (err error) {
@@ -162,7 +181,12 @@ func flags(cfg *config) []cli.Flag {
 		&cli.BoolFlag{Name: flagOverKeyLimit, Destination: &cfg.overKeyLimit, Usage: "go on when --cost-budget is more than the OpenRouter key can still spend (GET /key); the run then stops with 77 when the key runs out"},
 		&cli.Float64Flag{Name: flagMaxPrice, DefaultText: "from the server's /models", Destination: &cfg.maxPrice, Usage: "worst-case price in `USD` per million tokens, for --cost-budget",
 			Action: func(_ *cli.Context, usd float64) error { return checkUSD(flagMaxPrice, usd) }},
-		// Progress and stopping.
+	}
+}
+
+// progressFlags are the options for progress, stopping and the input and output formats.
+func progressFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
 		&cli.DurationFlag{Name: "progress-interval", Value: 30 * time.Second, Destination: &cfg.progressEvery, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)",
 			Action: notNegative[time.Duration]("progress-interval")},
 		&cli.StringFlag{Name: flagStatusFile, EnvVars: envs(flagStatusFile), Destination: &cfg.statusFile,
@@ -188,8 +212,7 @@ func flags(cfg *config) []cli.Flag {
 			Usage: "read `FORMAT`: records (synthpipe's) or openai-batch (OpenAI Batch / vllm run-batch input lines; --backend sglang needs --tokenizer)"},
 		&cli.StringFlag{Name: flagOutputFormat, Value: formatRecords, Destination: &cfg.outputFormat, Action: checkFormat(flagOutputFormat),
 			Usage: "write `FORMAT`: records (synthpipe's) or openai-batch (Batch output lines, failures included)"},
-	)
-	return all
+	}
 }
 
 func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
