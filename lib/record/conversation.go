@@ -67,7 +67,7 @@ func readTurn(raw []byte) (TurnCount, error) {
 	}
 	var prompt, completion, finish []byte
 	jsonl.ScanObject(raw, func(m jsonl.Member) {
-		switch string(memberKey(m.Key)) {
+		switch string(MemberKey(m.Key)) {
 		case FieldPromptTokens:
 			prompt = m.Value
 		case FieldCompletionTokens:

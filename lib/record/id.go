@@ -102,7 +102,7 @@ func (p IDPath) Match() IDMatch { return IDMatch{key: p.TopKey()} }
 
 // Visit looks at one member; keys compare as decoded ("\u0069d" is "id").
 func (m *IDMatch) Visit(mem jsonl.Member) {
-	if bytes.Equal(mem.Key, m.key) || bytes.IndexByte(mem.Key, '\\') >= 0 && bytes.Equal(memberKey(mem.Key), m.key) {
+	if bytes.Equal(mem.Key, m.key) || bytes.IndexByte(mem.Key, '\\') >= 0 && bytes.Equal(MemberKey(mem.Key), m.key) {
 		m.raw = mem.Value
 		m.times++
 	}

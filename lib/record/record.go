@@ -164,7 +164,7 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		id                                        = IDMatch{key: s.idTop}
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
-		key := memberKey(m.Key)
+		key := MemberKey(m.Key)
 		switch string(key) {
 		case FieldPromptTokens:
 			promptTok = m.Value
@@ -296,10 +296,10 @@ func (s *Scanner) readID(in *Info, raw []byte) error {
 	return nil
 }
 
-// memberKey is a member's key as decoders read it: keys are almost never
+// MemberKey is a member's key as decoders read it: keys are almost never
 // escaped (and then cost nothing here), but "prompt\u005ftokens" is still
 // prompt_tokens.
-func memberKey(raw []byte) []byte {
+func MemberKey(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw
 	}
@@ -384,7 +384,7 @@ func usageMember(usage []byte, key string) []byte {
 	}
 	var v []byte
 	jsonl.ScanObject(usage, func(m jsonl.Member) {
-		if string(memberKey(m.Key)) == key {
+		if string(MemberKey(m.Key)) == key {
 			v = m.Value
 		}
 	}) // usage was validated with the record

@@ -11,7 +11,6 @@
 package softfail
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -118,12 +117,8 @@ type answer struct {
 func answerOf(obj []byte) answer {
 	var a answer
 	jsonl.EachMember(obj, func(m jsonl.Member) bool {
-		key := m.Key
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(gjson.ParseBytes(append(append([]byte{'"'}, key...), '"')).Str)
-		}
 		var r *gjson.Result
-		switch string(key) {
+		switch string(record.MemberKey(m.Key)) {
 		case record.FieldError:
 			r = &a.err
 		case record.FieldThinking:

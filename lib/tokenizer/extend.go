@@ -23,9 +23,6 @@ type Encoding struct {
 // how it is cut (see lastRestart).
 type restart struct{ offset, ids int }
 
-// EncodeSpecial is Encode(text, true), kept for Extend.
-func (t *Tokenizer) EncodeSpecial(text string) *Encoding { return t.Extend(nil, text) }
-
 // Extend returns the encoding of text, equal to Encode(text, true), reusing
 // the ids of prev (nil: none) up to the last point of the beginning they
 // share where encoding can restart: only the rest of text is encoded. prev
