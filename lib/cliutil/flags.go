@@ -18,6 +18,9 @@ const (
 	FlagSkipInvalid = "skip-invalid"
 )
 
+// EnvVars is a flag's EnvVars: the one variable, EnvName(flag), that sets it.
+func EnvVars(flag string) []string { return []string{EnvName(flag)} }
+
 // EnvName is the environment variable that sets a flag: SYNTHPIPE_<FLAG>.
 func EnvName(flag string) string {
 	b := []byte("SYNTHPIPE_")

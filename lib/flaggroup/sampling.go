@@ -46,7 +46,7 @@ var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high"}
 // --temperature's bound depends on the backend: see CheckSampling.
 func Sampling(p *backend.Params) []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: FlagMaxTokens, Value: capacity.DefaultMaxTokens, EnvVars: env(FlagMaxTokens), Destination: &p.MaxTokens,
+		&cli.IntFlag{Name: FlagMaxTokens, Value: capacity.DefaultMaxTokens, EnvVars: cliutil.EnvVars(FlagMaxTokens), Destination: &p.MaxTokens,
 			Usage: "most tokens per answer, `N` (always sent: SGLang's own default of 128 truncates silently); capped per request at what the prompt leaves of the context length",
 			Action: func(_ *cli.Context, n int) error {
 				if n < 1 {
@@ -138,9 +138,6 @@ func inRange(name string, x, lo, hi float64, loOpen bool, want string) error {
 	}
 	return nil
 }
-
-// env is the environment variable of a flag, as a flag's EnvVars.
-func env(flag string) []string { return []string{cliutil.EnvName(flag)} }
 
 // OrList joins "a", "b" and "c" as "a, b or c".
 func OrList(items []string) string {

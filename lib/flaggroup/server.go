@@ -23,7 +23,7 @@ var DefaultBackend = backend.SGLang
 func Server(kind **backend.Kind, urls *[]string, model *string) []cli.Flag {
 	*kind = DefaultBackend
 	return []cli.Flag{
-		&cli.StringFlag{Name: FlagBackend, Value: DefaultBackend.Name, EnvVars: env(FlagBackend), Usage: backendUsage(),
+		&cli.StringFlag{Name: FlagBackend, Value: DefaultBackend.Name, EnvVars: cliutil.EnvVars(FlagBackend), Usage: backendUsage(),
 			Action: func(_ *cli.Context, name string) error {
 				k, ok := backend.Lookup(name)
 				if !ok {
@@ -32,7 +32,7 @@ func Server(kind **backend.Kind, urls *[]string, model *string) []cli.Flag {
 				*kind = k
 				return nil
 			}},
-		&cli.StringSliceFlag{Name: FlagURL, EnvVars: env(FlagURL),
+		&cli.StringSliceFlag{Name: FlagURL, EnvVars: cliutil.EnvVars(FlagURL),
 			Usage: "server base `URL` (repeatable: requests are spread over all), e.g. http://gpu1:30000 or https://openrouter.ai/api/v1",
 			Action: func(_ *cli.Context, raws []string) (err error) {
 				if *urls, err = backend.NormalizeURLs(FlagURL, raws); err != nil {
@@ -40,7 +40,7 @@ func Server(kind **backend.Kind, urls *[]string, model *string) []cli.Flag {
 				}
 				return nil
 			}},
-		&cli.StringFlag{Name: FlagModel, EnvVars: env(FlagModel), Usage: "model `NAME` for openai backends", Destination: model},
+		&cli.StringFlag{Name: FlagModel, EnvVars: cliutil.EnvVars(FlagModel), Usage: "model `NAME` for openai backends", Destination: model},
 	}
 }
 

@@ -64,19 +64,19 @@ func flags(cfg *config) []cli.Flag {
 	)
 	all = append(all, flaggroup.Sampling(&cfg.params)...) // Unset sampling options are not sent: the server's defaults apply.
 	all = append(all,
-		&cli.IntFlag{Name: flagContextLength, DefaultText: "the servers'", EnvVars: envs(flagContextLength), Destination: &cfg.contextLength,
+		&cli.IntFlag{Name: flagContextLength, DefaultText: "the servers'", EnvVars: cliutil.EnvVars(flagContextLength), Destination: &cfg.contextLength,
 			Usage:  "the model's context length in `TOKENS`: each request's max tokens is capped at it minus the prompt (not given: the smallest the servers report, SGLang's /server_info or the model list's context_length; with --concurrency N an OpenAI-compatible server's list is not read)",
 			Action: check(flagContextLength, func(n int) bool { return n < 0 || n == 1 }, "want 2 or more tokens (0: the servers')")},
-		&cli.IntFlag{Name: flagMinRoom, Value: 1, EnvVars: envs(flagMinRoom), Destination: &cfg.minRoom,
+		&cli.IntFlag{Name: flagMinRoom, Value: 1, EnvVars: cliutil.EnvVars(flagMinRoom), Destination: &cfg.minRoom,
 			Usage:  "a prompt that leaves fewer than `N` tokens of the context length for its answer is not sent: it goes to --errors as context_overflow",
 			Action: check(flagMinRoom, func(n int) bool { return n < 1 }, "want at least 1 token")},
-		&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: envs(flagSamples), Destination: &cfg.samples,
+		&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: cliutil.EnvVars(flagSamples), Destination: &cfg.samples,
 			Usage: "`N` answers per prompt, each its own record with a seed of its own: sample 1 keeps the prompt's id, sample k is ID#k (see \"Several answers per prompt\")",
 			Action: check(flagSamples, func(n int) bool { return n < 1 || n > record.MaxSamples },
 				fmt.Sprintf("want 1 to %d answers per prompt", record.MaxSamples))},
-		&cli.StringFlag{Name: flagTokenizer, EnvVars: envs(flagTokenizer), Destination: &cfg.tokenizer,
+		&cli.StringFlag{Name: flagTokenizer, EnvVars: cliutil.EnvVars(flagTokenizer), Destination: &cfg.tokenizer,
 			Usage: "openai backends: add output_ids by rendering each answer with the chat template and tokenizer in `DIR`"},
-		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: envs(flagTurns),
+		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: cliutil.EnvVars(flagTurns),
 			Usage: "`WHICH` turns to generate: last (one answer per record) or all (regenerate every assistant turn of a tokenize-prompts --turns all conversation " +
 				"on the model's own answers; the source's tool results are spliced in; sglang needs --tokenizer)",
 			Action: func(_ *cli.Context, s string) error {
@@ -98,7 +98,7 @@ func flags(cfg *config) []cli.Flag {
 // failureFlags are the options for what fails: the errors file, retries and timeouts.
 func failureFlags(cfg *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: flagErrors, EnvVars: envs(flagErrors), Destination: &cfg.errors,
+		&cli.StringFlag{Name: flagErrors, EnvVars: cliutil.EnvVars(flagErrors), Destination: &cfg.errors,
 			Usage: "write the records that failed to `FILE` (re-feed it to retry exactly those)"},
 		&cli.IntFlag{Name: "retries", Value: 5, Destination: &cfg.retries, Usage: "retry a retryable failure up to `N` times (attempts = N+1)",
 			Action: notNegative[int]("retries")},
@@ -139,7 +139,7 @@ func schedulingFlags(cfg *config) []cli.Flag {
 				cfg.fixedConc = n
 				return nil
 			}},
-		&cli.BoolFlag{Name: flagShared, EnvVars: envs(flagShared), Destination: &cfg.shared,
+		&cli.BoolFlag{Name: flagShared, EnvVars: cliutil.EnvVars(flagShared), Destination: &cfg.shared,
 			Usage: "other runs use the server(s) too: where a server reports no load (no SGLang /metrics, /v1/loads or /get_load), measure its queue with one-token probes and share it (\"Several runs, one server\"; scripts/fanout.sh sets it)"},
 		&cli.BoolFlag{Name: "ordered", Destination: &cfg.ordered, Usage: "write results in input order, not as they complete"},
 		&cli.IntFlag{Name: "reorder-window", Value: 4096, Destination: &cfg.window, Usage: "with --ordered: hold at most `N` records waiting for an earlier one",
@@ -150,7 +150,7 @@ func schedulingFlags(cfg *config) []cli.Flag {
 // budgetFlags are the token and cost budgets.
 func budgetFlags(cfg *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: flagTokenBudget, EnvVars: envs(flagTokenBudget),
+		&cli.StringFlag{Name: flagTokenBudget, EnvVars: cliutil.EnvVars(flagTokenBudget),
 			Usage: "write at most `N` tokens (250k, 10M), counted like budget-cut; requests in flight reserve prompt + --max-tokens; 0 is refused with 64 (as budget-cut --tokens 0 is): for no budget, leave it out",
 			Action: func(_ *cli.Context, s string) (err error) {
 				if s != "" {
@@ -158,10 +158,10 @@ func budgetFlags(cfg *config) []cli.Flag {
 				}
 				return err
 			}},
-		&cli.StringSliceFlag{Name: flagAlready, EnvVars: envs(flagAlready),
+		&cli.StringSliceFlag{Name: flagAlready, EnvVars: cliutil.EnvVars(flagAlready),
 			Usage:  "the tokens of this earlier output `FILE` count against --token-budget (repeatable; missing = empty; $SYNTHPIPE_ALREADY, which budget-cut reads too, is left alone without --token-budget)",
 			Action: func(_ *cli.Context, files []string) error { cfg.already = files; return nil }},
-		&cli.BoolFlag{Name: flagRequireSameParams, EnvVars: envs(flagRequireSameParams), Destination: &cfg.sameParams,
+		&cli.BoolFlag{Name: flagRequireSameParams, EnvVars: cliutil.EnvVars(flagRequireSameParams), Destination: &cfg.sameParams,
 			Usage: "refuse (exit 65) when --already records were made with another backend, model or sampling parameters than this run's, instead of warning"},
 		&cli.StringFlag{Name: "count", Value: "total", Usage: "what --token-budget counts (`MODE`): total, prompt or completion",
 			Action: func(_ *cli.Context, s string) (err error) {
@@ -189,7 +189,7 @@ func progressFlags(cfg *config) []cli.Flag {
 	return []cli.Flag{
 		&cli.DurationFlag{Name: "progress-interval", Value: 30 * time.Second, Destination: &cfg.progressEvery, Usage: "print progress every `DURATION` when stderr is not a terminal (0: never)",
 			Action: notNegative[time.Duration]("progress-interval")},
-		&cli.StringFlag{Name: flagStatusFile, EnvVars: envs(flagStatusFile), Destination: &cfg.statusFile,
+		&cli.StringFlag{Name: flagStatusFile, EnvVars: cliutil.EnvVars(flagStatusFile), Destination: &cfg.statusFile,
 			Usage: "rewrite `FILE` (atomically: a regular file or none; a symlink, FIFO or device is refused) every --progress-interval and at exit with the run's state as JSON; see generate(1) STATUS FILE",
 			Action: func(_ *cli.Context, path string) error {
 				if path == "" {
@@ -214,8 +214,6 @@ func progressFlags(cfg *config) []cli.Flag {
 			Usage: "write `FORMAT`: records (synthpipe's) or openai-batch (Batch output lines, failures included)"},
 	}
 }
-
-func envs(flag string) []string { return []string{cliutil.EnvName(flag)} }
 
 // check is a flag's Action that refuses the values bad says are, with why.
 func check[T any](name string, bad func(T) bool, why string) func(*cli.Context, T) error {
