@@ -284,123 +284,35 @@ func formatGeneral(a float64, prec int, keepZeros bool) string {
 }
 
 // percentFormat is Python's "format" % args.
+// percentState walks a printf-style format string for Python's % operator:
+// the position in the format, the positional arguments taken so far and
+// whether a %(key)s conversion read the mapping.
+type percentState struct {
+	format      string
+	i           int
+	args        []value
+	next        int
+	mapping     *pyDict
+	usedMapping bool
+}
+
 func percentFormat(format string, arg value) (value, error) {
-	var args []value
-	mapping, _ := arg.(*pyDict)
+	st := &percentState{format: format}
+	st.mapping, _ = arg.(*pyDict)
 	if l, ok := arg.(*pyList); ok && l.Tuple {
-		args = l.Items
+		st.args = l.Items
 	} else {
-		args = []value{arg}
+		st.args = []value{arg}
 	}
-	next := 0
-	nextArg := func() (value, error) {
-		if next >= len(args) {
-			return nil, typeError("not enough arguments for format string")
-		}
-		next++
-		return args[next-1], nil
-	}
-	usedMapping := false
 	var b strings.Builder
-	for i := 0; i < len(format); i++ {
-		c := format[i]
+	for ; st.i < len(format); st.i++ {
+		c := format[st.i]
 		if c != '%' {
 			b.WriteByte(c)
 			continue
 		}
-		i++
-		if i >= len(format) {
-			return nil, valueError("incomplete format")
-		}
-		var a value
-		haveArg := false
-		if format[i] == '(' {
-			end := strings.IndexByte(format[i:], ')')
-			if end < 0 {
-				return nil, valueError("incomplete format key")
-			}
-			if mapping == nil {
-				return nil, typeError("format requires a mapping")
-			}
-			key := format[i+1 : i+end]
-			v, ok := mapping.get(key)
-			if !ok {
-				return nil, &RenderError{Kind: "KeyError", Msg: pyRepr(key)}
-			}
-			a, haveArg, usedMapping = v, true, true
-			i += end + 1
-		}
-		fs := formatSpec{fill: " ", precision: -1}
-	flags:
-		for ; i < len(format); i++ {
-			switch format[i] {
-			case '-':
-				fs.align = '<'
-			case '+':
-				fs.sign = '+'
-			case ' ':
-				if fs.sign == 0 {
-					fs.sign = ' '
-				}
-			case '#':
-				fs.alternate = true
-			case '0':
-				fs.zero = true
-			default:
-				break flags
-			}
-		}
-		readNumber := func() (int, error) {
-			if i < len(format) && format[i] == '*' {
-				i++
-				v, err := nextArg()
-				if err != nil {
-					return 0, err
-				}
-				n, ok := indexKey(v)
-				if !ok {
-					return 0, typeError("* wants int")
-				}
-				return int(min(n, maxStringLen)), nil
-			}
-			start := i
-			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
-				i++
-			}
-			n, _ := strconv.Atoi(format[start:i])
-			return min(n, maxStringLen), nil
-		}
-		var err error
-		if fs.width, err = readNumber(); err != nil {
-			return nil, err
-		}
-		if i < len(format) && format[i] == '.' {
-			i++
-			if fs.precision, err = readNumber(); err != nil {
-				return nil, err
-			}
-			fs.precision = min(fs.precision, 1000)
-		}
-		for i < len(format) && (format[i] == 'l' || format[i] == 'h' || format[i] == 'L') {
-			i++
-		}
-		if i >= len(format) {
-			return nil, valueError("incomplete format")
-		}
-		conv := format[i]
-		if conv == '%' {
-			b.WriteByte('%')
-			continue
-		}
-		if !haveArg {
-			if a, err = nextArg(); err != nil {
-				return nil, err
-			}
-		}
-		if fs.align == '<' {
-			fs.zero = false
-		}
-		text, err := percentConvert(fs, conv, a)
+		st.i++
+		text, err := st.conversion()
 		if err != nil {
 			return nil, err
 		}
@@ -418,10 +330,133 @@ func percentFormat(format string, arg value) (value, error) {
 	case *undefinedValue:
 		mappingLike = true
 	}
-	if next < len(args) && !usedMapping && mapping == nil && !mappingLike {
+	if st.next < len(st.args) && !st.usedMapping && st.mapping == nil && !mappingLike {
 		return nil, typeError("not all arguments converted during string formatting")
 	}
 	return b.String(), nil
+}
+
+// conversion formats one conversion, st.i just past its '%', and leaves st.i
+// on its conversion character.
+func (st *percentState) conversion() (string, error) {
+	format := st.format
+	if st.i >= len(format) {
+		return "", valueError("incomplete format")
+	}
+	a, haveArg, err := st.mappingKey()
+	if err != nil {
+		return "", err
+	}
+	fs := st.flags()
+	if fs.width, err = st.number(); err != nil {
+		return "", err
+	}
+	if st.i < len(format) && format[st.i] == '.' {
+		st.i++
+		if fs.precision, err = st.number(); err != nil {
+			return "", err
+		}
+		fs.precision = min(fs.precision, 1000)
+	}
+	for st.i < len(format) && (format[st.i] == 'l' || format[st.i] == 'h' || format[st.i] == 'L') {
+		st.i++
+	}
+	if st.i >= len(format) {
+		return "", valueError("incomplete format")
+	}
+	conv := format[st.i]
+	if conv == '%' {
+		return "%", nil
+	}
+	if !haveArg {
+		if a, err = st.nextArg(); err != nil {
+			return "", err
+		}
+	}
+	if fs.align == '<' {
+		fs.zero = false
+	}
+	return percentConvert(fs, conv, a)
+}
+
+// nextArg takes the next positional argument.
+func (st *percentState) nextArg() (value, error) {
+	if st.next >= len(st.args) {
+		return nil, typeError("not enough arguments for format string")
+	}
+	st.next++
+	return st.args[st.next-1], nil
+}
+
+// mappingKey reads a %(key) prefix, if there is one, and returns its value
+// from the mapping.
+func (st *percentState) mappingKey() (value, bool, error) {
+	format := st.format
+	if format[st.i] != '(' {
+		return nil, false, nil
+	}
+	end := strings.IndexByte(format[st.i:], ')')
+	if end < 0 {
+		return nil, false, valueError("incomplete format key")
+	}
+	if st.mapping == nil {
+		return nil, false, typeError("format requires a mapping")
+	}
+	key := format[st.i+1 : st.i+end]
+	v, ok := st.mapping.get(key)
+	if !ok {
+		return nil, false, &RenderError{Kind: "KeyError", Msg: pyRepr(key)}
+	}
+	st.usedMapping = true
+	st.i += end + 1
+	return v, true, nil
+}
+
+// flags reads the conversion flags (-, +, space, #, 0).
+func (st *percentState) flags() formatSpec {
+	fs := formatSpec{fill: " ", precision: -1}
+	for ; st.i < len(st.format); st.i++ {
+		switch st.format[st.i] {
+		case '-':
+			fs.align = '<'
+		case '+':
+			fs.sign = '+'
+		case ' ':
+			if fs.sign == 0 {
+				fs.sign = ' '
+			}
+		case '#':
+			fs.alternate = true
+		case '0':
+			fs.zero = true
+		default:
+			return fs
+		}
+	}
+	return fs
+}
+
+// number reads a width or precision: digits, or '*' for the next argument.
+func (st *percentState) number() (int, error) {
+	format := st.format
+	if st.i < len(format) && format[st.i] == '*' {
+		st.i++
+		v, err := st.nextArg()
+		if err != nil {
+			return 0, err
+		}
+		n, ok := indexKey(v)
+		if !ok {
+			return 0, typeError("* wants int")
+		}
+		return int(min(n, maxStringLen)), nil
+	}
+	start := st.i
+	for st.i < len(format) && format[st.i] >= '0' && format[st.i] <= '9' {
+		st.i++
+	}
+	n, _ := strconv.Atoi(format[start:st.i])
+	return min(n, maxStringLen), nil
 }
 
 func percentConvert(fs formatSpec, conv byte, a value) (string, error) {

@@ -188,93 +188,16 @@ func cutset(chars value) (func(rune) bool, error) {
 func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 	switch name {
 	case "strip", "lstrip", "rstrip":
-		pred, err := cutset(argAt(args, kw, 0, "chars", nil))
-		if err != nil {
-			return nil, err
-		}
-		switch name {
-		case "strip":
-			return strings.TrimFunc(s, pred), nil
-		case "lstrip":
-			return strings.TrimLeftFunc(s, pred), nil
-		}
-		return strings.TrimRightFunc(s, pred), nil
+		return strStrip(s, name, args, kw)
 	case "split", "rsplit":
-		sep := argAt(args, kw, 0, "sep", nil)
-		maxv := argAt(args, kw, 1, "maxsplit", int64(-1))
-		maxSplit, ok := indexKey(maxv)
-		if !ok {
-			return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(maxv))
-		}
-		var parts []string
-		if sep == nil {
-			parts = splitWhitespace(s, int(maxSplit), name == "rsplit")
-		} else {
-			sepStr, err := stringArg(sep, "must be str or None, not "+typeName(sep)+";")
-			if err != nil {
-				return nil, typeError("must be str or None, not %s", typeName(sep))
-			}
-			if sepStr == "" {
-				return nil, valueError("empty separator")
-			}
-			n := -1
-			if maxSplit >= 0 {
-				n = int(maxSplit) + 1
-			}
-			if name == "rsplit" {
-				parts = rsplitN(s, sepStr, n)
-			} else {
-				parts = strings.SplitN(s, sepStr, n)
-			}
-		}
-		return stringList(parts), nil
+		return strSplit(s, name, args, kw)
 	case "splitlines":
 		keep := truthy(argAt(args, kw, 0, "keepends", false))
 		return stringList(splitLines(s, keep)), nil
 	case "startswith", "endswith":
-		if len(args) == 0 {
-			return nil, typeError("%s() takes at least 1 argument (0 given)", name)
-		}
-		test := strings.HasPrefix
-		if name == "endswith" {
-			test = strings.HasSuffix
-		}
-		var cands []value
-		switch a := args[0].(type) {
-		case string:
-			cands = []value{a}
-		case *pyList:
-			if !a.Tuple {
-				return nil, typeError("%s first arg must be str or a tuple of str, not list", name)
-			}
-			cands = a.Items
-		default:
-			return nil, typeError("%s first arg must be str or a tuple of str, not %s", name, typeName(args[0]))
-		}
-		for _, c := range cands {
-			cs, ok := c.(string)
-			if !ok {
-				return nil, typeError("tuple for %s must only contain str, not %s", name, typeName(c))
-			}
-			if test(s, cs) {
-				return true, nil
-			}
-		}
-		return false, nil
+		return strAffix(s, name, args, kw)
 	case "replace":
-		if len(args) < 2 {
-			return nil, typeError("replace expected at least 2 arguments, got %d", len(args))
-		}
-		old, err1 := stringArg(args[0], "replace")
-		repl, err2 := stringArg(args[1], "replace")
-		if err1 != nil || err2 != nil {
-			return nil, typeError("replace() argument must be str")
-		}
-		n := int64(-1)
-		if c := argAt(args, kw, 2, "count", nil); c != nil {
-			n, _ = indexKey(c)
-		}
-		return pyReplace(s, old, repl, n)
+		return strReplace(s, name, args, kw)
 	case "upper":
 		return pyUpper(s), nil
 	case "lower", "casefold":
@@ -291,60 +214,11 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 			return unicode.ToUpper(r)
 		}, s), nil
 	case "find", "rfind", "index", "rindex", "count":
-		if len(args) == 0 {
-			return nil, typeError("%s() takes at least 1 argument (0 given)", name)
-		}
-		sub, ok := args[0].(string)
-		if !ok {
-			return nil, typeError("must be str, not %s", typeName(args[0]))
-		}
-		runes := []rune(s)
-		a, b, _, err := sliceIndices(argAt(args, nil, 1, "", nil), argAt(args, nil, 2, "", nil), nil, int64(len(runes)))
-		if err != nil {
-			return nil, err
-		}
-		if b < a {
-			b = a
-		}
-		window := string(runes[a:b])
-		if name == "count" {
-			if sub == "" {
-				return int64(utf8.RuneCountInString(window) + 1), nil
-			}
-			return int64(strings.Count(window, sub)), nil
-		}
-		var at int
-		if name == "find" || name == "index" {
-			at = strings.Index(window, sub)
-		} else {
-			at = strings.LastIndex(window, sub)
-		}
-		if at < 0 {
-			if name == "index" || name == "rindex" {
-				return nil, valueError("substring not found")
-			}
-			return int64(-1), nil
-		}
-		return a + int64(utf8.RuneCountInString(window[:at])), nil
+		return strSearch(s, name, args, kw)
 	case "format":
 		return pyFormat(s, args, kw)
 	case "join":
-		if len(args) != 1 {
-			return nil, typeError("join() takes exactly one argument (%d given)", len(args))
-		}
-		items, err := iterValues(args[0])
-		if err != nil {
-			return nil, err
-		}
-		parts := make([]string, len(items))
-		for i, it := range items {
-			str, ok := it.(string)
-			if !ok {
-				return nil, typeError("sequence item %d: expected str instance, %s found", i, typeName(it))
-			}
-			parts[i] = str
-		}
-		return strings.Join(parts, s), nil
+		return strJoin(s, name, args, kw)
 	case "isdecimal":
 		return s != "" && allRunes(s, unicode.IsDigit), nil
 	case "isdigit":
@@ -364,33 +238,9 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 	case "islower":
 		return hasOnlyCase(s, false), nil
 	case "zfill", "center", "ljust", "rjust":
-		width, ok := indexKey(argAt(args, kw, 0, "width", nil))
-		if !ok {
-			return nil, typeError("%s() argument must be an integer", name)
-		}
-		fill := " "
-		if f, ok := argAt(args, kw, 1, "fillchar", " ").(string); ok && utf8.RuneCountInString(f) == 1 {
-			fill = f
-		}
-		return pad(s, name, int(min(width, maxStringLen)), fill), nil
+		return strPad(s, name, args, kw)
 	case "partition", "rpartition":
-		sep, ok := argAt(args, kw, 0, "sep", nil).(string)
-		if !ok || sep == "" {
-			return nil, valueError("empty separator")
-		}
-		var i int
-		if name == "partition" {
-			i = strings.Index(s, sep)
-		} else {
-			i = strings.LastIndex(s, sep)
-		}
-		if i < 0 {
-			if name == "partition" {
-				return &pyList{Items: []value{s, "", ""}, Tuple: true}, nil
-			}
-			return &pyList{Items: []value{"", "", s}, Tuple: true}, nil
-		}
-		return &pyList{Items: []value{s[:i], sep, s[i+len(sep):]}, Tuple: true}, nil
+		return strPartition(s, name, args, kw)
 	case "removeprefix":
 		p, _ := argAt(args, kw, 0, "prefix", "").(string)
 		return strings.TrimPrefix(s, p), nil
@@ -399,6 +249,196 @@ func callStringMethod(s, name string, args []value, kw *kwargs) (value, error) {
 		return strings.TrimSuffix(s, p), nil
 	}
 	return nil, typeError("'str' object has no method '%s'", name)
+}
+
+// strStrip is Python's str.strip, lstrip and rstrip.
+func strStrip(s, name string, args []value, kw *kwargs) (value, error) {
+	pred, err := cutset(argAt(args, kw, 0, "chars", nil))
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "strip":
+		return strings.TrimFunc(s, pred), nil
+	case "lstrip":
+		return strings.TrimLeftFunc(s, pred), nil
+	}
+	return strings.TrimRightFunc(s, pred), nil
+}
+
+// strSplit is Python's str.split and rsplit; a nil sep splits on runs of whitespace.
+func strSplit(s, name string, args []value, kw *kwargs) (value, error) {
+	sep := argAt(args, kw, 0, "sep", nil)
+	maxv := argAt(args, kw, 1, "maxsplit", int64(-1))
+	maxSplit, ok := indexKey(maxv)
+	if !ok {
+		return nil, typeError("'%s' object cannot be interpreted as an integer", typeName(maxv))
+	}
+	var parts []string
+	if sep == nil {
+		parts = splitWhitespace(s, int(maxSplit), name == "rsplit")
+	} else {
+		sepStr, err := stringArg(sep, "must be str or None, not "+typeName(sep)+";")
+		if err != nil {
+			return nil, typeError("must be str or None, not %s", typeName(sep))
+		}
+		if sepStr == "" {
+			return nil, valueError("empty separator")
+		}
+		n := -1
+		if maxSplit >= 0 {
+			n = int(maxSplit) + 1
+		}
+		if name == "rsplit" {
+			parts = rsplitN(s, sepStr, n)
+		} else {
+			parts = strings.SplitN(s, sepStr, n)
+		}
+	}
+	return stringList(parts), nil
+}
+
+// strAffix is Python's str.startswith and endswith, which take a str or a tuple of str.
+func strAffix(s, name string, args []value, kw *kwargs) (value, error) {
+	if len(args) == 0 {
+		return nil, typeError("%s() takes at least 1 argument (0 given)", name)
+	}
+	test := strings.HasPrefix
+	if name == "endswith" {
+		test = strings.HasSuffix
+	}
+	var cands []value
+	switch a := args[0].(type) {
+	case string:
+		cands = []value{a}
+	case *pyList:
+		if !a.Tuple {
+			return nil, typeError("%s first arg must be str or a tuple of str, not list", name)
+		}
+		cands = a.Items
+	default:
+		return nil, typeError("%s first arg must be str or a tuple of str, not %s", name, typeName(args[0]))
+	}
+	for _, c := range cands {
+		cs, ok := c.(string)
+		if !ok {
+			return nil, typeError("tuple for %s must only contain str, not %s", name, typeName(c))
+		}
+		if test(s, cs) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// strReplace is Python's str.replace with its optional count.
+func strReplace(s, name string, args []value, kw *kwargs) (value, error) {
+	if len(args) < 2 {
+		return nil, typeError("replace expected at least 2 arguments, got %d", len(args))
+	}
+	old, err1 := stringArg(args[0], "replace")
+	repl, err2 := stringArg(args[1], "replace")
+	if err1 != nil || err2 != nil {
+		return nil, typeError("replace() argument must be str")
+	}
+	n := int64(-1)
+	if c := argAt(args, kw, 2, "count", nil); c != nil {
+		n, _ = indexKey(c)
+	}
+	return pyReplace(s, old, repl, n)
+}
+
+// strSearch is Python's str.find, rfind, index, rindex and count over the optional [start:end] window, in runes.
+func strSearch(s, name string, args []value, kw *kwargs) (value, error) {
+	if len(args) == 0 {
+		return nil, typeError("%s() takes at least 1 argument (0 given)", name)
+	}
+	sub, ok := args[0].(string)
+	if !ok {
+		return nil, typeError("must be str, not %s", typeName(args[0]))
+	}
+	runes := []rune(s)
+	a, b, _, err := sliceIndices(argAt(args, nil, 1, "", nil), argAt(args, nil, 2, "", nil), nil, int64(len(runes)))
+	if err != nil {
+		return nil, err
+	}
+	if b < a {
+		b = a
+	}
+	window := string(runes[a:b])
+	if name == "count" {
+		if sub == "" {
+			return int64(utf8.RuneCountInString(window) + 1), nil
+		}
+		return int64(strings.Count(window, sub)), nil
+	}
+	var at int
+	if name == "find" || name == "index" {
+		at = strings.Index(window, sub)
+	} else {
+		at = strings.LastIndex(window, sub)
+	}
+	if at < 0 {
+		if name == "index" || name == "rindex" {
+			return nil, valueError("substring not found")
+		}
+		return int64(-1), nil
+	}
+	return a + int64(utf8.RuneCountInString(window[:at])), nil
+}
+
+// strJoin is Python's str.join: every item must be a str.
+func strJoin(s, name string, args []value, kw *kwargs) (value, error) {
+	if len(args) != 1 {
+		return nil, typeError("join() takes exactly one argument (%d given)", len(args))
+	}
+	items, err := iterValues(args[0])
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]string, len(items))
+	for i, it := range items {
+		str, ok := it.(string)
+		if !ok {
+			return nil, typeError("sequence item %d: expected str instance, %s found", i, typeName(it))
+		}
+		parts[i] = str
+	}
+	return strings.Join(parts, s), nil
+}
+
+// strPad is Python's str.zfill, center, ljust and rjust.
+func strPad(s, name string, args []value, kw *kwargs) (value, error) {
+	width, ok := indexKey(argAt(args, kw, 0, "width", nil))
+	if !ok {
+		return nil, typeError("%s() argument must be an integer", name)
+	}
+	fill := " "
+	if f, ok := argAt(args, kw, 1, "fillchar", " ").(string); ok && utf8.RuneCountInString(f) == 1 {
+		fill = f
+	}
+	return pad(s, name, int(min(width, maxStringLen)), fill), nil
+}
+
+// strPartition is Python's str.partition and rpartition.
+func strPartition(s, name string, args []value, kw *kwargs) (value, error) {
+	sep, ok := argAt(args, kw, 0, "sep", nil).(string)
+	if !ok || sep == "" {
+		return nil, valueError("empty separator")
+	}
+	var i int
+	if name == "partition" {
+		i = strings.Index(s, sep)
+	} else {
+		i = strings.LastIndex(s, sep)
+	}
+	if i < 0 {
+		if name == "partition" {
+			return &pyList{Items: []value{s, "", ""}, Tuple: true}, nil
+		}
+		return &pyList{Items: []value{"", "", s}, Tuple: true}, nil
+	}
+	return &pyList{Items: []value{s[:i], sep, s[i+len(sep):]}, Tuple: true}, nil
 }
 
 // hasOnlyCase is str.isupper (upper) or str.islower: at least one cased
