@@ -525,32 +525,9 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 	case *sliceExpr:
 		return r.evalSlice(x, f)
 	case *listExpr:
-		items := make([]value, len(x.items))
-		for i, e := range x.items {
-			v, err := r.eval(e, f)
-			if err != nil {
-				return nil, err
-			}
-			items[i] = v
-		}
-		return &pyList{Items: items, Tuple: x.tuple}, nil
+		return r.evalList(x, f)
 	case *dictExpr:
-		d := newDict(len(x.keys))
-		for i := range x.keys {
-			k, err := r.eval(x.keys[i], f)
-			if err != nil {
-				return nil, err
-			}
-			if !isHashable(k) {
-				return nil, typeError("unhashable type: '%s'", typeName(k))
-			}
-			v, err := r.eval(x.vals[i], f)
-			if err != nil {
-				return nil, err
-			}
-			d.set(k, v)
-		}
-		return d, nil
+		return r.evalDict(x, f)
 	case *callExpr:
 		return r.evalCall(x, f, nil)
 	case *filterExpr:
@@ -562,36 +539,77 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 	case *testExpr:
 		return r.evalTest(x, f)
 	case *unaryExpr:
-		v, err := r.eval(x.x, f)
-		if err != nil {
-			return nil, err
-		}
-		switch x.op {
-		case "not":
-			return !truthy(v), nil
-		case "-":
-			return negate(v)
-		default:
-			return positive(v)
-		}
+		return r.evalUnary(x, f)
 	case *binaryExpr:
 		return r.evalBinary(x, f)
 	case *compareExpr:
 		return r.evalCompare(x, f)
 	case *condExpr:
-		c, err := r.eval(x.cond, f)
+		return r.evalCond(x, f)
+	}
+	return nil, &RenderError{Kind: "RuntimeError", Msg: "unknown expression"}
+}
+
+func (r *renderer) evalList(x *listExpr, f *frame) (value, error) {
+	items := make([]value, len(x.items))
+	for i, e := range x.items {
+		v, err := r.eval(e, f)
 		if err != nil {
 			return nil, err
 		}
-		if truthy(c) {
-			return r.eval(x.then, f)
-		}
-		if x.otherwise == nil {
-			return &undefinedValue{hint: "the inline if-expression evaluated to false and no else section was defined."}, nil
-		}
-		return r.eval(x.otherwise, f)
+		items[i] = v
 	}
-	return nil, &RenderError{Kind: "RuntimeError", Msg: "unknown expression"}
+	return &pyList{Items: items, Tuple: x.tuple}, nil
+}
+
+func (r *renderer) evalDict(x *dictExpr, f *frame) (value, error) {
+	d := newDict(len(x.keys))
+	for i := range x.keys {
+		k, err := r.eval(x.keys[i], f)
+		if err != nil {
+			return nil, err
+		}
+		if !isHashable(k) {
+			return nil, typeError("unhashable type: '%s'", typeName(k))
+		}
+		v, err := r.eval(x.vals[i], f)
+		if err != nil {
+			return nil, err
+		}
+		d.set(k, v)
+	}
+	return d, nil
+}
+
+func (r *renderer) evalUnary(x *unaryExpr, f *frame) (value, error) {
+	v, err := r.eval(x.x, f)
+	if err != nil {
+		return nil, err
+	}
+	switch x.op {
+	case "not":
+		return !truthy(v), nil
+	case "-":
+		return negate(v)
+	default:
+		return positive(v)
+	}
+}
+
+// evalCond is the inline if-expression; without an else it yields an
+// undefined value that says why, as jinja2 does.
+func (r *renderer) evalCond(x *condExpr, f *frame) (value, error) {
+	c, err := r.eval(x.cond, f)
+	if err != nil {
+		return nil, err
+	}
+	if truthy(c) {
+		return r.eval(x.then, f)
+	}
+	if x.otherwise == nil {
+		return &undefinedValue{hint: "the inline if-expression evaluated to false and no else section was defined."}, nil
+	}
+	return r.eval(x.otherwise, f)
 }
 
 func (r *renderer) evalBinary(x *binaryExpr, f *frame) (value, error) {

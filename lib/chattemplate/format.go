@@ -542,65 +542,7 @@ func pyFormat(format string, args []value, kw *kwargs) (value, error) {
 		}
 		field := format[i+1 : i+end]
 		i += end
-		field, spec, _ := strings.Cut(field, ":")
-		field, conv, _ := strings.Cut(field, "!")
-		nameEnd := strings.IndexAny(field, ".[")
-		if nameEnd < 0 {
-			nameEnd = len(field)
-		}
-		name, path := field[:nameEnd], field[nameEnd:]
-		var v value
-		switch {
-		case name == "":
-			if auto >= len(args) {
-				return nil, &RenderError{Kind: "IndexError", Msg: "tuple index out of range"}
-			}
-			v = args[auto]
-			auto++
-		case name[0] >= '0' && name[0] <= '9':
-			n, _ := strconv.Atoi(name)
-			if n >= len(args) {
-				return nil, &RenderError{Kind: "IndexError", Msg: "tuple index out of range"}
-			}
-			v = args[n]
-		default:
-			var ok bool
-			if v, ok = kw.get(name); !ok {
-				return nil, &RenderError{Kind: "KeyError", Msg: pyRepr(name)}
-			}
-		}
-		for path != "" {
-			var err error
-			if path[0] == '.' {
-				j := strings.IndexAny(path[1:], ".[")
-				if j < 0 {
-					j = len(path) - 1
-				}
-				v, err = getAttr(v, path[1:1+j])
-				path = path[1+j:]
-			} else {
-				j := strings.IndexByte(path, ']')
-				if j < 0 {
-					return nil, valueError("Missing ']' in format string")
-				}
-				var key value = path[1:j]
-				if n, convErr := strconv.ParseInt(path[1:j], 10, 64); convErr == nil {
-					key = n
-				}
-				v, err = getItem(v, key)
-				path = path[j+1:]
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		switch conv {
-		case "r", "a":
-			v = pyRepr(v)
-		case "s":
-			v = pyStr(v)
-		}
-		text, err := formatWithSpec(v, spec)
+		text, err := formatField(field, args, kw, &auto)
 		if err != nil {
 			return nil, err
 		}
@@ -610,4 +552,78 @@ func pyFormat(format string, args []value, kw *kwargs) (value, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// formatField formats one {field!conv:spec} of str.format: the argument it
+// names (auto counts the empty names), then its .attr and [key] path.
+func formatField(field string, args []value, kw *kwargs, auto *int) (string, error) {
+	field, spec, _ := strings.Cut(field, ":")
+	field, conv, _ := strings.Cut(field, "!")
+	nameEnd := strings.IndexAny(field, ".[")
+	if nameEnd < 0 {
+		nameEnd = len(field)
+	}
+	name, path := field[:nameEnd], field[nameEnd:]
+	var v value
+	switch {
+	case name == "":
+		if *auto >= len(args) {
+			return "", &RenderError{Kind: "IndexError", Msg: "tuple index out of range"}
+		}
+		v = args[*auto]
+		*auto++
+	case name[0] >= '0' && name[0] <= '9':
+		n, _ := strconv.Atoi(name)
+		if n >= len(args) {
+			return "", &RenderError{Kind: "IndexError", Msg: "tuple index out of range"}
+		}
+		v = args[n]
+	default:
+		var ok bool
+		if v, ok = kw.get(name); !ok {
+			return "", &RenderError{Kind: "KeyError", Msg: pyRepr(name)}
+		}
+	}
+	v, err := formatFieldPath(v, path)
+	if err != nil {
+		return "", err
+	}
+	switch conv {
+	case "r", "a":
+		v = pyRepr(v)
+	case "s":
+		v = pyStr(v)
+	}
+	return formatWithSpec(v, spec)
+}
+
+// formatFieldPath follows a field's .attr and [key] steps from v; a key of
+// digits is an integer index.
+func formatFieldPath(v value, path string) (value, error) {
+	for path != "" {
+		var err error
+		if path[0] == '.' {
+			j := strings.IndexAny(path[1:], ".[")
+			if j < 0 {
+				j = len(path) - 1
+			}
+			v, err = getAttr(v, path[1:1+j])
+			path = path[1+j:]
+		} else {
+			j := strings.IndexByte(path, ']')
+			if j < 0 {
+				return nil, valueError("Missing ']' in format string")
+			}
+			var key value = path[1:j]
+			if n, convErr := strconv.ParseInt(path[1:j], 10, 64); convErr == nil {
+				key = n
+			}
+			v, err = getItem(v, key)
+			path = path[j+1:]
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }

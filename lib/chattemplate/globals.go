@@ -141,99 +141,79 @@ func strftime(t time.Time, format string) string {
 			noPad = true
 			i++
 		}
-		num := func(n, width int) {
-			s := strconv.Itoa(n)
-			if !noPad {
-				for len(s) < width {
-					s = "0" + s
-				}
-			}
-			b.WriteString(s)
-		}
-		switch format[i] {
-		case 'Y':
-			num(t.Year(), 4)
-		case 'y':
-			num(t.Year()%100, 2)
-		case 'm':
-			num(int(t.Month()), 2)
-		case 'd':
-			num(t.Day(), 2)
-		case 'e':
-			s := strconv.Itoa(t.Day())
-			if len(s) < 2 && !noPad {
-				s = " " + s
-			}
-			b.WriteString(s)
-		case 'H':
-			num(t.Hour(), 2)
-		case 'I':
-			h := t.Hour() % 12
-			if h == 0 {
-				h = 12
-			}
-			num(h, 2)
-		case 'M':
-			num(t.Minute(), 2)
-		case 'S':
-			num(t.Second(), 2)
-		case 'f':
-			num(t.Nanosecond()/1000, 6)
-		case 'j':
-			num(t.YearDay(), 3)
-		case 'p':
-			if t.Hour() < 12 {
-				b.WriteString("AM")
-			} else {
-				b.WriteString("PM")
-			}
-		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
-		case 'B':
-			b.WriteString(t.Month().String())
-		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
-		case 'A':
-			b.WriteString(t.Weekday().String())
-		case 'w':
-			num(int(t.Weekday()), 1)
-		case 'u':
-			wd := int(t.Weekday())
-			if wd == 0 {
-				wd = 7
-			}
-			num(wd, 1)
-		case 'Z':
-			name, _ := t.Zone()
-			b.WriteString(name)
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 'F':
-			b.WriteString(t.Format("2006-01-02"))
-		case 'T':
-			b.WriteString(t.Format("15:04:05"))
-		case 'D':
-			b.WriteString(t.Format("01/02/06"))
-		case 'R':
-			b.WriteString(t.Format("15:04"))
-		case 'c':
-			b.WriteString(t.Format("Mon Jan  2 15:04:05 2006"))
-		case 'x':
-			b.WriteString(t.Format("01/02/06"))
-		case 'X':
-			b.WriteString(t.Format("15:04:05"))
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(format[i])
-		}
+		b.WriteString(strftimeField(t, format[i], noPad))
 	}
 	return b.String()
+}
+
+// strftimeNumbers are the numeric directives: the value and the width it is
+// zero-padded to (unless the directive is written %-X).
+var strftimeNumbers = map[byte]struct {
+	get   func(time.Time) int
+	width int
+}{
+	'Y': {func(t time.Time) int { return t.Year() }, 4},
+	'y': {func(t time.Time) int { return t.Year() % 100 }, 2},
+	'm': {func(t time.Time) int { return int(t.Month()) }, 2},
+	'd': {func(t time.Time) int { return t.Day() }, 2},
+	'H': {func(t time.Time) int { return t.Hour() }, 2},
+	'I': {func(t time.Time) int { return (t.Hour()+11)%12 + 1 }, 2},
+	'M': {func(t time.Time) int { return t.Minute() }, 2},
+	'S': {func(t time.Time) int { return t.Second() }, 2},
+	'f': {func(t time.Time) int { return t.Nanosecond() / 1000 }, 6},
+	'j': {func(t time.Time) int { return t.YearDay() }, 3},
+	'w': {func(t time.Time) int { return int(t.Weekday()) }, 1},
+	'u': {func(t time.Time) int { return (int(t.Weekday())+6)%7 + 1 }, 1},
+}
+
+// strftimeTexts are the directives that print a name or a fixed layout.
+var strftimeTexts = map[byte]func(time.Time) string{
+	'p': func(t time.Time) string {
+		if t.Hour() < 12 {
+			return "AM"
+		}
+		return "PM"
+	},
+	'b': func(t time.Time) string { return t.Month().String()[:3] },
+	'h': func(t time.Time) string { return t.Month().String()[:3] },
+	'B': func(t time.Time) string { return t.Month().String() },
+	'a': func(t time.Time) string { return t.Weekday().String()[:3] },
+	'A': func(t time.Time) string { return t.Weekday().String() },
+	'Z': func(t time.Time) string { name, _ := t.Zone(); return name },
+	'z': func(t time.Time) string { return t.Format("-0700") },
+	'F': func(t time.Time) string { return t.Format("2006-01-02") },
+	'T': func(t time.Time) string { return t.Format("15:04:05") },
+	'D': func(t time.Time) string { return t.Format("01/02/06") },
+	'R': func(t time.Time) string { return t.Format("15:04") },
+	'c': func(t time.Time) string { return t.Format("Mon Jan  2 15:04:05 2006") },
+	'x': func(t time.Time) string { return t.Format("01/02/06") },
+	'X': func(t time.Time) string { return t.Format("15:04:05") },
+	'n': func(time.Time) string { return "\n" },
+	't': func(time.Time) string { return "\t" },
+	'%': func(time.Time) string { return "%" },
+}
+
+// strftimeField formats one directive, as C's strftime (which Python's
+// calls) does; an unknown directive is printed as written.
+func strftimeField(t time.Time, verb byte, noPad bool) string {
+	if n, ok := strftimeNumbers[verb]; ok {
+		s := strconv.Itoa(n.get(t))
+		if !noPad && len(s) < n.width {
+			s = strings.Repeat("0", n.width-len(s)) + s
+		}
+		return s
+	}
+	if text, ok := strftimeTexts[verb]; ok {
+		return text(t)
+	}
+	if verb == 'e' {
+		s := strconv.Itoa(t.Day())
+		if len(s) < 2 && !noPad {
+			s = " " + s
+		}
+		return s
+	}
+	return string([]byte{'%', verb})
 }
 
 // globalJoiner returns a function that yields "" the first time and sep

@@ -791,25 +791,7 @@ func (p *parser) parsePrimary() (expr, error) {
 	switch t.kind {
 	case tokName:
 		p.next()
-		switch t.val {
-		case "true", "True":
-			return &constExpr{line, true}, nil
-		case "false", "False":
-			return &constExpr{line, false}, nil
-		case "none", "None":
-			return &constExpr{line, nil}, nil
-		}
-		for _, m := range p.macros {
-			switch t.val {
-			case "varargs":
-				m.catchVarargs = true
-			case "kwargs":
-				m.catchKwargs = true
-			case "caller":
-				m.catchCaller = true
-			}
-		}
-		return &nameExpr{line, t.val}, nil
+		return p.nameOrConstant(t.val, line), nil
 	case tokString:
 		p.next()
 		s := t.val
@@ -819,15 +801,7 @@ func (p *parser) parsePrimary() (expr, error) {
 		return &constExpr{line, s}, nil
 	case tokInt:
 		p.next()
-		n, err := strconv.ParseInt(t.val, 10, 64)
-		if err != nil {
-			big, err := parseBigLiteral(t.val)
-			if err != nil {
-				return nil, p.fail("%v", err)
-			}
-			return &constExpr{line, big}, nil
-		}
-		return &constExpr{line, n}, nil
+		return p.intLiteral(t.val, line)
 	case tokFloat:
 		p.next()
 		f, err := strconv.ParseFloat(t.val, 64)
@@ -853,35 +827,79 @@ func (p *parser) parsePrimary() (expr, error) {
 			return &listExpr{line, items, false}, nil
 		case "{":
 			p.next()
-			d := &dictExpr{pos: line}
-			for !p.isOp("}") {
-				if len(d.keys) > 0 {
-					if err := p.expectOp(","); err != nil {
-						return nil, err
-					}
-					if p.isOp("}") {
-						break
-					}
-				}
-				k, err := p.parseExpression(true)
-				if err != nil {
-					return nil, err
-				}
-				if err := p.expectOp(":"); err != nil {
-					return nil, err
-				}
-				v, err := p.parseExpression(true)
-				if err != nil {
-					return nil, err
-				}
-				d.keys = append(d.keys, k)
-				d.vals = append(d.vals, v)
-			}
-			p.next()
-			return d, nil
+			return p.parseDict(line)
 		}
 	}
 	return nil, p.fail("unexpected %s", describeToken(t))
+}
+
+// nameOrConstant is a bare name: true, false and none (either case) are
+// constants; varargs, kwargs and caller, read inside a macro, make the macro
+// collect them.
+func (p *parser) nameOrConstant(name string, line pos) expr {
+	switch name {
+	case "true", "True":
+		return &constExpr{line, true}
+	case "false", "False":
+		return &constExpr{line, false}
+	case "none", "None":
+		return &constExpr{line, nil}
+	}
+	for _, m := range p.macros {
+		switch name {
+		case "varargs":
+			m.catchVarargs = true
+		case "kwargs":
+			m.catchKwargs = true
+		case "caller":
+			m.catchCaller = true
+		}
+	}
+	return &nameExpr{line, name}
+}
+
+// intLiteral is an integer constant; one beyond int64 becomes a big integer.
+func (p *parser) intLiteral(text string, line pos) (expr, error) {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		big, err := parseBigLiteral(text)
+		if err != nil {
+			return nil, p.fail("%v", err)
+		}
+		return &constExpr{line, big}, nil
+	}
+	return &constExpr{line, n}, nil
+}
+
+// parseDict reads a dict literal's pairs up to its closing brace, the
+// opening one already read; a trailing comma is allowed.
+func (p *parser) parseDict(line pos) (expr, error) {
+	d := &dictExpr{pos: line}
+	for !p.isOp("}") {
+		if len(d.keys) > 0 {
+			if err := p.expectOp(","); err != nil {
+				return nil, err
+			}
+			if p.isOp("}") {
+				break
+			}
+		}
+		k, err := p.parseExpression(true)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectOp(":"); err != nil {
+			return nil, err
+		}
+		v, err := p.parseExpression(true)
+		if err != nil {
+			return nil, err
+		}
+		d.keys = append(d.keys, k)
+		d.vals = append(d.vals, v)
+	}
+	p.next()
+	return d, nil
 }
 
 func (p *parser) parseList(closing string) ([]expr, error) {
