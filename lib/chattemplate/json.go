@@ -62,69 +62,10 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 	switch c := d.data[d.pos]; {
 	case c == '{':
 		d.pos++
-		obj := newDict(4)
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == '}' {
-			d.pos++
-			return obj, nil
-		}
-		for {
-			d.skipSpace()
-			if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-				return nil, d.errorf("expected object key")
-			}
-			k, err := d.key()
-			if err != nil {
-				return nil, err
-			}
-			d.skipSpace()
-			if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-				return nil, d.errorf("expected ':'")
-			}
-			d.pos++
-			d.skipSpace()
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			obj.set(k, v)
-			d.skipSpace()
-			if d.pos < len(d.data) && d.data[d.pos] == ',' {
-				d.pos++
-				continue
-			}
-			if d.pos < len(d.data) && d.data[d.pos] == '}' {
-				d.pos++
-				return obj, nil
-			}
-			return nil, d.errorf("expected ',' or '}'")
-		}
+		return d.object(depth)
 	case c == '[':
 		d.pos++
-		list := &pyList{}
-		d.skipSpace()
-		if d.pos < len(d.data) && d.data[d.pos] == ']' {
-			d.pos++
-			return list, nil
-		}
-		for {
-			d.skipSpace()
-			v, err := d.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			list.Items = append(list.Items, v)
-			d.skipSpace()
-			if d.pos < len(d.data) && d.data[d.pos] == ',' {
-				d.pos++
-				continue
-			}
-			if d.pos < len(d.data) && d.data[d.pos] == ']' {
-				d.pos++
-				return list, nil
-			}
-			return nil, d.errorf("expected ',' or ']'")
-		}
+		return d.array(depth)
 	case c == '"':
 		return d.str()
 	case c == 't' && strings.HasPrefix(d.data[d.pos:], "true"):
@@ -140,6 +81,75 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 		return d.number()
 	}
 	return nil, d.errorf("unexpected character")
+}
+
+// object reads an object's members, its '{' already read.
+func (d *jsonDecoder) object(depth int) (value, error) {
+	obj := newDict(4)
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return obj, nil
+	}
+	for {
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return nil, d.errorf("expected object key")
+		}
+		k, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return nil, d.errorf("expected ':'")
+		}
+		d.pos++
+		d.skipSpace()
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		obj.set(k, v)
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ',' {
+			d.pos++
+			continue
+		}
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			return obj, nil
+		}
+		return nil, d.errorf("expected ',' or '}'")
+	}
+}
+
+// array reads an array's items, its '[' already read.
+func (d *jsonDecoder) array(depth int) (value, error) {
+	list := &pyList{}
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return list, nil
+	}
+	for {
+		d.skipSpace()
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, v)
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ',' {
+			d.pos++
+			continue
+		}
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			return list, nil
+		}
+		return nil, d.errorf("expected ',' or ']'")
+	}
 }
 
 func (d *jsonDecoder) number() (value, error) {
@@ -276,68 +286,80 @@ func writeJSON(b *strings.Builder, v value, o jsonOptions, level int) error {
 	case string:
 		writeJSONString(b, x, o.ensureASCII)
 	case *pyList:
-		if x.view != "" {
-			return typeError("Object of type %s is not JSON serializable", x.view)
-		}
-		if len(x.Items) == 0 {
-			b.WriteString("[]")
-			return nil
-		}
-		b.WriteByte('[')
-		for i, it := range x.Items {
-			if i > 0 {
-				b.WriteString(o.itemSep)
-			}
-			o.newline(b, level+1)
-			if err := writeJSON(b, it, o, level+1); err != nil {
-				return err
-			}
-		}
-		o.newline(b, level)
-		b.WriteByte(']')
+		return writeJSONList(b, x, o, level)
 	case *pyDict:
-		if x.len() == 0 {
-			b.WriteString("{}")
-			return nil
-		}
-		order := make([]int, x.len())
-		for i := range order {
-			order[i] = i
-		}
-		if o.sortKeys {
-			var sortErr error
-			sort.SliceStable(order, func(i, j int) bool {
-				less, err := pyLess(x.keys[order[i]], x.keys[order[j]])
-				if err != nil {
-					sortErr = err
-				}
-				return less
-			})
-			if sortErr != nil {
-				return sortErr
-			}
-		}
-		b.WriteByte('{')
-		for n, i := range order {
-			if n > 0 {
-				b.WriteString(o.itemSep)
-			}
-			o.newline(b, level+1)
-			key, err := jsonKey(x.keys[i])
-			if err != nil {
-				return err
-			}
-			writeJSONString(b, key, o.ensureASCII)
-			b.WriteString(o.keySep)
-			if err := writeJSON(b, x.vals[i], o, level+1); err != nil {
-				return err
-			}
-		}
-		o.newline(b, level)
-		b.WriteByte('}')
+		return writeJSONDict(b, x, o, level)
 	default:
 		return typeError("Object of type %s is not JSON serializable", typeName(v))
 	}
+	return nil
+}
+
+func writeJSONList(b *strings.Builder, x *pyList, o jsonOptions, level int) error {
+	if x.view != "" {
+		return typeError("Object of type %s is not JSON serializable", x.view)
+	}
+	if len(x.Items) == 0 {
+		b.WriteString("[]")
+		return nil
+	}
+	b.WriteByte('[')
+	for i, it := range x.Items {
+		if i > 0 {
+			b.WriteString(o.itemSep)
+		}
+		o.newline(b, level+1)
+		if err := writeJSON(b, it, o, level+1); err != nil {
+			return err
+		}
+	}
+	o.newline(b, level)
+	b.WriteByte(']')
+	return nil
+}
+
+// writeJSONDict writes a dict's pairs in insertion order, or sorted by key
+// with sort_keys.
+func writeJSONDict(b *strings.Builder, x *pyDict, o jsonOptions, level int) error {
+	if x.len() == 0 {
+		b.WriteString("{}")
+		return nil
+	}
+	order := make([]int, x.len())
+	for i := range order {
+		order[i] = i
+	}
+	if o.sortKeys {
+		var sortErr error
+		sort.SliceStable(order, func(i, j int) bool {
+			less, err := pyLess(x.keys[order[i]], x.keys[order[j]])
+			if err != nil {
+				sortErr = err
+			}
+			return less
+		})
+		if sortErr != nil {
+			return sortErr
+		}
+	}
+	b.WriteByte('{')
+	for n, i := range order {
+		if n > 0 {
+			b.WriteString(o.itemSep)
+		}
+		o.newline(b, level+1)
+		key, err := jsonKey(x.keys[i])
+		if err != nil {
+			return err
+		}
+		writeJSONString(b, key, o.ensureASCII)
+		b.WriteString(o.keySep)
+		if err := writeJSON(b, x.vals[i], o, level+1); err != nil {
+			return err
+		}
+	}
+	o.newline(b, level)
+	b.WriteByte('}')
 	return nil
 }
 
