@@ -217,26 +217,9 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		}
 		return r.write(w, pyStr(v))
 	case *autoescapeStmt:
-		v, err := r.eval(s.x, f)
-		if err != nil {
-			return r.withLine(err, s.line)
-		}
-		outer := r.autoescape
-		r.autoescape = truthy(v)
-		err = r.execBody(s.body, f, w)
-		r.autoescape = outer
-		return err
+		return r.execAutoescape(s, f, w)
 	case *ifStmt:
-		for i, c := range s.conds {
-			v, err := r.eval(c, f)
-			if err != nil {
-				return r.withLine(err, c.exprLine())
-			}
-			if truthy(v) {
-				return r.execBody(s.bodies[i], f, w)
-			}
-		}
-		return r.execBody(s.otherwise, f, w)
+		return r.execIf(s, f, w)
 	case *forStmt:
 		return r.execFor(s, f, w)
 	case *setStmt:
@@ -268,17 +251,7 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		}
 		return r.write(w, pyStr(v))
 	case *withStmt:
-		inner := newScope(f, s.undef)
-		for i, tg := range s.targets {
-			v, err := r.eval(s.values[i], f)
-			if err != nil {
-				return r.withLine(err, s.line)
-			}
-			if err := r.assign(tg, v, inner); err != nil {
-				return r.withLine(err, s.line)
-			}
-		}
-		return r.execBody(s.body, inner, w)
+		return r.execWith(s, f, w)
 	case *loopControlStmt:
 		if s.isBreak {
 			return errBreak
@@ -286,6 +259,50 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 		return errContinue
 	}
 	return nil
+}
+
+// execAutoescape runs a body with autoescape set by its expression, then
+// restores the outer setting.
+func (r *renderer) execAutoescape(s *autoescapeStmt, f *frame, w *strings.Builder) error {
+	v, err := r.eval(s.x, f)
+	if err != nil {
+		return r.withLine(err, s.line)
+	}
+	outer := r.autoescape
+	r.autoescape = truthy(v)
+	err = r.execBody(s.body, f, w)
+	r.autoescape = outer
+	return err
+}
+
+// execIf runs the body of the first true condition, or the else body.
+func (r *renderer) execIf(s *ifStmt, f *frame, w *strings.Builder) error {
+	for i, c := range s.conds {
+		v, err := r.eval(c, f)
+		if err != nil {
+			return r.withLine(err, c.exprLine())
+		}
+		if truthy(v) {
+			return r.execBody(s.bodies[i], f, w)
+		}
+	}
+	return r.execBody(s.otherwise, f, w)
+}
+
+// execWith runs a with block's body in a scope of its own, its targets
+// evaluated in the outer one.
+func (r *renderer) execWith(s *withStmt, f *frame, w *strings.Builder) error {
+	inner := newScope(f, s.undef)
+	for i, tg := range s.targets {
+		v, err := r.eval(s.values[i], f)
+		if err != nil {
+			return r.withLine(err, s.line)
+		}
+		if err := r.assign(tg, v, inner); err != nil {
+			return r.withLine(err, s.line)
+		}
+	}
+	return r.execBody(s.body, inner, w)
 }
 
 // markupExpr tells whether jinja2 would print the value x just gave

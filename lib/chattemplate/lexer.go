@@ -309,28 +309,9 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 		case isPySpace(r):
 			lx.advance(size)
 		case r >= '0' && r <= '9':
-			// After a dot, digits are an index ("matrix.0.1"), never
-			// a float: jinja2's float pattern has a lookbehind for it.
-			afterDot := lx.pos > 0 && lx.src[lx.pos-1] == '.'
-			n, isFloat := scanNumber(rest, !afterDot)
-			text := strings.ReplaceAll(rest[:n], "_", "")
-			if isFloat {
-				lx.emit(tokFloat, text)
-			} else {
-				lx.emit(tokInt, text)
-			}
-			lx.advance(n)
+			lx.number(rest)
 		case r == '_' || unicode.IsLetter(r):
-			n := 0
-			for n < len(rest) {
-				c, sz := utf8.DecodeRuneInString(rest[n:])
-				if c != '_' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
-					break
-				}
-				n += sz
-			}
-			lx.emit(tokName, rest[:n])
-			lx.advance(n)
+			lx.identifier(rest)
 		case r == '\'' || r == '"':
 			n, ok := scanString(rest)
 			if !ok {
@@ -339,36 +320,75 @@ func (lx *lexer) inside(end tokenKind) (bool, error) {
 			lx.emit(tokString, decodeStringLiteral(rest[1:n-1]))
 			lx.advance(n)
 		default:
-			op := ""
-			for _, o := range operators {
-				if strings.HasPrefix(rest, o) {
-					op = o
-					break
-				}
+			var err error
+			if closers, err = lx.operator(rest, r, closers); err != nil {
+				return false, err
 			}
-			if op == "" {
-				return false, lx.errorf("unexpected char %q", r)
-			}
-			switch op {
-			case "(":
-				closers = append(closers, ')')
-			case "[":
-				closers = append(closers, ']')
-			case "{":
-				closers = append(closers, '}')
-			case ")", "]", "}":
-				if len(closers) == 0 {
-					return false, lx.errorf("unexpected '%s'", op)
-				}
-				if want := closers[len(closers)-1]; want != op[0] {
-					return false, lx.errorf("unexpected '%s', expected '%c'", op, want)
-				}
-				closers = closers[:len(closers)-1]
-			}
-			lx.emit(tokOp, op)
-			lx.advance(len(op))
 		}
 	}
+}
+
+// number emits an integer or float token.
+func (lx *lexer) number(rest string) {
+	// After a dot, digits are an index ("matrix.0.1"), never
+	// a float: jinja2's float pattern has a lookbehind for it.
+	afterDot := lx.pos > 0 && lx.src[lx.pos-1] == '.'
+	n, isFloat := scanNumber(rest, !afterDot)
+	text := strings.ReplaceAll(rest[:n], "_", "")
+	if isFloat {
+		lx.emit(tokFloat, text)
+	} else {
+		lx.emit(tokInt, text)
+	}
+	lx.advance(n)
+}
+
+// identifier emits a name token: letters, digits and underscores.
+func (lx *lexer) identifier(rest string) {
+	n := 0
+	for n < len(rest) {
+		c, sz := utf8.DecodeRuneInString(rest[n:])
+		if c != '_' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			break
+		}
+		n += sz
+	}
+	lx.emit(tokName, rest[:n])
+	lx.advance(n)
+}
+
+// operator emits the longest operator rest starts with and keeps the
+// brackets open in closers balanced.
+func (lx *lexer) operator(rest string, r rune, closers []byte) ([]byte, error) {
+	op := ""
+	for _, o := range operators {
+		if strings.HasPrefix(rest, o) {
+			op = o
+			break
+		}
+	}
+	if op == "" {
+		return closers, lx.errorf("unexpected char %q", r)
+	}
+	switch op {
+	case "(":
+		closers = append(closers, ')')
+	case "[":
+		closers = append(closers, ']')
+	case "{":
+		closers = append(closers, '}')
+	case ")", "]", "}":
+		if len(closers) == 0 {
+			return closers, lx.errorf("unexpected '%s'", op)
+		}
+		if want := closers[len(closers)-1]; want != op[0] {
+			return closers, lx.errorf("unexpected '%s', expected '%c'", op, want)
+		}
+		closers = closers[:len(closers)-1]
+	}
+	lx.emit(tokOp, op)
+	lx.advance(len(op))
+	return closers, nil
 }
 
 // scanNumber matches jinja2's integer and float patterns (digits with

@@ -90,31 +90,8 @@ func arith(op string, l, r value) (value, error) {
 	}
 	switch op {
 	case "+":
-		switch x := l.(type) {
-		case string:
-			if y, ok := r.(string); ok {
-				if len(x)+len(y) > maxStringLen {
-					return nil, errTooLarge()
-				}
-				return x + y, nil
-			}
-			return nil, typeError("can only concatenate str (not \"%s\") to str", typeName(r))
-		case *pyList:
-			if x.view != "" {
-				break
-			}
-			if y, ok := r.(*pyList); ok && y.Tuple == x.Tuple && y.view == "" {
-				if len(x.Items)+len(y.Items) > maxListLen {
-					return nil, errTooLarge()
-				}
-				items := make([]value, 0, len(x.Items)+len(y.Items))
-				items = append(append(items, x.Items...), y.Items...)
-				return &pyList{Items: items, Tuple: x.Tuple}, nil
-			}
-			if x.Tuple {
-				return nil, typeError("can only concatenate tuple (not \"%s\") to tuple", typeName(r))
-			}
-			return nil, typeError("can only concatenate list (not \"%s\") to list", typeName(r))
+		if v, ok, err := concat(l, r); ok {
+			return v, err
 		}
 	case "*":
 		if lNum && !lFloat && isSequence(r) {
@@ -135,6 +112,38 @@ func arith(op string, l, r value) (value, error) {
 		}
 	}
 	return nil, unsupported(op, l, r)
+}
+
+// concat is + on strings, lists and tuples; ok is false when neither
+// operand is a sequence + applies to, and the caller reports the operand types.
+func concat(l, r value) (value, bool, error) {
+	switch x := l.(type) {
+	case string:
+		if y, ok := r.(string); ok {
+			if len(x)+len(y) > maxStringLen {
+				return nil, true, errTooLarge()
+			}
+			return x + y, true, nil
+		}
+		return nil, true, typeError("can only concatenate str (not \"%s\") to str", typeName(r))
+	case *pyList:
+		if x.view != "" {
+			break
+		}
+		if y, ok := r.(*pyList); ok && y.Tuple == x.Tuple && y.view == "" {
+			if len(x.Items)+len(y.Items) > maxListLen {
+				return nil, true, errTooLarge()
+			}
+			items := make([]value, 0, len(x.Items)+len(y.Items))
+			items = append(append(items, x.Items...), y.Items...)
+			return &pyList{Items: items, Tuple: x.Tuple}, true, nil
+		}
+		if x.Tuple {
+			return nil, true, typeError("can only concatenate tuple (not \"%s\") to tuple", typeName(r))
+		}
+		return nil, true, typeError("can only concatenate list (not \"%s\") to list", typeName(r))
+	}
+	return nil, false, nil
 }
 
 // repeat is sequence * int.
