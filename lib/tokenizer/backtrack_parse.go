@@ -318,51 +318,70 @@ func (p *reParser) class() (func(rune) bool, error) {
 			union = append(union, f)
 			continue
 		}
-		var lo rune
-		if c == '\\' {
-			f, err := p.escape(true)
-			if err != nil {
-				return nil, err
-			}
-			r, single := escapedRune(p.src[p.pos-1])
-			if !single || p.src[p.pos-2] != '\\' {
-				union = append(union, f)
-				continue
-			}
-			lo = r
-		} else {
-			lo = c
-			p.pos++
+		f, err := p.classItem(c)
+		if err != nil {
+			return nil, err
 		}
-		if p.more() && p.src[p.pos] == '-' && p.pos+1 < len(p.src) && p.src[p.pos+1] != ']' {
-			p.pos++
-			hi := p.src[p.pos]
-			p.pos++
-			if hi == '\\' {
-				p.pos--
-				if _, err := p.escape(true); err != nil {
-					return nil, err
-				}
-				hi, _ = escapedRune(p.src[p.pos-1])
-			}
-			l, h, fold := lo, hi, p.fold
-			union = append(union, func(r rune) bool {
-				if r >= l && r <= h {
+		union = append(union, f)
+	}
+	return classSet(union, intersect, negated), nil
+}
+
+// classItem reads one item of a class: an escape, a single character or a
+// range lo-hi.
+func (p *reParser) classItem(c rune) (func(rune) bool, error) {
+	var lo rune
+	if c == '\\' {
+		f, err := p.escape(true)
+		if err != nil {
+			return nil, err
+		}
+		r, single := escapedRune(p.src[p.pos-1])
+		if !single || p.src[p.pos-2] != '\\' {
+			return f, nil
+		}
+		lo = r
+	} else {
+		lo = c
+		p.pos++
+	}
+	if !(p.more() && p.src[p.pos] == '-' && p.pos+1 < len(p.src) && p.src[p.pos+1] != ']') {
+		return p.literal(lo), nil
+	}
+	p.pos++
+	hi := p.src[p.pos]
+	p.pos++
+	if hi == '\\' {
+		p.pos--
+		if _, err := p.escape(true); err != nil {
+			return nil, err
+		}
+		hi, _ = escapedRune(p.src[p.pos-1])
+	}
+	return runeRange(lo, hi, p.fold), nil
+}
+
+// runeRange matches lo..hi, and with fold any rune whose case folding
+// falls in it.
+func runeRange(lo, hi rune, fold bool) func(rune) bool {
+	return func(r rune) bool {
+		if r >= lo && r <= hi {
+			return true
+		}
+		if fold {
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				if f >= lo && f <= hi {
 					return true
 				}
-				if fold {
-					for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-						if f >= l && f <= h {
-							return true
-						}
-					}
-				}
-				return false
-			})
-			continue
+			}
 		}
-		union = append(union, p.literal(lo))
+		return false
 	}
+}
+
+// classSet is the union of a class's items, intersected with the parts
+// before each &&, and negated for [^...].
+func classSet(union, intersect []func(rune) bool, negated bool) func(rune) bool {
 	set := unionOf(union)
 	if len(intersect) > 0 {
 		parts := append(intersect, set)
@@ -379,7 +398,7 @@ func (p *reParser) class() (func(rune) bool, error) {
 		inner := set
 		set = func(r rune) bool { return !inner(r) }
 	}
-	return set, nil
+	return set
 }
 
 func unionOf(fs []func(rune) bool) func(rune) bool {
