@@ -306,36 +306,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 		if blockScan {
 			i, start, run, commas = intBlocks(b, i, start, run, commas)
 		}
-		// 16 bytes at a time, as two words: the second's checks do not wait
-		// for the first's, so the processor overlaps them. A word may be
-		// only digits and commas (no white space, no closing ']'), with no
-		// empty element, no element that starts with '0' (a leading zero,
-		// or the id 0), and not 8 digits in a row (maybe a number too long
-		// for a uint64); else the byte-at-a-time path takes one element.
-		for i+16 <= len(b) {
-			w0 := binary.LittleEndian.Uint64(b[i:])
-			w1 := binary.LittleEndian.Uint64(b[i+8:])
-			d0, sep0 := digitMask(w0), byteMask(w0, ',')
-			d1, sep1 := digitMask(w1), byteMask(w1, ',')
-			if d0|sep0 != hiBits || d1|sep1 != hiBits || d0 == hiBits || d1 == hiBits {
-				break
-			}
-			// A number of up to 9 digits is a valid token id; a longer one
-			// (across two words) must go through the byte path's check.
-			nd0, nd1 := ^d0&hiBits, ^d1&hiBits
-			if run+bits.TrailingZeros64(nd0)>>3 > 9 || bits.LeadingZeros64(nd0)>>3+bits.TrailingZeros64(nd1)>>3 > 9 {
-				break
-			}
-			starts0 := sep0<<8 | start    // bytes that begin an element
-			starts1 := sep1<<8 | sep0>>56 // (w1's first, if w0 ends in a comma)
-			if starts0&(sep0|zeroMask(w0))|starts1&(sep1|zeroMask(w1)) != 0 {
-				break
-			}
-			commas += bits.OnesCount64(sep0 | sep1>>1) // the two masks' bits do not overlap
-			start = sep1 >> 56
-			run = bits.LeadingZeros64(nd1) >> 3
-			i += 16
-		}
+		i, start, run, commas = intWords(b, i, start, run, commas)
 		if start == 0 { // back up to the start of the number the fast path was in
 			for i > first && class[b[i-1]] == clDigit {
 				i--
@@ -380,6 +351,40 @@ func (s *scanner) intRun() (n int, ok bool) {
 			return 0, false
 		}
 	}
+}
+
+// intWords is intRun's word path, 16 bytes at a time as two words: the
+// second's checks do not wait for the first's, so the processor overlaps
+// them. A word may be only digits and commas (no white space, no closing
+// ']'), with no empty element, no element that starts with '0' (a leading
+// zero, or the id 0), and not 8 digits in a row (maybe a number too long for
+// a uint64); else it stops and the byte-at-a-time path takes one element.
+func intWords(b []byte, i int, start uint64, run, commas int) (int, uint64, int, int) {
+	for i+16 <= len(b) {
+		w0 := binary.LittleEndian.Uint64(b[i:])
+		w1 := binary.LittleEndian.Uint64(b[i+8:])
+		d0, sep0 := digitMask(w0), byteMask(w0, ',')
+		d1, sep1 := digitMask(w1), byteMask(w1, ',')
+		if d0|sep0 != hiBits || d1|sep1 != hiBits || d0 == hiBits || d1 == hiBits {
+			break
+		}
+		// A number of up to 9 digits is a valid token id; a longer one
+		// (across two words) must go through the byte path's check.
+		nd0, nd1 := ^d0&hiBits, ^d1&hiBits
+		if run+bits.TrailingZeros64(nd0)>>3 > 9 || bits.LeadingZeros64(nd0)>>3+bits.TrailingZeros64(nd1)>>3 > 9 {
+			break
+		}
+		starts0 := sep0<<8 | start    // bytes that begin an element
+		starts1 := sep1<<8 | sep0>>56 // (w1's first, if w0 ends in a comma)
+		if starts0&(sep0|zeroMask(w0))|starts1&(sep1|zeroMask(w1)) != 0 {
+			break
+		}
+		commas += bits.OnesCount64(sep0 | sep1>>1) // the two masks' bits do not overlap
+		start = sep1 >> 56
+		run = bits.LeadingZeros64(nd1) >> 3
+		i += 16
+	}
+	return i, start, run, commas
 }
 
 // intBlocks is intRun's fastest path, 64 bytes at a time (see blockMasks):
