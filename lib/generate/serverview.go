@@ -25,17 +25,27 @@ import (
 // lines are printed when that is more often, but never more often than
 // minMetricsEvery; variables for tests.
 var (
-	metricsEvery    = 2 * time.Second
+	metricsEvery    = defaultMetricsEvery
 	minMetricsEvery = 100 * time.Millisecond
 )
+
+// defaultMetricsEvery is metricsEvery, as the help states it.
+const defaultMetricsEvery = 2 * time.Second
 
 // The server is the limit when its KV cache stays at least kvFull occupied
 // with requests queued for limitPolls readings in a row spanning at least
 // limitFor: more requests in flight would only wait in its queue.
 var (
-	kvFull     = 0.9
-	limitPolls = 5
-	limitFor   = 20 * time.Second
+	kvFull     = defaultKVFull
+	limitPolls = defaultLimitPolls
+	limitFor   = defaultLimitFor
+)
+
+// The defaults of kvFull, limitPolls and limitFor, as the help states them.
+const (
+	defaultKVFull     = 0.9
+	defaultLimitPolls = 5
+	defaultLimitFor   = 20 * time.Second
 )
 
 // watchedServer is one --url's load.

@@ -1,0 +1,46 @@
+package generate
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
+)
+
+// TestHelpNamesConstants: the description states the tuning constants the
+// code applies.
+func TestHelpNamesConstants(t *testing.T) {
+	help := strings.Join(strings.Fields(NewApp().Description), " ")
+	for _, want := range []string{
+		fmt.Sprintf("plus %.0f%% so that the server never idles", 100*capacity.QueueMargin),
+		fmt.Sprintf("(its %.0f%% margin)", 100*capacity.QueueMargin),
+		fmt.Sprintf("every %gs and keeps the sum", capacity.ShareInterval.Seconds()),
+		fmt.Sprintf("it starts at %d and adapts", capacity.AIMDStart),
+		fmt.Sprintf("(default %.0fm: a server asking", defaultMaxRetryWait.Minutes()),
+		fmt.Sprintf("(default %.0fm: a stopped server", defaultIdleTimeout.Minutes()),
+		fmt.Sprintf("(one alone at most %d MiB)", backend.DefaultMaxResponseBytes/(1<<20)),
+		fmt.Sprintf("until %d answers are in", minETASamples),
+		fmt.Sprintf("/metrics every %gs and shows them", defaultMetricsEvery.Seconds()),
+		fmt.Sprintf("stays %.0f%% full with requests waiting in its queue for %d readings and %gs", 100*defaultKVFull, defaultLimitPolls, defaultLimitFor.Seconds()),
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("the description does not say %q", want)
+		}
+	}
+	if strings.Contains(help, "{{") {
+		t.Errorf("the description holds a template action: %q", help[strings.Index(help, "{{"):])
+	}
+}
+
+func TestHelpFormats(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{percent(0.1), "10%"}, {percent(0.9), "90%"}, {percent(0.05), "5%"},
+		{seconds(500e6), "0.5s"}, {seconds(20e9), "20s"}, {seconds(5 * 60e9), "5m"}, {seconds(90e9), "90s"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
