@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/iostreams"
 )
 
 // Example is one worked example for --help and the man page.
@@ -205,7 +206,16 @@ func indentBlock(s string) string {
 // Spec.FinishPipedInput), and prints any error once, prefixed with the
 // tool's name.
 func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	watched := &watchedWriter{w: stdout}
+	return Run(app, args, iostreams.System(stdin, stdout, stderr))
+}
+
+// Run is Main with streams whose terminal facts the caller gives: a test
+// says "stdout is a terminal" with iostreams.Test and SetStdoutTTY. The tool
+// finds them with Streams.
+func Run(app *cli.App, args []string, streams *iostreams.IOStreams) int {
+	stdin, stderr := streams.In, streams.Err
+	watched := &watchedWriter{w: streams.Out, terminal: streams.IsStdoutTTY()}
+	streams = streams.WithOut(watched)
 	app.Reader, app.Writer, app.ErrWriter = stdin, watched, stderr
 	if err := checkFlagOrder(app, args); err != nil {
 		return report(app, stderr, err)
@@ -213,7 +223,7 @@ func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	ctx, sigs := signalContext(context.Background(), stderr, app.Name)
+	ctx, sigs := signalContext(context.WithValue(context.Background(), streamsKey{}, streams), stderr, app.Name)
 	defer sigs.stop()
 	// The tool runs in a goroutine so that a second signal, or a tool that
 	// outlives its grace period, ends Main with a status to return instead
@@ -317,4 +327,19 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// streamsKey finds a run's *iostreams.IOStreams in its context.
+type streamsKey struct{}
+
+// Streams is the streams of the run c belongs to, with their terminal
+// facts: those Run was given (stdout as the tool writes to it), or, for an
+// app not started by Main or Run, facts read from the app's own streams.
+func Streams(c *cli.Context) *iostreams.IOStreams {
+	if c.Context != nil {
+		if s, ok := c.Context.Value(streamsKey{}).(*iostreams.IOStreams); ok {
+			return s
+		}
+	}
+	return iostreams.System(c.App.Reader, c.App.Writer, c.App.ErrWriter)
 }

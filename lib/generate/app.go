@@ -35,6 +35,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/iostreams"
 	"github.com/synthpipe/synthpipe/lib/runview"
 )
 
@@ -72,8 +73,10 @@ func mainWith(opt options, args []string, stdin io.Reader, stdout, stderr io.Wri
 	app := NewApp()
 	app.Metadata[optionsKey] = opt
 	// Every line generate prints, the signal messages included, goes
-	// through the console, which keeps the live bar off them.
-	return cliutil.Main(app, args, stdin, stdout, runview.NewConsole(stderr))
+	// through the console, which keeps the live bar off them; the facts
+	// are those of stderr itself.
+	streams := iostreams.System(stdin, stdout, stderr)
+	return cliutil.Run(app, args, streams.WithErr(runview.NewConsole(stderr)))
 }
 
 // warnURLPassword warns when a URL on the command line carries a password

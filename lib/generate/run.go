@@ -341,7 +341,7 @@ func (r *launch) watchServers(s *scheduler, turns *turnRunner) (stop, join func(
 func (r *launch) startViews(s *scheduler, total int64, status *runview.StatusWriter) func() {
 	var prog *runview.Progress
 	if !r.cfg.quiet {
-		prog = runview.NewProgress(r.stderr, r.cfg.progressEvery)
+		prog = runview.NewProgress(cliutil.Streams(r.c), r.cfg.progressEvery)
 	}
 	snapshot := func() engine.Snapshot { return s.snapshot(total) }
 	stop := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/iostreams"
 )
 
 // Files lists every file a tool reads and writes, so that Check can refuse
@@ -53,7 +54,7 @@ func (fs *Files) Inputs(stdin io.Reader, names []string) {
 
 // stdin adds standard input, read.
 func (fs *Files) stdin(stdin io.Reader) {
-	if f := FileOf(stdin); f != nil {
+	if f := iostreams.FileOf(stdin); f != nil {
 		if fi, err := f.Stat(); err == nil {
 			fs.ends = append(fs.ends, end{name: "stdin", file: fi})
 		}
@@ -76,7 +77,7 @@ func (fs *Files) State(flag string, names []string) {
 // Stdout adds standard output, written; opened by the shell with >> it is
 // appended to.
 func (fs *Files) Stdout(stdout io.Writer) {
-	if f := FileOf(stdout); f != nil {
+	if f := iostreams.FileOf(stdout); f != nil {
 		if fi, err := f.Stat(); err == nil {
 			fs.ends = append(fs.ends, end{name: "stdout", file: fi, write: true, appendTo: appending(f)})
 		}

@@ -3,7 +3,8 @@ package jsonl
 import (
 	"bytes"
 	"io"
-	"os"
+
+	"github.com/synthpipe/synthpipe/lib/iostreams"
 )
 
 // DefaultWriteBuffer is the Writer's buffer size.
@@ -25,9 +26,10 @@ type Writer struct {
 }
 
 // NewWriter returns a Writer with a DefaultWriteBuffer buffer. It flushes
-// after each record when w is a terminal, where a person is watching.
+// after each record when w is a terminal (iostreams.IsTerminal: the stdout
+// a tool is given answers from its IOStreams), where a person is watching.
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{w: w, buf: make([]byte, 0, DefaultWriteBuffer), size: DefaultWriteBuffer, flushEach: IsTerminal(w)}
+	return &Writer{w: w, buf: make([]byte, 0, DefaultWriteBuffer), size: DefaultWriteBuffer, flushEach: iostreams.IsTerminal(w)}
 }
 
 // SetFlushEach makes every Write reach the underlying writer at once (slow
@@ -103,26 +105,3 @@ func (w *Writer) Lines() int64 { return w.lines }
 
 // Buffered is the number of bytes not yet written.
 func (w *Writer) Buffered() int { return len(w.buf) }
-
-// IsTerminal reports whether w is a character device (a terminal).
-func IsTerminal(w any) bool {
-	f := FileOf(w)
-	if f == nil {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// FileOf is the *os.File under a stream: the stream itself, or the file of a
-// wrapper that says which (a File method, as cliutil's stdout has); nil for
-// anything else (a pipe inside the process, a buffer).
-func FileOf(stream any) *os.File {
-	switch s := stream.(type) {
-	case *os.File:
-		return s
-	case interface{ File() *os.File }:
-		return s.File()
-	}
-	return nil
-}

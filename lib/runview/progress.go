@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
+	"github.com/synthpipe/synthpipe/lib/iostreams"
 )
 
 // Progress prints how the run goes on stderr: on a terminal a bar redrawn
@@ -88,23 +87,23 @@ const liveRedraw = time.Second
 // says.
 const defaultColumns = 100
 
-// NewProgress reports on w every interval: w is the console that owns
-// stderr, or a writer it wraps in one. On a terminal the bar is redrawn
-// every second instead.
-func NewProgress(w io.Writer, every time.Duration) *Progress {
-	con, ok := w.(*Console)
+// NewProgress reports on the run's stderr every interval: s.Err is the
+// console that owns stderr, or a writer it wraps in one. On a terminal
+// (s.IsStderrTTY) the bar is redrawn every second instead, as wide as
+// s.TerminalWidth says.
+func NewProgress(s *iostreams.IOStreams, every time.Duration) *Progress {
+	con, ok := s.Err.(*Console)
 	if !ok {
-		con = NewConsole(w)
+		con = NewConsole(s.Err)
 	}
 	p := &Progress{console: con, every: every}
-	fd, isFile := fileDescriptor(con.w)
-	p.live, p.colour = progressMode(isFile && term.IsTerminal(fd), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
+	p.live, p.colour = progressMode(s.IsStderrTTY(), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
 	if p.live {
 		p.every = liveRedraw
 		// One column short of the edge: a line that fills the last
 		// column wraps on many terminals, and "\r" would then redraw
 		// only its second half.
-		p.width = terminalColumns(fd) - 1
+		p.width = terminalColumns(s.TerminalWidth()) - 1
 	}
 	return p
 }
@@ -117,21 +116,12 @@ func progressMode(terminal bool, term, noColor string) (live, colour bool) {
 	return live, live && noColor == ""
 }
 
-// fileDescriptor is w's descriptor when w is an open file.
-func fileDescriptor(w io.Writer) (int, bool) {
-	f, ok := w.(*os.File)
-	if !ok || f == nil {
-		return 0, false
-	}
-	return int(f.Fd()), true
-}
-
-// terminalColumns is the width of the terminal on fd, as the kernel knows it
-// (a window resized later is not followed); else $COLUMNS, which a shell sets
-// for itself but rarely exports; else defaultColumns.
-func terminalColumns(fd int) int {
-	if n, _, err := term.GetSize(fd); err == nil && n > 0 {
-		return n
+// terminalColumns is the width of the terminal, as the kernel knows it
+// (kernel, 0 when it does not say); else $COLUMNS, which a shell sets for
+// itself but rarely exports; else defaultColumns.
+func terminalColumns(kernel int) int {
+	if kernel > 0 {
+		return kernel
 	}
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n

@@ -73,7 +73,7 @@ func run(c *cli.Context) (err error) {
 	var out sampleWriter
 	var viewer *showWriter
 	if show != nil {
-		viewer = newShowWriter(conv, show, c.App.Writer)
+		viewer = newShowWriter(conv, show, c.App.Writer, cliutil.Streams(c).IsStdoutTTY())
 		out = viewer
 		defer func() {
 			if ferr := out.Flush(); err == nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
-	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -107,8 +106,8 @@ type showWriter struct {
 	shown   int64
 }
 
-func newShowWriter(conv *converter, filter *showFilter, w io.Writer) *showWriter {
-	s := &showWriter{conv: conv, filter: filter, w: bufio.NewWriter(w), colour: colourOn(jsonl.IsTerminal(w), os.Getenv("TERM"), os.Getenv("NO_COLOR")),
+func newShowWriter(conv *converter, filter *showFilter, w io.Writer, terminal bool) *showWriter {
+	s := &showWriter{conv: conv, filter: filter, w: bufio.NewWriter(w), colour: colourOn(terminal, os.Getenv("TERM"), os.Getenv("NO_COLOR")),
 		special: map[int]bool{}}
 	for _, t := range conv.model.Tok.AddedTokens() {
 		s.special[t.ID] = true

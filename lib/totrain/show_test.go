@@ -261,8 +261,9 @@ func TestShowColours(t *testing.T) {
 	}
 	var out bytes.Buffer
 	conv := &converter{format: formatTokens, model: model}
-	sw := newShowWriter(conv, &showFilter{count: 1}, &out)
-	sw.colour = true
+	t.Setenv("TERM", "xterm")
+	t.Setenv("NO_COLOR", "")
+	sw := newShowWriter(conv, &showFilter{count: 1}, &out, true) // stdout a terminal
 	end, _ := model.Tok.TokenID("<|im_end|>")
 	ok := model.Encode("ok")
 	ids := append(append([]int{}, ok...), ok[0], end)
