@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,8 +75,9 @@ func honest(w http.ResponseWriter, r *http.Request) {
 }
 
 // deepJSON is what once crashed generate with a stack overflow in gjson's
-// validation.
-var deepJSON = strings.Repeat("[", 12<<20)
+// validation. It is made on first use: a package-level value would be made
+// at the start of every process of the test binary, each tool run included.
+var deepJSON = sync.OnceValue(func() string { return strings.Repeat("[", 12<<20) })
 
 func TestReliabilityHostileServers(t *testing.T) {
 	requireTools(t, "generate", "budget-cut")
@@ -98,17 +100,17 @@ func TestReliabilityHostileServers(t *testing.T) {
 
 		{name: "deep_body", want: 75, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, deepJSON)
+			io.WriteString(w, deepJSON())
 		}, check: func(t *testing.T, run hostileRun) { run.allFailed(t, "protocol", "answer is not JSON") }},
 
 		{name: "deep_event", want: 75, args: []string{"--stream"}, handler: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, "data: "+deepJSON+"\n\n")
+			io.WriteString(w, "data: "+deepJSON()+"\n\n")
 		}, check: func(t *testing.T, run hostileRun) { run.allFailed(t, "protocol", "answer is not JSON") }},
 
 		{name: "deep_server_info", want: 0, args: []string{"--concurrency", "auto"}, handler: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/server_info" {
-				io.WriteString(w, deepJSON)
+				io.WriteString(w, deepJSON())
 				return
 			}
 			honest(w, r)
