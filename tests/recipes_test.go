@@ -435,9 +435,10 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 	t.Parallel()
 	requireTools(t, recipeTools...)
 	data := recipeData(t, "math")
-	// Slow decode steps keep the first run busy for seconds, long after
-	// the second has started.
-	env := recipeEnv(data, startLLMSim(t, "--step-time", "100ms"))
+	// Answers are held until a run has ended: the run that took the lock
+	// holds it, however slowly the other starts.
+	srv := startHeldSim(t, 0)
+	env := recipeEnv(data, srv.URL)
 
 	type result struct {
 		code   int
@@ -462,6 +463,7 @@ func TestRecipeRunDatasetLock(t *testing.T) {
 		select {
 		case r := <-results:
 			ended = append(ended, r)
+			srv.release() // the lock holder may finish now
 		case <-time.After(recipeTimeout):
 			t.Fatalf("run-dataset.sh still running after %v", recipeTimeout)
 		}
@@ -719,18 +721,21 @@ func TestRecipeFanoutRetryLater(t *testing.T) {
 	}
 }
 
-// startFanout starts scripts/fanout.sh datasets in the background against a
-// slow simulator and returns it once every dataset's run holds its lock.
-// Its stderr goes to a file, read with the returned function: a pipe would
-// keep Wait from returning while the runs it started still hold it.
-func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-chan int, func() string) {
+// startFanout starts scripts/fanout.sh datasets in the background against
+// srv, a simulator that holds answers until the test releases them, and
+// returns it once every dataset's run holds its lock and runs generate: no
+// run can end before the test has done what it tests. With group,
+// fanout.sh leads a process group of its own, as the foreground job of a
+// terminal. Its stderr goes to a file, read with the returned function: a
+// pipe would keep Wait from returning while the runs it started still hold
+// it.
+func startFanout(t *testing.T, srv *heldSim, group bool, data string, datasets ...string) (*exec.Cmd, <-chan int, func() string) {
 	t.Helper()
-	// Two requests in flight, each a few slow steps: a run lasts over a
-	// minute, so that the first is still at work when the last starts, on
-	// however busy a machine, and its drain after a signal is short.
-	env := append(recipeEnv(data, startLLMSim(t, "--step-time", "200ms")), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
+	// Two requests in flight: the drain after a signal is short.
+	env := append(recipeEnv(data, srv.URL), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
 	cmd := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "datasets"}, datasets...)...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: group}
 	errPath := filepath.Join(t.TempDir(), "fanout.stderr")
 	errFile, err := os.Create(errPath)
 	if err != nil {
@@ -744,7 +749,7 @@ func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-ch
 	}
 	exited := make(chan int, 1)
 	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
-	t.Cleanup(func() { stopFanout(env, datasets) }) // whatever happened, leave no run behind
+	t.Cleanup(func() { stopFanout(env, datasets); srv.release() }) // whatever happened, leave no run behind
 	for _, d := range datasets {
 		lock := filepath.Join(data, d, ".lock")
 		waitFor(t, recipeTimeout, d+"'s generate to start", func() bool {
@@ -762,6 +767,21 @@ func startFanout(t *testing.T, data string, datasets ...string) (*exec.Cmd, <-ch
 		})
 	}
 	return cmd, exited, stderr
+}
+
+// awaitSaid waits until fanout.sh's stderr so far says phrase (it says
+// that it drains its runs once it has passed a signal on to them); it fails
+// the test if fanout.sh exits first.
+func awaitSaid(t *testing.T, exited <-chan int, stderr func() string, phrase string) {
+	t.Helper()
+	waitFor(t, recipeTimeout, "fanout.sh to say "+strconv.Quote(phrase), func() bool {
+		select {
+		case code := <-exited:
+			t.Fatalf("fanout.sh exited %d before it said %q:\n%s", code, phrase, tail(stderr(), 3000))
+		default:
+		}
+		return strings.Contains(stderr(), phrase)
+	})
 }
 
 // lockHeld tells whether the run named in a run-dataset.sh lock file (its
@@ -801,9 +821,14 @@ func TestRecipeFanoutStopsItsRuns(t *testing.T) {
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
 	data := recipeData(t, datasets...)
-	cmd, exited, stderr := startFanout(t, data, datasets...)
+	srv := startHeldSim(t, 0)
+	cmd, exited, stderr := startFanout(t, srv, false, data, datasets...)
 
 	cmd.Process.Signal(syscall.SIGTERM)
+	// The runs have the signal once fanout.sh says it drains them: then
+	// the answers in flight may come, and are written.
+	awaitSaid(t, exited, stderr, "fanout.sh: SIGTERM: no new runs; draining ")
+	srv.release()
 	select {
 	case code := <-exited:
 		if code != 143 {
@@ -834,39 +859,30 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
 	data := recipeData(t, datasets...)
-	// Few requests in flight, each a few slow steps: answers arrive one by
-	// one for a minute, and the drain after the signal is short.
-	env := append(recipeEnv(data, startLLMSim(t, "--step-time", "100ms")), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
-	cmd := exec.Command("bash", append([]string{filepath.Join("..", "scripts", "fanout.sh"), "datasets"}, datasets...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the terminal's foreground group
-	errPath := filepath.Join(t.TempDir(), "fanout.stderr")
-	errFile, err := os.Create(errPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errFile.Close()
-	cmd.Stderr = errFile // a file: a pipe would keep Wait waiting for the runs
-	stderr := func() string { b, _ := os.ReadFile(errPath); return string(b) }
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan int, 1)
-	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
-	t.Cleanup(func() { stopFanout(env, datasets) }) // whatever happened, leave no run behind
-	out := filepath.Join(data, "math", "out.jsonl")
-	waitFor(t, recipeTimeout, "a first answer in math/out.jsonl", func() bool {
+	// One answer is given, the others held: Ctrl-C comes when one run has
+	// written an answer and both have more in flight.
+	srv := startHeldSim(t, 1)
+	cmd, exited, stderr := startFanout(t, srv, true, data, datasets...)
+	var answered string // the dataset given the answer
+	waitFor(t, recipeTimeout, "a first answer in an out.jsonl", func() bool {
 		select {
 		case code := <-exited:
 			t.Fatalf("fanout.sh exited %d before any answer was written:\n%s", code, tail(stderr(), 3000))
 		default:
 		}
-		fi, err := os.Stat(out)
-		return err == nil && fi.Size() > 0
+		for _, d := range datasets {
+			if fi, err := os.Stat(filepath.Join(data, d, "out.jsonl")); err == nil && fi.Size() > 0 {
+				answered = d
+			}
+		}
+		return answered != ""
 	})
+	out := filepath.Join(data, answered, "out.jsonl")
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	awaitSaid(t, exited, stderr, "fanout.sh: SIGINT: no new runs; draining ")
+	srv.release()
 	select {
 	case code := <-exited:
 		if code != 130 {
@@ -887,8 +903,8 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	if strings.Contains(said, "parallel: ") || strings.Contains(said, "SIGTERM to stop now") {
 		t.Errorf("GNU parallel's own notices reach the user:\n%s", said)
 	}
-	if n := len(readRecipeOutput(t, out)); n == 0 || n == promptCount(t, data, "math") {
-		t.Errorf("math holds %d answers after Ctrl-C: the stop came too late to test anything", n)
+	if n := len(readRecipeOutput(t, out)); n == 0 || n == promptCount(t, data, answered) {
+		t.Errorf("%s holds %d answers after Ctrl-C: the stop came too late to test anything", answered, n)
 	}
 	for _, d := range datasets {
 		if lockHeld(filepath.Join(data, d, ".lock")) {
@@ -922,7 +938,8 @@ func TestRecipeFanoutStopAfterKill(t *testing.T) {
 	requireGNUParallel(t)
 	datasets := []string{"math", "tools"}
 	data := recipeData(t, datasets...)
-	cmd, exited, _ := startFanout(t, data, datasets...)
+	srv := startHeldSim(t, 0)
+	cmd, exited, _ := startFanout(t, srv, false, data, datasets...)
 	cmd.Process.Kill()
 	<-exited
 
@@ -937,6 +954,7 @@ func TestRecipeFanoutStopAfterKill(t *testing.T) {
 	if code != 0 || !strings.Contains(stopped, "signalled 2 run(s)") {
 		t.Fatalf("fanout.sh stop: exit %d, want 0 and 2 runs signalled:\n%s", code, stopped)
 	}
+	srv.release() // the runs have the signal: their answers in flight may come
 	for _, d := range datasets {
 		waitFor(t, recipeTimeout, d+"'s run to end", func() bool { return !lockHeld(filepath.Join(data, d, ".lock")) })
 		readRecipeOutput(t, filepath.Join(data, d, "out.jsonl"))
