@@ -21,6 +21,11 @@ const (
 	serverMaxTokens = 64
 	serverStep      = 4 * time.Millisecond
 	serverDowntime  = time.Second
+	// serverTimeout bounds one attempt. Only a hang may reach it: a dead
+	// server's requests fail at once. Answers of a few steps can take
+	// seconds on a loaded machine, and attempts cut short there trip the
+	// breaker as if the server were down, until generate gives up on it.
+	serverTimeout = 2 * time.Minute
 )
 
 // serverSimConfig is the configuration of every server of these tests,
@@ -97,13 +102,13 @@ func serverOutage(t *testing.T, backend string, stream bool, n int, restart bool
 		urls = append(urls, s.URL)
 	}
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	args := generateArgs(backend, urls, serverMaxTokens, errPath, "--timeout", "10s", "--progress-interval", "0")
+	args := generateArgs(backend, urls, serverMaxTokens, errPath, "--timeout", serverTimeout.String(), "--progress-interval", "0")
 	if stream {
 		args = append(args, "--stream")
 	}
 	done := make(chan watchedRun, 1)
 	go func() {
-		done <- runWatched(testDeadline(t, 2*time.Minute), nil, outPath, "generate", append(args, rs.path)...)
+		done <- runWatched(testDeadline(t, 5*time.Minute), nil, outPath, "generate", append(args, rs.path)...)
 	}()
 
 	answered := func() int64 {
