@@ -91,117 +91,39 @@ func (p *parser) parseAll(line []byte) ([]*job, error) {
 	return p.samples(j, s)
 }
 
+// members are the fields of a request record that parse reads.
+type members struct {
+	idRaw, inputIDs, messages, tools, promptTok []byte
+	sampleRaw, promptIDRaw                      []byte
+	thinking                                    []byte // the record's own setting, as an object's members
+	hasError, collides                          bool
+}
+
 // parse validates line as one JSON object and builds its job; line is
 // copied, since the reader reuses its buffer, and the request's messages
 // point into the copy. It also returns the sample the record is, if any.
 func (p *parser) parse(line []byte) (*job, sampleOf, error) {
 	line = bytes.Clone(line)
-	var (
-		idRaw, inputIDs, messages, tools, promptTok []byte
-		sampleRaw, promptIDRaw                      []byte
-		thinkingMembers                             []byte // the record's own setting, as an object's members
-		hasError, collides                          bool
-		id                                          = p.id.Match()
-	)
-	err := jsonl.ScanObject(line, func(m jsonl.Member) {
-		switch string(m.Key) {
-		case record.FieldInputIDs:
-			inputIDs = m.Value
-		case record.FieldMessages:
-			messages = m.Value
-		case record.FieldTools:
-			tools = m.Value
-		case record.FieldPromptTokens:
-			promptTok = m.Value
-		case record.FieldError:
-			hasError = true
-		case record.FieldSample:
-			sampleRaw = m.Value
-		case record.FieldPromptID:
-			promptIDRaw = m.Value
-		case record.FieldThinking, record.FieldReasoningEffort:
-			thinkingMembers = fmt.Appendf(thinkingMembers, `,%q:%s`, m.Key, m.Value)
-		default:
-			if responseKeys[string(m.Key)] {
-				collides = true
-			}
-		}
-		id.Visit(m)
-	})
+	m, err := p.scan(line)
 	if err != nil {
 		return nil, sampleOf{}, err
 	}
-	if p.id.TopKey() != nil {
-		idRaw, err = id.Result()
-	} else {
-		idRaw, err = p.id.Find(line)
-	}
-	if err != nil {
+	j := &job{collides: m.collides}
+	if err := p.setID(j, m.idRaw); err != nil {
 		return nil, sampleOf{}, err
 	}
-	j := &job{collides: collides}
-	if len(idRaw) == 0 || idRaw[0] != '"' {
-		return nil, sampleOf{}, fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
+	if j.promptTokens, j.hasPromptTokens, err = promptTokensField(m.promptTok); err != nil {
+		return nil, sampleOf{}, err
 	}
-	// The request id is text (SGLang's rid): lone surrogates as escapes,
-	// so that two ids that differ only in them stay two requests.
-	j.req.ID = record.IDText(record.DecodeID(idRaw))
-	if j.req.ID == "" {
-		return nil, sampleOf{}, fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
-	}
-	if len(promptTok) > 0 && !bytes.Equal(promptTok, []byte("null")) {
-		n, err := strconv.ParseInt(string(promptTok), 10, 64)
-		if err != nil && errors.Is(err, strconv.ErrRange) || err == nil && n > maxCount {
-			return nil, sampleOf{}, fmt.Errorf("%q is %s, more than 2^53: no record holds that many tokens", record.FieldPromptTokens, promptTok)
-		}
-		if err != nil || n < 0 {
-			return nil, sampleOf{}, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, promptTok)
-		}
-		j.promptTokens, j.hasPromptTokens = int(n), true
-	}
-	switch p.kind.Input {
-	case backend.TokenIDs:
-		if len(inputIDs) == 0 || bytes.Equal(inputIDs, []byte("null")) {
-			return nil, sampleOf{}, missingInput(p.kind)
-		}
-		ids, ok := parseIDs(inputIDs)
-		if !ok {
-			return nil, sampleOf{}, record.TokenIDsError(record.FieldInputIDs, inputIDs)
-		}
-		if len(ids) == 0 {
-			return nil, sampleOf{}, errEmptyPrompt
-		}
-		j.req.InputIDs = ids
-		if !j.hasPromptTokens {
-			j.promptTokens = len(ids)
-		}
-		j.exactPrompt = true
-	default:
-		if len(messages) == 0 || messages[0] != '[' {
-			return nil, sampleOf{}, missingInput(p.kind)
-		}
-		j.req.Messages = messages
-		if len(tools) > 0 && tools[0] == '[' {
-			j.req.Tools = tools
-		}
-		j.exactPrompt = j.hasPromptTokens
-		if !j.hasPromptTokens {
-			switch n, ok := jsonl.IntArrayLen(inputIDs); {
-			case ok && len(inputIDs) > 0:
-				j.promptTokens, j.exactPrompt = n, true
-			default:
-				// About three bytes of JSON a token: rather high than low,
-				// since this only sizes reservations.
-				j.promptTokens = (len(messages) + len(tools)) / 3
-			}
-		}
+	if err := p.setPrompt(j, &m); err != nil {
+		return nil, sampleOf{}, err
 	}
 	if p.turns {
-		if j.conv, err = parseConversation(messages, tools); err != nil {
+		if j.conv, err = parseConversation(m.messages, m.tools); err != nil {
 			return nil, sampleOf{}, err
 		}
 	}
-	sample, err := readSample(sampleRaw, promptIDRaw)
+	sample, err := readSample(m.sampleRaw, m.promptIDRaw)
 	if err != nil {
 		return nil, sampleOf{}, err
 	}
@@ -210,15 +132,127 @@ func (p *parser) parse(line []byte) (*job, sampleOf, error) {
 	if sample.k > 0 {
 		choiceID = sample.promptID
 	}
-	if err := p.setThinking(j, choiceID, thinkingMembers); err != nil {
+	if err := p.setThinking(j, choiceID, m.thinking); err != nil {
 		return nil, sampleOf{}, err
 	}
 	j.req.Params = p.params
 	j.line = line
-	if hasError {
+	if m.hasError {
 		j.line = dropStaleError(j.line)
 	}
 	return j, sample, nil
+}
+
+// scan reads the members of line that parse needs, its id among them.
+func (p *parser) scan(line []byte) (m members, err error) {
+	id := p.id.Match()
+	err = jsonl.ScanObject(line, func(mb jsonl.Member) {
+		switch string(mb.Key) {
+		case record.FieldInputIDs:
+			m.inputIDs = mb.Value
+		case record.FieldMessages:
+			m.messages = mb.Value
+		case record.FieldTools:
+			m.tools = mb.Value
+		case record.FieldPromptTokens:
+			m.promptTok = mb.Value
+		case record.FieldError:
+			m.hasError = true
+		case record.FieldSample:
+			m.sampleRaw = mb.Value
+		case record.FieldPromptID:
+			m.promptIDRaw = mb.Value
+		case record.FieldThinking, record.FieldReasoningEffort:
+			m.thinking = fmt.Appendf(m.thinking, `,%q:%s`, mb.Key, mb.Value)
+		default:
+			if responseKeys[string(mb.Key)] {
+				m.collides = true
+			}
+		}
+		id.Visit(mb)
+	})
+	if err != nil {
+		return m, err
+	}
+	if p.id.TopKey() != nil {
+		m.idRaw, err = id.Result()
+	} else {
+		m.idRaw, err = p.id.Find(line)
+	}
+	return m, err
+}
+
+// setID sets j's request id from the record's (idRaw).
+func (p *parser) setID(j *job, idRaw []byte) error {
+	if len(idRaw) == 0 || idRaw[0] != '"' {
+		return fmt.Errorf("no string %q: every record needs an id (tokenize-prompts adds one; or pick a field with --id-path)", p.id)
+	}
+	// The request id is text (SGLang's rid): lone surrogates as escapes,
+	// so that two ids that differ only in them stay two requests.
+	j.req.ID = record.IDText(record.DecodeID(idRaw))
+	if j.req.ID == "" {
+		return fmt.Errorf("%q is an empty string: ids must not be empty", p.id)
+	}
+	return nil
+}
+
+// promptTokensField reads a record's prompt_tokens (raw); ok false when it
+// has none.
+func promptTokensField(raw []byte) (n int, ok bool, err error) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil && errors.Is(err, strconv.ErrRange) || err == nil && v > maxCount {
+		return 0, false, fmt.Errorf("%q is %s, more than 2^53: no record holds that many tokens", record.FieldPromptTokens, raw)
+	}
+	if err != nil || v < 0 {
+		return 0, false, fmt.Errorf("%q is %s, not a non-negative integer", record.FieldPromptTokens, raw)
+	}
+	return int(v), true, nil
+}
+
+// setPrompt sets j's prompt, the input ids or the messages its backend
+// takes, and its size.
+func (p *parser) setPrompt(j *job, m *members) error {
+	switch p.kind.Input {
+	case backend.TokenIDs:
+		if len(m.inputIDs) == 0 || bytes.Equal(m.inputIDs, []byte("null")) {
+			return missingInput(p.kind)
+		}
+		ids, ok := parseIDs(m.inputIDs)
+		if !ok {
+			return record.TokenIDsError(record.FieldInputIDs, m.inputIDs)
+		}
+		if len(ids) == 0 {
+			return errEmptyPrompt
+		}
+		j.req.InputIDs = ids
+		if !j.hasPromptTokens {
+			j.promptTokens = len(ids)
+		}
+		j.exactPrompt = true
+	default:
+		if len(m.messages) == 0 || m.messages[0] != '[' {
+			return missingInput(p.kind)
+		}
+		j.req.Messages = m.messages
+		if len(m.tools) > 0 && m.tools[0] == '[' {
+			j.req.Tools = m.tools
+		}
+		j.exactPrompt = j.hasPromptTokens
+		if !j.hasPromptTokens {
+			switch n, ok := jsonl.IntArrayLen(m.inputIDs); {
+			case ok && len(m.inputIDs) > 0:
+				j.promptTokens, j.exactPrompt = n, true
+			default:
+				// About three bytes of JSON a token: rather high than low,
+				// since this only sizes reservations.
+				j.promptTokens = (len(m.messages) + len(m.tools)) / 3
+			}
+		}
+	}
+	return nil
 }
 
 // setThinking gives j the thinking setting it is generated with: the

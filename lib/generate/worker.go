@@ -65,7 +65,6 @@ func (w *workers) work(j *job) {
 // (o.err) or is cancelled. holding: j holds a server slot already (its
 // first request); otherwise it waits for one first.
 func (w *workers) send(j *job, o *outcome, holding bool) {
-	run := w.stops.run
 	// refused is the server a connection to was just refused: the request
 	// never reached it, so it moves to another server without a back-off
 	// and without using one of its retries (up to maxMoves times).
@@ -76,54 +75,19 @@ func (w *workers) send(j *job, o *outcome, holding bool) {
 			if attempt > 1 && refused == nil { // a move is not a retry
 				w.retries.Add(1)
 			}
-			// A signal ends the wait for a server as it ends a back-off.
-			srv, err := w.pool.acquire(w.stops.retries, j.kvTokens, refused)
-			if errors.Is(err, errNoServer) {
-				// Not this record's failure: a later run does it.
-				w.stops.stop("no server reachable", w.pool.unreachable(), true)
-				o.cancelled = true
-				break
+			if !w.takeServer(j, o, refused) {
+				return
 			}
-			if err != nil {
-				o.cancelled = true
-				break
-			}
-			j.server = srv
 		}
 		j.req.Attempt, o.attempts = attempt, attempt
 		res, err := w.attempt(j)
 		if err == nil {
-			if k, ok := j.server.limiter.(*capacity.KVSizer); ok {
-				k.Answered(res.Latency, res.CompletionTokens) // for the probes' rule
-			}
-			w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
-			serverIDs := res.OutputIDs != nil
-			if w.retok != nil && !serverIDs {
-				res.OutputIDs = w.retok.outputIDs(j, res)
-			}
-			w.usage.check(j, res, serverIDs, j.server.url)
-			o.res = res
-			break
-		}
-		w.charge(o, err.(*backend.Error))
-		if run.Err() != nil {
-			w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
-			o.cancelled = true
-			break
+			w.answered(j, o, res)
+			return
 		}
 		e := err.(*backend.Error)
-		if e.Kind == backend.KindRate {
-			w.rateLimited.Add(1)
-		}
-		retryAfter := min(e.RetryAfter, w.cfg.maxRetryWait)
-		kind := poolOutcome(e)
-		if e.Fatal {
-			// Stopped before the slot is free, so that no other request
-			// takes it to the same refusal.
-			w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
-		}
-		w.pool.release(j.server, j.kvTokens, kind, retryAfter, shortCause(e))
-		if kind == attemptUnreachable && moves < maxMoves {
+		moved, done := w.failed(j, o, e, moves < maxMoves)
+		if moved {
 			// Not this record's failure, nor an attempt: a server went
 			// away, and another may be up. When none is, the pool gives
 			// up on them all (errNoServer) and a later run does it.
@@ -133,26 +97,90 @@ func (w *workers) send(j *job, o *outcome, holding bool) {
 			continue
 		}
 		refused = nil
-		if e.Fatal {
-			o.err = e
-			break
-		}
-		if !e.Retryable || attempt > w.cfg.retries {
-			o.err = e
-			o.exhausted = e.Retryable
-			break
-		}
-		if w.costReached(o, e) {
-			break
-		}
-		if !w.sleep(backoffDelay(attempt, w.cfg.backoff, retryAfter, w.cfg.maxRetryWait)) {
-			o.cancelled = true
-			break
-		}
-		if w.costReached(o, e) { // while it waited
-			break
+		if done || !w.again(o, e, attempt) {
+			return
 		}
 	}
+}
+
+// takeServer waits for a server for j, other than refused; false when
+// none comes (o is then cancelled).
+func (w *workers) takeServer(j *job, o *outcome, refused *server) bool {
+	// A signal ends the wait for a server as it ends a back-off.
+	srv, err := w.pool.acquire(w.stops.retries, j.kvTokens, refused)
+	if errors.Is(err, errNoServer) {
+		// Not this record's failure: a later run does it.
+		w.stops.stop("no server reachable", w.pool.unreachable(), true)
+	}
+	if err != nil {
+		o.cancelled = true
+		return false
+	}
+	j.server = srv
+	return true
+}
+
+// answered settles j's successful attempt res: the server's slot, the
+// output ids and the usage it reported.
+func (w *workers) answered(j *job, o *outcome, res *backend.Result) {
+	if k, ok := j.server.limiter.(*capacity.KVSizer); ok {
+		k.Answered(res.Latency, res.CompletionTokens) // for the probes' rule
+	}
+	w.pool.release(j.server, j.kvTokens, attemptOK, 0, "")
+	serverIDs := res.OutputIDs != nil
+	if w.retok != nil && !serverIDs {
+		res.OutputIDs = w.retok.outputIDs(j, res)
+	}
+	w.usage.check(j, res, serverIDs, j.server.url)
+	o.res = res
+}
+
+// failed settles j's failed attempt e: its charge and its server's slot.
+// moved: the server could not be reached and the request moves to another
+// (canMove: it may still); done: o has ended (cancelled or failed for good).
+func (w *workers) failed(j *job, o *outcome, e *backend.Error, canMove bool) (moved, done bool) {
+	w.charge(o, e)
+	if w.stops.run.Err() != nil {
+		w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
+		o.cancelled = true
+		return false, true
+	}
+	if e.Kind == backend.KindRate {
+		w.rateLimited.Add(1)
+	}
+	kind := poolOutcome(e)
+	if e.Fatal {
+		// Stopped before the slot is free, so that no other request
+		// takes it to the same refusal.
+		w.stops.stop("stopped: "+e.Message, fatalError(j.server.url, e), true)
+	}
+	w.pool.release(j.server, j.kvTokens, kind, min(e.RetryAfter, w.cfg.maxRetryWait), shortCause(e))
+	if kind == attemptUnreachable && canMove {
+		return true, false
+	}
+	if e.Fatal {
+		o.err = e
+		return false, true
+	}
+	return false, false
+}
+
+// again decides whether the request that failed with e at attempt is
+// tried again, and waits its back-off; false when o has ended.
+func (w *workers) again(o *outcome, e *backend.Error, attempt int) bool {
+	if !e.Retryable || attempt > w.cfg.retries {
+		o.err = e
+		o.exhausted = e.Retryable
+		return false
+	}
+	if w.costReached(o, e) {
+		return false
+	}
+	if !w.sleep(backoffDelay(attempt, w.cfg.backoff, min(e.RetryAfter, w.cfg.maxRetryWait), w.cfg.maxRetryWait)) {
+		o.cancelled = true
+		return false
+	}
+	return !w.costReached(o, e) // while it waited
 }
 
 // charge counts what a failed attempt was charged, when the server said
