@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -30,7 +29,7 @@ const (
 	flagAlready           = "already"
 	flagCostBudget        = "cost-budget"
 	flagStatusFile        = "status-file"
-	flagTokenizer         = "tokenizer"
+	flagTokenizer         = flaggroup.FlagTokenizer
 	flagTurns             = "turns"
 	flagSamples           = "samples"
 	flagSeed              = flaggroup.FlagSeed
@@ -74,8 +73,7 @@ func flags(cfg *config) []cli.Flag {
 			Usage: "`N` answers per prompt, each its own record with a seed of its own: sample 1 keeps the prompt's id, sample k is ID#k (see \"Several answers per prompt\")",
 			Action: check(flagSamples, func(n int) bool { return n < 1 || n > record.MaxSamples },
 				fmt.Sprintf("want 1 to %d answers per prompt", record.MaxSamples))},
-		&cli.StringFlag{Name: flagTokenizer, EnvVars: cliutil.EnvVars(flagTokenizer), Destination: &cfg.tokenizer,
-			Usage: "openai backends: add output_ids by rendering each answer with the chat template and tokenizer in `DIR`"},
+		flaggroup.Tokenizer(&cfg.tokenizer, "openai backends: add output_ids by rendering each answer with its chat template"),
 		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: cliutil.EnvVars(flagTurns),
 			Usage: "`WHICH` turns to generate: last (one answer per record) or all (regenerate every assistant turn of a tokenize-prompts --turns all conversation " +
 				"on the model's own answers; the source's tool results are spliced in; sglang needs --tokenizer)",
@@ -86,7 +84,7 @@ func flags(cfg *config) []cli.Flag {
 				cfg.turnsAll = s == turnsAll
 				return nil
 			}},
-		chat.ToolDeclarationFlag(),
+		flaggroup.ToolDeclaration(&cfg.declaration),
 		thinking.Flags()[0], thinking.Flags()[1],
 	)
 	all = append(all, failureFlags(cfg)...)

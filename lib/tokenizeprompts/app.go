@@ -10,17 +10,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
 const (
-	flagTokenizer         = "tokenizer"
-	flagTemplate          = "template"
 	flagSystem            = "system"
-	flagTemplateArg       = "template-arg"
-	flagDate              = "date"
 	flagNoSpecial         = "no-special"
 	flagKeepLastAssistant = "keep-last-assistant"
 	flagTurns             = "turns"
@@ -38,6 +34,7 @@ const (
 
 // NewApp returns a fresh tokenize-prompts command.
 func NewApp() *cli.App {
+	tf := new(flaggroup.Template)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:      "tokenize-prompts",
 		Usage:     "render prompts with a chat template and write their token ids",
@@ -140,16 +137,8 @@ failure or a signal. Memory: the records are held up to --shuffle-memory
 and written to temporary files in $TMPDIR, unlinked at once (they need as
 much disk as the output), and merged at the end. With --limit N, the first
 N of the order are written: a seeded random sample.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
-				Usage: "the model's tokenizer: a model `DIR` (tokenizer.json or tiktoken.model, tokenizer_config.json, chat_template.jinja), one tokenizer file, or builtin:kimi-k2.5 (required)"},
-			&cli.StringFlag{Name: flagTemplate, Value: "auto", EnvVars: []string{cliutil.EnvName(flagTemplate)},
-				Usage: "chat template (`T`): auto (the tokenizer's), none (records are rendered \"text\"), or a Jinja FILE"},
+		Flags: append(flaggroup.TemplateFlags(tf, "required"),
 			&cli.StringFlag{Name: flagSystem, Usage: "system prompt `TEXT` for conversations that have none"},
-			&cli.StringSliceFlag{Name: flagTemplateArg,
-				Usage: "template variable `K=V` (repeatable), V read as JSON when it parses (true, 3, \"x\", [..]) else as a string: enable_thinking=false, reasoning_effort=high"},
-			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today), for prompts that do not change from day to day"},
-			chat.ToolDeclarationFlag(),
 			&cli.BoolFlag{Name: flagWithText, Usage: "add the rendered prompt, the text input_ids encode, to each record as prompt_text (to compare with another renderer)"},
 			&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)"},
 			&cli.BoolFlag{Name: flagKeepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
@@ -173,7 +162,7 @@ N of the order are written: a seeded random sample.`,
 			cliutil.QuietFlag(),
 			cliutil.MaxLineFlag(),
 			cliutil.SkipInvalidFlag(),
-		},
+		),
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records, naming the first five on stderr)"},
 			{Code: 66, Meaning: "an input file, the tokenizer or the template file does not exist or cannot be read"},
@@ -195,7 +184,7 @@ N of the order are written: a seeded random sample.`,
 				Command: "0 2 * * * SYNTHPIPE_TOKENIZER=/models/kimi tokenize-prompts -q --date 2026-01-01 /data/prompts.jsonl > /data/req.jsonl"},
 		},
 		SeeAlso: []string{"dedupe-resume(1)", "generate(1)", "budget-cut(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, tf) },
 	})
 }
 

@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/thinking"
@@ -39,7 +39,7 @@ type config struct {
 	shuffleMemory int64
 }
 
-func parse(c *cli.Context) (*config, error) {
+func parse(c *cli.Context, tf *flaggroup.Template) (*config, error) {
 	cfg := &config{
 		quiet: c.Bool(cliutil.FlagQuiet),
 		jobs:  c.Int(flagJobs),
@@ -96,30 +96,20 @@ func parse(c *cli.Context) (*config, error) {
 		cfg.convert.idPath = record.FieldID
 	}
 	cfg.convert.id = record.NewIDPath(cfg.convert.idPath)
-	templateName := c.String(flagTemplate)
-	if cfg.convert.render.Extra, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
-		return nil, err
-	}
-	if cfg.convert.render.Now, err = chat.ParseDate(c.String(flagDate)); err != nil {
-		return nil, cliutil.Usagef("--%s %v", flagDate, err)
-	}
+	cfg.convert.render.Extra, cfg.convert.render.Now = tf.Args, tf.Now
 	if cfg.convert.thinking, err = thinking.FromFlags(c); err != nil {
 		return nil, err
 	}
 	if k := thinking.ConflictingTemplateArg(cfg.convert.render.Extra); k != "" && cfg.convert.thinking.IsSet() {
-		return nil, cliutil.Usagef("--%s %s: --%s sets %s per record; give one or the other", flagTemplateArg, k, thinking.FlagThinking, k)
+		return nil, cliutil.Usagef("--%s %s: --%s sets %s per record; give one or the other", flaggroup.FlagTemplateArg, k, thinking.FlagThinking, k)
 	}
-	if cfg.convert.tok, err = chat.LoadTokenizer(c.String(flagTokenizer)); err != nil {
+	model, err := tf.Load()
+	if err != nil {
 		return nil, err
 	}
-	tc := cfg.convert.tok.Config()
+	cfg.convert.tok, cfg.convert.template = model.Tok, model.Template
+	tc := model.Tok.Config()
 	cfg.convert.render.BOSToken, cfg.convert.render.EOSToken = tc.BOSToken, tc.EOSToken
-	if cfg.convert.template, err = chat.LoadTemplate(templateName, c.String(flagTokenizer), tc.ChatTemplate); err != nil {
-		return nil, err
-	}
-	if err := cfg.convert.template.SetToolDeclaration(c.String(chat.FlagToolDeclaration)); err != nil {
-		return nil, err
-	}
 	return cfg, nil
 }
 

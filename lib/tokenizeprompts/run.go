@@ -12,6 +12,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/shuffle"
@@ -28,7 +29,7 @@ const invalidHint = " (fix or remove that line, or pass --skip-invalid to count 
 // times the tables (about 150 MB for Kimi-K2.5) and collections are rare.
 const gcPercent = 400
 
-func run(c *cli.Context) (err error) {
+func run(c *cli.Context, tf *flaggroup.Template) (err error) {
 	if os.Getenv("GOGC") == "" { // a GOGC the user set wins
 		previous := debug.SetGCPercent(gcPercent)
 		defer debug.SetGCPercent(previous)
@@ -39,7 +40,7 @@ func run(c *cli.Context) (err error) {
 	if err := files.Check(); err != nil {
 		return err
 	}
-	cfg, err := parse(c)
+	cfg, err := parse(c, tf)
 	if err != nil {
 		return err
 	}

@@ -8,17 +8,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 )
 
 const (
 	flagFormat        = "format"
-	flagTokenizer     = "tokenizer"
-	flagTemplate      = "template"
-	flagTemplateArg   = "template-arg"
-	flagDate          = "date"
 	flagKeepTruncated = "keep-truncated"
 	flagStrict        = "strict"
 	flagOutput        = "output"
@@ -30,6 +26,7 @@ const (
 
 // NewApp returns a fresh to-train command.
 func NewApp() *cli.App {
+	tf := new(flaggroup.Template)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:      "to-train",
 		Usage:     "turn generated records into training data (SpecForge conversations or token ids with a loss mask)",
@@ -124,26 +121,7 @@ whole when the run ends. SpecForge loads a .pt made from it by
 
 (a SpecForge draft model reads it with load_vocab_mapping(PATH); the
 training scripts that have --vocab-mapping-path take it there).`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge, tokens or turns"},
-			&cli.StringFlag{Name: flagTokenizer, EnvVars: []string{cliutil.EnvName(flagTokenizer)},
-				Usage: "model folder or tokenizer file (`DIR`), for --format tokens on records without token ids"},
-			&cli.StringFlag{Name: flagTemplate, Value: chat.TemplateAuto, Usage: "chat template: auto (the tokenizer folder's) or a `FILE`"},
-			chat.ToolDeclarationFlag(),
-			&cli.StringSliceFlag{Name: flagTemplateArg, Usage: "extra template variable `KEY=VALUE` (repeatable), e.g. enable_thinking=false"},
-			&cli.StringFlag{Name: flagDate, Usage: "the day templates see through strftime_now, as `YYYY-MM-DD` (default: today): give tokenize-prompts' --date, so that prompts render as they were generated"},
-			&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
-			&cli.BoolFlag{Name: flagStrict, Usage: "drop the records with soft failures (reasoning markers in the content, empty reasoning where thinking was on, a tool call that does not parse, no end token, a loop to max_tokens, an empty answer: the rules of tokstat(1)); without it they are kept and counted in a warning"},
-			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
-			&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
-			&cli.IntFlag{Name: flagDraftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},
-			&cli.StringFlag{Name: flagDraftVocabOut, Usage: "write the --draft-vocab mapping to `FILE` as JSON (draft_vocab_size, target_vocab_size, d2t, t2d, counts), once the run succeeds"},
-			&cli.IntFlag{Name: flagTargetVocab, Usage: "the target model's vocabulary size `N` for --draft-vocab (default: vocab_size in --tokenizer DIR's config.json)"},
-			cliutil.IDPathFlag(),
-			cliutil.QuietFlag(),
-			cliutil.MaxLineFlag(),
-			cliutil.SkipInvalidFlag(),
-		},
+		Flags: flags(tf),
 		Environment: []cliutil.EnvVar{
 			{Name: "NO_COLOR", Meaning: "when set and not empty, --show marks trained spans with [[ ]] instead of colours"},
 			{Name: "TERM", Meaning: "when \"dumb\", --show marks trained spans with [[ ]] instead of colours"},
@@ -157,11 +135,32 @@ training scripts that have --vocab-mapping-path take it there).`,
 			{Comment: "token ids and a 32k-token draft vocabulary chosen from their answers", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 --template-arg thinking=true --draft-vocab 32000 --draft-vocab-out vocab.json out.jsonl > train-tokens.jsonl"},
 		},
 		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, tf) },
 		// At the end of a pipeline: on Ctrl-C it writes what the stages before
 		// it still send (generate drains its answers in flight).
 		FinishPipedInput: true,
 	})
+}
+
+// flags lists to-train's options.
+func flags(tf *flaggroup.Template) []cli.Flag {
+	all := []cli.Flag{
+		&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge, tokens or turns"},
+	}
+	all = append(all, flaggroup.TemplateFlags(tf, "for --format tokens and turns on records without token ids, --show and --draft-vocab's target size")...)
+	return append(all,
+		&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
+		&cli.BoolFlag{Name: flagStrict, Usage: "drop the records with soft failures (reasoning markers in the content, empty reasoning where thinking was on, a tool call that does not parse, no end token, a loop to max_tokens, an empty answer: the rules of tokstat(1)); without it they are kept and counted in a warning"},
+		&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
+		&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
+		&cli.IntFlag{Name: flagDraftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},
+		&cli.StringFlag{Name: flagDraftVocabOut, Usage: "write the --draft-vocab mapping to `FILE` as JSON (draft_vocab_size, target_vocab_size, d2t, t2d, counts), once the run succeeds"},
+		&cli.IntFlag{Name: flagTargetVocab, Usage: "the target model's vocabulary size `N` for --draft-vocab (default: vocab_size in --tokenizer DIR's config.json)"},
+		cliutil.IDPathFlag(),
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	)
 }
 
 // Main runs to-train and returns its exit status.

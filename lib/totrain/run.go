@@ -11,9 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/softfail"
@@ -29,8 +29,8 @@ type tally struct {
 	strict      bool
 }
 
-func run(c *cli.Context) (err error) {
-	conv, err := newConverter(c)
+func run(c *cli.Context, tf *flaggroup.Template) (err error) {
+	conv, err := newConverter(c, tf)
 	if err != nil {
 		return err
 	}
@@ -126,31 +126,14 @@ func run(c *cli.Context) (err error) {
 
 // newConverter builds the converter that the flags ask for, loading the
 // tokenizer and chat template when --tokenizer is given.
-func newConverter(c *cli.Context) (*converter, error) {
-	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath)}
+func newConverter(c *cli.Context, tf *flaggroup.Template) (*converter, error) {
+	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath), templateArgs: tf.Args}
 	if err := checkFormat(conv.format); err != nil {
 		return nil, err
 	}
-	// Checked even without --tokenizer, where they would go unused: a typo
-	// must not pass silently.
-	var err error
-	if conv.templateArgs, err = chat.ParseTemplateArgs(c.StringSlice(flagTemplateArg)); err != nil {
-		return nil, err
-	}
-	templateClock, err := chat.ParseDate(c.String(flagDate))
-	if err != nil {
-		return nil, cliutil.Usagef("--%s %v", flagDate, err)
-	}
-	declaration := c.String(chat.FlagToolDeclaration)
-	if err := (*chat.Template)(nil).SetToolDeclaration(declaration); err != nil {
-		return nil, err
-	}
-	if dir := c.String(flagTokenizer); dir != "" {
-		if conv.model, err = chat.Load(dir, c.String(flagTemplate), c.StringSlice(flagTemplateArg)); err != nil {
-			return nil, err
-		}
-		conv.model.Now = templateClock
-		if err := conv.model.SetToolDeclaration(declaration); err != nil {
+	if tf.Tokenizer != "" {
+		var err error
+		if conv.model, err = tf.Load(); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -43,7 +44,7 @@ func parseVocabJob(c *cli.Context, format string, show bool) (*vocabJob, error) 
 	target := c.Int(flagTargetVocab)
 	if !c.IsSet(flagTargetVocab) {
 		var err error
-		if target, err = configVocabSize(c.String(flagTokenizer)); err != nil {
+		if target, err = configVocabSize(c.String(flaggroup.FlagTokenizer)); err != nil {
 			return nil, err
 		}
 	}
