@@ -1,15 +1,12 @@
 package estimate
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/lengthdist"
@@ -135,29 +132,13 @@ func (d *uniform) truncatedShare() float64 {
 
 func (d *uniform) String() string { return "--lengths " + d.spec }
 
-// z90 and z99 are the standard normal's 90th and 99th percentiles.
-const (
-	z90 = 1.2815515655446004
-	z99 = 2.3263478740408408
-)
+// maxLength bounds every length of --lengths: no answer is a billion tokens.
+const maxLength = lengthdist.MaxFigure
 
-// maxLength bounds every figure of --lengths: no answer is a billion tokens.
-const maxLength = 1e9
-
-// maxSigma bounds the spread: at 3, the 99th percentile is a thousand times
-// the median, wider than any real answer lengths.
-const maxSigma = 3
-
-// defaultSigma is the spread assumed when --lengths gives a single figure:
-// about what answer lengths of one dataset show (p90 2.2 times the median).
-const defaultSigma = 0.6
-
-// lengthsSyntax is the --lengths help, for errors.
-const lengthsSyntax = "want KEY=N pairs such as mean=800,p90=1800 (keys mean, median, p90, p99, sigma, max), " +
-	"lognormal:MEDIAN,SIGMA[,MAX], fixed:N, uniform:MIN,MAX or file:PATH"
-
-// parseLengths reads --lengths. limit is --max-tokens (0: none); a max=
-// in the spec caps too, and the smaller cap wins.
+// parseLengths reads --lengths (lengthdist.Parse, which llm-sim's --lengths
+// shares), checked as estimate needs it (checkLengths). limit is
+// --max-tokens (0: none); a lognormal's MAX or max= caps too, and the
+// smaller cap wins. Lengths are whole tokens: fixed:64.5 is fixed:64.
 //
 //	mean=800,p90=1800     a lognormal with that mean and 90th percentile
 //	median=300,sigma=0.7  any two of mean, median (or p50), p90, p99, sigma
@@ -165,189 +146,44 @@ const lengthsSyntax = "want KEY=N pairs such as mean=800,p90=1800 (keys mean, me
 //	...,max=4096          answers stop at 4,096 tokens (truncated)
 //	lognormal:300,0.7,1500, fixed:N, uniform:MIN,MAX   llm-sim's forms
 //	file:PATH             lengths one per line, drawn with replacement
-func parseLengths(spec string, limit int) (lengths, error) {
-	spec = strings.TrimSpace(spec)
-	bad := func(why string) error {
-		if why != "" {
-			why += "; "
-		}
-		return fmt.Errorf("--lengths %q: %s%s", spec, why, lengthsSyntax)
-	}
-	capAt := func(m int) int {
-		if m > 0 && (limit == 0 || m < limit) {
-			return m
-		}
-		return limit
-	}
-	if kind, args, ok := strings.Cut(spec, ":"); ok && !strings.Contains(kind, "=") {
-		nums := func(n ...int) ([]float64, error) {
-			fields := strings.Split(args, ",")
-			if !slices.Contains(n, len(fields)) {
-				return nil, bad(fmt.Sprintf("%s takes %s numbers", kind, joinInts(n)))
-			}
-			out := make([]float64, len(fields))
-			for i, f := range fields {
-				v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-				if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-					return nil, bad(fmt.Sprintf("%q is not a non-negative number", f))
-				}
-				if v > maxLength {
-					return nil, bad(fmt.Sprintf("%q is past a billion tokens", f))
-				}
-				out[i] = v
-			}
-			return out, nil
-		}
-		switch kind {
-		case "file":
-			return loadLengthFile(args, limit)
-		case "fixed":
-			v, err := nums(1)
-			if err != nil {
-				return nil, err
-			}
-			return &uniform{lo: int(v[0]), hi: int(v[0]), limit: limit, spec: spec}, nil
-		case "uniform":
-			v, err := nums(2)
-			if err != nil {
-				return nil, err
-			}
-			if v[1] < v[0] {
-				return nil, bad("MIN is above MAX")
-			}
-			return &uniform{lo: int(v[0]), hi: int(v[1]), limit: limit, spec: spec}, nil
-		case "lognormal":
-			v, err := nums(2, 3)
-			if err != nil {
-				return nil, err
-			}
-			if v[0] <= 0 {
-				return nil, bad("the median must be positive")
-			}
-			if v[1] > maxSigma {
-				return nil, bad(fmt.Sprintf("sigma %g is wider than any answer lengths (at most %d)", v[1], maxSigma))
-			}
-			m := 0
-			if len(v) == 3 {
-				m = int(v[2])
-			}
-			return &lognormal{Lognormal: lengthdist.Lognormal{Mu: math.Log(v[0]), Sigma: v[1]}, limit: capAt(m), spec: spec}, nil
-		}
-		return nil, bad("")
-	}
-	figures := map[string]float64{}
-	for _, pair := range strings.Split(spec, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-		if !ok {
-			return nil, bad(fmt.Sprintf("%q is not KEY=N", pair))
-		}
-		k = strings.ToLower(strings.TrimSpace(k))
-		if k == "p50" {
-			k = "median"
-		}
-		switch k {
-		case "mean", "median", "p90", "p99", "sigma", "max":
-		default:
-			return nil, bad(fmt.Sprintf("unknown key %q", k))
-		}
-		if _, dup := figures[k]; dup {
-			return nil, bad(fmt.Sprintf("%s given twice", k))
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) || (f == 0 && k != "sigma") {
-			return nil, bad(fmt.Sprintf("%s=%s is not a positive number", k, v))
-		}
-		if f > maxLength {
-			return nil, bad(fmt.Sprintf("%s=%s is past a billion tokens", k, v))
-		}
-		figures[k] = f
-	}
-	m := int(figures["max"])
-	delete(figures, "max")
-	mu, sigma, err := fitLognormal(figures)
-	if err == nil && sigma > maxSigma {
-		err = fmt.Errorf("the figures make a spread (sigma %.1f) wider than any answer lengths: check them", sigma)
+func parseLengths(text string, limit int) (lengths, error) {
+	s, err := lengthdist.Parse(text)
+	if err == nil {
+		err = checkLengths(s)
 	}
 	if err != nil {
-		return nil, bad(err.Error())
+		return nil, fmt.Errorf("--lengths %w", err)
 	}
-	return &lognormal{Lognormal: lengthdist.Lognormal{Mu: mu, Sigma: sigma}, limit: capAt(m), spec: spec}, nil
+	switch s.Kind {
+	case lengthdist.KindFile:
+		return loadLengthFile(s.Path, limit)
+	case lengthdist.KindFixed, lengthdist.KindUniform:
+		return &uniform{lo: int(s.Min), hi: int(s.Max), limit: limit, spec: s.Text}, nil
+	}
+	if m := int(s.Cap); m > 0 && (limit == 0 || m < limit) {
+		limit = m
+	}
+	return &lognormal{Lognormal: s.Log, limit: limit, spec: s.Text}, nil
 }
 
-// fitLognormal finds the lognormal with the given figures: one of them with
-// defaultSigma, or exactly two.
-func fitLognormal(f map[string]float64) (mu, sigma float64, err error) {
-	has := func(k string) bool { _, ok := f[k]; return ok }
-	ln := func(k string) float64 { return math.Log(f[k]) }
-	quantile := map[string]float64{"median": 0, "p90": z90, "p99": z99}
-	switch len(f) {
-	case 0:
-		return 0, 0, fmt.Errorf("no figure given")
-	case 1:
-		if has("sigma") {
-			return 0, 0, fmt.Errorf("sigma alone says nothing of the length")
-		}
-		f["sigma"] = defaultSigma
-	case 2:
-	default:
-		return 0, 0, fmt.Errorf("give one or two of mean, median, p90, p99, sigma")
+// checkLengths refuses the specs lengthdist.Parse takes that estimate
+// cannot size: a length past a billion tokens, a spread wider than
+// lengthdist.MaxSigma (Parse bounds both for figures itself).
+func checkLengths(s lengthdist.Spec) error {
+	if s.Fitted {
+		return nil
 	}
-	if has("sigma") {
-		sigma = f["sigma"]
-		for k, z := range quantile {
-			if has(k) {
-				return ln(k) - z*sigma, sigma, nil
-			}
-		}
-		return ln("mean") - sigma*sigma/2, sigma, nil
-	}
-	if has("mean") {
-		for k, z := range quantile {
-			if !has(k) {
-				continue
-			}
-			// ln mean - ln q = sigma^2/2 - z sigma: the smaller root.
-			d := ln("mean") - ln(k)
-			if z == 0 {
-				if d < 0 {
-					return 0, 0, fmt.Errorf("the mean of answer lengths is never below their median")
-				}
-				sigma = math.Sqrt(2 * d)
-			} else {
-				disc := z*z + 2*d
-				if disc < 0 {
-					return 0, 0, fmt.Errorf("%s is too far above the mean for a lognormal (at most %.1f times)", k, math.Exp(z*z/2))
-				}
-				sigma = z - math.Sqrt(disc)
-				if sigma < 0 {
-					return 0, 0, fmt.Errorf("%s must be above the mean", k)
-				}
-			}
-			return ln("mean") - sigma*sigma/2, sigma, nil
+	for _, v := range []float64{s.Min, s.Max, s.Median, s.Cap} {
+		if v > maxLength {
+			why := strconv.FormatFloat(v, 'f', -1, 64) + " is past a billion tokens"
+			return &lengthdist.SpecError{Spec: s.Text, Why: why}
 		}
 	}
-	// Two quantiles.
-	var ks []string
-	for k := range quantile {
-		if has(k) {
-			ks = append(ks, k)
-		}
+	if s.Log.Sigma > lengthdist.MaxSigma {
+		why := fmt.Sprintf("sigma %g is wider than any answer lengths (at most %d)", s.Log.Sigma, lengthdist.MaxSigma)
+		return &lengthdist.SpecError{Spec: s.Text, Why: why}
 	}
-	slices.SortFunc(ks, func(a, b string) int { return cmp.Compare(quantile[a], quantile[b]) })
-	lo, hi := ks[0], ks[1]
-	sigma = (ln(hi) - ln(lo)) / (quantile[hi] - quantile[lo])
-	if sigma < 0 {
-		return 0, 0, fmt.Errorf("%s must not be below %s", hi, lo)
-	}
-	return ln(lo) - quantile[lo]*sigma, sigma, nil
-}
-
-func joinInts(n []int) string {
-	s := make([]string, len(n))
-	for i, v := range n {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, " or ")
+	return nil
 }
 
 // loadLengthFile reads answer lengths, one whole number a line; blank lines

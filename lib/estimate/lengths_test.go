@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
 
 // sampleOf draws n lengths from d.
@@ -46,7 +48,7 @@ func TestParseLengthsFitsTheFigures(t *testing.T) {
 		{spec: "p50=300,p90=700", median: 300, p90: 700, truncated: 0},
 		{spec: "mean=800,median=600", mean: 800, median: 600, truncated: 0},
 		{spec: "p90=1000,p99=2000", p90: 1000, truncated: 0},
-		{spec: "mean=500", mean: 500, wantSigma: defaultSigma, truncated: 0},
+		{spec: "mean=500", mean: 500, wantSigma: lengthdist.DefaultSigma, truncated: 0},
 		{spec: "median=1000,sigma=0.5,max=1000", median: 1000, truncated: 0.5, wantLimit: 1000},
 		{spec: "lognormal:300,0.7,1500", median: 300, wantSigma: 0.7, truncated: -1, wantLimit: 1500},
 		{spec: "lognormal:300,0.7", median: 300, truncated: 0.5, limit: 300, wantLimit: 300},

@@ -3,8 +3,11 @@
 // generate's length model (capacity.LengthModel fits one to the answers
 // and the requests in flight) and the normal distribution they are built
 // on. Answer lengths are close to lognormal: most are near the median, a
-// few are many times longer. It also reads length files (ReadLengths),
-// which llm-sim's and estimate's file:PATH forms take alike.
+// few are many times longer. It also parses the answer-length specs of
+// llm-sim's and estimate's --lengths (Parse: one parser, each tool checks
+// the result its own way; lengthdisttest holds the table of what each
+// accepts) and reads length files (ReadLengths), which their file:PATH
+// forms take alike.
 package lengthdist
 
 import (

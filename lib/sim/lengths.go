@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
@@ -48,66 +47,52 @@ type LengthDist struct {
 	Values []int
 }
 
-// ParseLengthDist parses a textual distribution, the form a command line
-// flag takes:
+// ParseLengthDist parses a textual distribution, the form llm-sim's
+// --lengths takes: lengthdist.Parse's forms, read as llm-sim needs them
+// (lengthsOf).
 //
 //	fixed:N
 //	uniform:MIN,MAX
 //	lognormal:MEDIAN,SIGMA[,MAX]
 //	file:PATH        (one non-negative integer a line; see LoadLengthFile)
+//	mean=800,p90=1800,max=4096   (figures a lognormal is fitted to)
 func ParseLengthDist(spec string) (LengthDist, error) {
-	kind, args, _ := strings.Cut(spec, ":")
-	var fields []string
-	if args != "" {
-		fields = strings.Split(args, ",")
-	}
-	bad := func() (LengthDist, error) {
-		return LengthDist{}, fmt.Errorf("sim: bad length distribution %q (want fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX] or file:PATH)", spec)
-	}
-	var d LengthDist
-	var err error
-	switch LengthKind(kind) {
-	case LengthFixed:
-		if len(fields) != 1 {
-			return bad()
-		}
-		d = LengthDist{Kind: LengthFixed}
-		d.Fixed, err = strconv.Atoi(fields[0])
-	case LengthUniform:
-		if len(fields) != 2 {
-			return bad()
-		}
-		d = LengthDist{Kind: LengthUniform}
-		if d.Min, err = strconv.Atoi(fields[0]); err == nil {
-			d.Max, err = strconv.Atoi(fields[1])
-		}
-	case LengthLognormal:
-		if len(fields) != 2 && len(fields) != 3 {
-			return bad()
-		}
-		d = LengthDist{Kind: LengthLognormal}
-		if d.Median, err = strconv.ParseFloat(fields[0], 64); err == nil {
-			d.Sigma, err = strconv.ParseFloat(fields[1], 64)
-		}
-		if err == nil && len(fields) == 3 {
-			d.Max, err = strconv.Atoi(fields[2])
-		}
-	case LengthEmpirical:
-		if args == "" {
-			return bad()
-		}
-		d = LengthDist{Kind: LengthEmpirical}
-		d.Values, err = LoadLengthFile(args)
-		if err != nil {
-			return LengthDist{}, err
-		}
-	default:
-		return bad()
-	}
+	s, err := lengthdist.Parse(spec)
 	if err != nil {
-		return bad()
+		return LengthDist{}, fmt.Errorf("sim: bad length distribution %w", err)
+	}
+	d, err := lengthsOf(s)
+	if err != nil {
+		return LengthDist{}, err
 	}
 	return d, d.validate()
+}
+
+// lengthsOf is the distribution of a parsed spec. Lengths, bounds and caps
+// are whole numbers of tokens here (fixed:5.5 is refused, fixed:1e3 is
+// fixed:1000); a length file's path must be given.
+func lengthsOf(s lengthdist.Spec) (LengthDist, error) {
+	var n [3]int
+	for i, v := range []float64{s.Min, s.Max, s.Cap} {
+		if v != math.Trunc(v) || v >= math.MaxInt64 {
+			why := strconv.FormatFloat(v, 'f', -1, 64) + " is not a whole number of tokens"
+			return LengthDist{}, fmt.Errorf("sim: bad length distribution %w", &lengthdist.SpecError{Spec: s.Text, Why: why})
+		}
+		n[i] = int(v)
+	}
+	switch s.Kind {
+	case lengthdist.KindFixed:
+		return LengthDist{Kind: LengthFixed, Fixed: n[0]}, nil
+	case lengthdist.KindUniform:
+		return LengthDist{Kind: LengthUniform, Min: n[0], Max: n[1]}, nil
+	case lengthdist.KindLognormal:
+		return LengthDist{Kind: LengthLognormal, Median: s.Median, Sigma: s.Log.Sigma, Max: n[2]}, nil
+	}
+	if s.Path == "" {
+		return LengthDist{}, fmt.Errorf("sim: bad length distribution %w", &lengthdist.SpecError{Spec: s.Text, Why: "file: takes a PATH"})
+	}
+	values, err := LoadLengthFile(s.Path)
+	return LengthDist{Kind: LengthEmpirical, Values: values}, err
 }
 
 // String returns the distribution in ParseLengthDist's form; an empirical
