@@ -1,15 +1,14 @@
 package estimate
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/tidwall/gjson"
+	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
-	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -45,40 +44,46 @@ func (j *runningJob) checkFigures() {
 	j.unusable = strings.Join(bad, ", ")
 }
 
-// readStatus reads a status file written by generate --status-file.
-func readStatus(path string) (gjson.Result, error) {
-	b, err := statusfile.ReadFile(path)
-	if err != nil {
-		return gjson.Result{}, exitcode.NoInputf("--%s %v", flagStatus, err)
+// readStatus reads a status file written by generate --status-file,
+// tolerating figures no float64 holds (statusfile.ReadTolerant): they are
+// judged one by one (checkFigures), not the whole file refused.
+func readStatus(path string) (*statusfile.Status, error) {
+	st, err := statusfile.ReadTolerant(path)
+	var format *statusfile.FormatError
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
+		return nil, exitcode.DataErrorf("--%s %s: not a JSON status file (want the file generate --status-file writes)", flagStatus, path)
+	case errors.As(err, &format) && format.Err == nil:
+		return nil, exitcode.DataErrorf("--%s %s: status file version %d, this estimate reads up to %d", flagStatus, path, format.Version, statusfile.Version)
+	case errors.As(err, &format):
+		return nil, exitcode.DataErrorf("--%s %v", flagStatus, err)
+	case err != nil:
+		return nil, exitcode.NoInputf("--%s %v", flagStatus, err)
 	}
-	if !jsonl.Valid(b) {
-		return gjson.Result{}, exitcode.DataErrorf("--%s %s: not a JSON status file (want the file generate --status-file writes)", flagStatus, path)
+	if st.Tool != "generate" {
+		return nil, exitcode.DataErrorf("--%s %s: written by %q, want a generate --status-file", flagStatus, path, st.Tool)
 	}
-	doc := gjson.ParseBytes(b)
-	if tool := doc.Get("tool").String(); tool != "generate" {
-		return gjson.Result{}, exitcode.DataErrorf("--%s %s: written by %q, want a generate --status-file", flagStatus, path, tool)
-	}
-	if v := doc.Get("version").Int(); v < 1 || v > statusfile.Version {
-		return gjson.Result{}, exitcode.DataErrorf("--%s %s: status file version %d, this estimate reads up to %d", flagStatus, path, v, statusfile.Version)
-	}
-	return doc, nil
+	return st, nil
 }
 
 // jobOn returns what the status files say of the server at url: the first
 // file that names it, or ok false.
 func jobOn(docs []statusDoc, url string) (runningJob, bool) {
 	for _, d := range docs {
-		servers := d.doc.Get("servers").Array()
-		for _, s := range servers {
-			if backend.ServerKey(s.Get("url").String()) != backend.ServerKey(url) {
+		for _, s := range d.st.Servers {
+			if backend.ServerKey(s.URL) != backend.ServerKey(url) {
 				continue
 			}
-			j := runningJob{path: d.path, updated: cliutil.Printable(d.doc.Get("updated").String())}
-			if m := s.Get("metrics"); m.IsObject() {
-				j.running, j.genThroughput = m.Get("running").Float(), m.Get("gen_throughput").Float()
+			j := runningJob{path: d.path}
+			if !d.st.Updated.IsZero() {
+				j.updated = d.st.Updated.Format(time.RFC3339Nano)
+			}
+			if m := s.Metrics; m != nil {
+				j.running, j.genThroughput = m.Running, m.GenThroughput
 			}
 			// The job's rate is over all its servers: this one's share.
-			j.clientRate = d.doc.Get("rates.output_tokens_per_second").Float() / float64(len(servers))
+			j.clientRate = d.st.Rates.OutputTokensPerSecond / float64(len(d.st.Servers))
 			j.checkFigures()
 			return j, j.genThroughput > 0 || j.clientRate > 0
 		}
@@ -89,17 +94,17 @@ func jobOn(docs []statusDoc, url string) (runningJob, bool) {
 // statusDoc is one --status file, read.
 type statusDoc struct {
 	path string
-	doc  gjson.Result
+	st   *statusfile.Status
 }
 
 func readStatuses(paths []string) ([]statusDoc, error) {
 	var docs []statusDoc
 	for _, p := range paths {
-		doc, err := readStatus(p)
+		st, err := readStatus(p)
 		if err != nil {
 			return nil, err
 		}
-		docs = append(docs, statusDoc{p, doc})
+		docs = append(docs, statusDoc{p, st})
 	}
 	return docs, nil
 }

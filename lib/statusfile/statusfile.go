@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Version is the format written. A reader refuses a newer one.
@@ -239,18 +241,79 @@ func WriteAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Read reads a status file.
-func Read(path string) (*Status, error) {
+// Read reads a status file. A file that is no status file of a version
+// this synthpipe knows is a *FormatError.
+func Read(path string) (*Status, error) { return read(path, false) }
+
+// ReadTolerant reads a status file as Read does, but for its figures: a
+// figure of Rates or of a server's Metrics that no JSON float64 holds, as a
+// hand-edited file may have it (1e999, "NaN", "12"), is read as gjson reads
+// it (+Inf, NaN, 12) where Read refuses the file. It is for a reader that
+// judges each figure itself (estimate names and leaves out those that are
+// no speed). Any other field of the wrong type is left zero; a field that
+// fails its own parse (a time that is none) is still a *FormatError.
+func ReadTolerant(path string) (*Status, error) { return read(path, true) }
+
+func read(path string, tolerant bool) (*Status, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var s Status
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%s: not a status file: %v", path, err)
+	err = json.Unmarshal(data, &s)
+	var typeErr *json.UnmarshalTypeError
+	if tolerant && errors.As(err, &typeErr) {
+		err = nil
+		readFigures(gjson.ParseBytes(data), &s)
+	}
+	if err != nil {
+		return nil, &FormatError{Path: path, Err: err}
 	}
 	if s.Version < 1 || s.Version > Version {
-		return nil, fmt.Errorf("%s: status file version %d; this synthpipe reads 1 to %d (upgrade it)", path, s.Version, Version)
+		return nil, &FormatError{Path: path, Version: s.Version}
 	}
 	return &s, nil
 }
+
+// readFigures reads the figures of Rates and of each server's Metrics from
+// doc as gjson reads numbers.
+func readFigures(doc gjson.Result, s *Status) {
+	figure := func(r gjson.Result, v *float64) {
+		if r.Exists() {
+			*v = r.Float()
+		}
+	}
+	figure(doc.Get("rates.requests_per_second"), &s.Rates.RequestsPerSecond)
+	figure(doc.Get("rates.output_tokens_per_second"), &s.Rates.OutputTokensPerSecond)
+	for i, srv := range doc.Get("servers").Array() {
+		m := srv.Get("metrics")
+		if i >= len(s.Servers) || !m.IsObject() {
+			continue
+		}
+		if s.Servers[i].Metrics == nil {
+			s.Servers[i].Metrics = &Metrics{}
+		}
+		sm := s.Servers[i].Metrics
+		for name, v := range map[string]*float64{"running": &sm.Running, "queued": &sm.Queued,
+			"token_usage": &sm.TokenUsage, "max_token_usage": &sm.MaxTokenUsage, "gen_throughput": &sm.GenThroughput,
+			"used_tokens": &sm.UsedTokens, "cache_hit_rate": &sm.CacheHitRate} {
+			figure(m.Get(name), v)
+		}
+	}
+}
+
+// FormatError is a file that is no status file this synthpipe reads.
+type FormatError struct {
+	Path    string
+	Err     error // why its JSON is no status file; nil when its version is what is wrong
+	Version int   // its version
+}
+
+func (e *FormatError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: not a status file: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("%s: status file version %d; this synthpipe reads 1 to %d (upgrade it)", e.Path, e.Version, Version)
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
