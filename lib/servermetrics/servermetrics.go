@@ -248,72 +248,14 @@ func Parse(r io.Reader, model string) (Snapshot, error) {
 	}
 	s := Snapshot{Has: map[string]bool{}}
 	s.Model = pickModel(families, model)
-	ranks := map[string]bool{}
-	// perRank holds, for one gauge, each data-parallel rank's value: the
-	// largest its tensor/pipeline workers report.
-	perRank := func(name string) map[string]float64 {
-		f, ok := families[name]
-		if !ok {
-			return nil
-		}
-		vals := map[string]float64{}
-		bad := false
-		for _, m := range f.GetMetric() {
-			if s.Model != "" && label(m, "model_name") != s.Model {
-				continue
-			}
-			v, ok := value(m)
-			if !ok {
-				if m.GetGauge() != nil || m.GetUntyped() != nil || m.GetCounter() != nil {
-					s.unusable(name, v)
-					bad = true
-				}
-				continue
-			}
-			// Several models (when none was picked) each have their
-			// own ranks.
-			rank := label(m, "dp_rank")
-			ranks[rank] = true
-			key := label(m, "model_name") + "\x00" + rank
-			if old, seen := vals[key]; !seen || v > old {
-				vals[key] = v
-			}
-		}
-		if bad {
-			// A sum or mean without one rank's share would be wrong
-			// without saying so: the gauge is left out whole.
-			return nil
-		}
-		if len(vals) > 0 {
-			s.Has[name] = true
-		}
-		return vals
-	}
-	sum := func(name string) float64 {
-		var t float64
-		for _, v := range perRank(name) {
-			t += v
-		}
-		return t
-	}
-	mean := func(name string) (avg, top float64) {
-		vals := perRank(name)
-		for _, v := range vals {
-			avg += v
-			top = max(top, v)
-		}
-		if len(vals) > 0 {
-			avg /= float64(len(vals))
-		}
-		return avg, top
-	}
-	s.Running = sum(NumRunningReqs)
-	s.Queued = sum(NumQueueReqs)
-	s.GenThroughput = sum(GenThroughput)
-	s.UsedTokens = sum(NumUsedTokens)
-	s.TokenUsage, s.MaxTokenUsage = mean(TokenUsage)
-	s.CacheHitRate, _ = mean(CacheHitRate)
-	s.Ranks = len(ranks)
+	g := gauges{families: families, s: &s, ranks: map[string]bool{}}
+	s.Running = g.sum(NumRunningReqs)
+	s.Queued = g.sum(NumQueueReqs)
+	s.GenThroughput = g.sum(GenThroughput)
+	s.UsedTokens = g.sum(NumUsedTokens)
+	s.TokenUsage, s.MaxTokenUsage = g.mean(TokenUsage)
+	s.CacheHitRate, _ = g.mean(CacheHitRate)
+	s.Ranks = len(g.ranks)
 	if len(s.Has) == 0 && len(s.Unusable) > 0 {
 		return s, fmt.Errorf("%s: %w", s.UnusableText(), ErrUnusable)
 	}
@@ -328,6 +270,77 @@ func Parse(r io.Reader, model string) (Snapshot, error) {
 func textParser() *expfmt.TextParser {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return &p
+}
+
+// gauges reads SGLang's gauges of one model (s.Model, "": all) from a
+// scrape, rank by rank, noting in s the gauges it holds and those it cannot
+// use.
+type gauges struct {
+	families map[string]*dto.MetricFamily
+	s        *Snapshot
+	ranks    map[string]bool // every data-parallel rank seen
+}
+
+// perRank holds, for one gauge, each data-parallel rank's value: the
+// largest its tensor/pipeline workers report.
+func (g *gauges) perRank(name string) map[string]float64 {
+	f, ok := g.families[name]
+	if !ok {
+		return nil
+	}
+	vals := map[string]float64{}
+	bad := false
+	for _, m := range f.GetMetric() {
+		if g.s.Model != "" && label(m, "model_name") != g.s.Model {
+			continue
+		}
+		v, ok := value(m)
+		if !ok {
+			if m.GetGauge() != nil || m.GetUntyped() != nil || m.GetCounter() != nil {
+				g.s.unusable(name, v)
+				bad = true
+			}
+			continue
+		}
+		// Several models (when none was picked) each have their own ranks.
+		rank := label(m, "dp_rank")
+		g.ranks[rank] = true
+		key := label(m, "model_name") + "\x00" + rank
+		if old, seen := vals[key]; !seen || v > old {
+			vals[key] = v
+		}
+	}
+	if bad {
+		// A sum or mean without one rank's share would be wrong without
+		// saying so: the gauge is left out whole.
+		return nil
+	}
+	if len(vals) > 0 {
+		g.s.Has[name] = true
+	}
+	return vals
+}
+
+// sum is a gauge's total over the ranks.
+func (g *gauges) sum(name string) float64 {
+	var t float64
+	for _, v := range g.perRank(name) {
+		t += v
+	}
+	return t
+}
+
+// mean is a gauge's mean and largest value over the ranks.
+func (g *gauges) mean(name string) (avg, top float64) {
+	vals := g.perRank(name)
+	for _, v := range vals {
+		avg += v
+		top = max(top, v)
+	}
+	if len(vals) > 0 {
+		avg /= float64(len(vals))
+	}
+	return avg, top
 }
 
 // pickModel returns want when some sglang: series carries it, else the one
