@@ -164,6 +164,30 @@ func (k *KVSizer) ShareByProbe() {
 	k.share.others = true // --shared says so: probes cannot tell runs apart
 }
 
+// slide adds r to the window and drops the readings sent before the last
+// change or longer than span before now.
+func (p *probeShare) slide(r probeReading, now time.Time, span time.Duration) {
+	p.window = append(p.window, r)
+	keep := p.window[:0]
+	for _, r := range p.window {
+		if r.sent.After(p.changed) && now.Sub(r.sent) <= span {
+			keep = append(keep, r)
+		}
+	}
+	clear(p.window[len(keep):])
+	p.window = keep
+}
+
+// windowMean is the window's mean queued share and the most requests a
+// run held while it was read.
+func (p *probeShare) windowMean() (queued, from float64) {
+	for _, r := range p.window {
+		queued += r.queued
+		from = max(from, float64(r.held))
+	}
+	return queued / float64(len(p.window)), from
+}
+
 // Probed applies the rule to one probe sent at sent, when this run held
 // held requests in flight to the server, and answered at now.
 func (k *KVSizer) Probed(sent, now time.Time, held int) {
@@ -192,25 +216,12 @@ func (k *KVSizer) Probed(sent, now time.Time, held int) {
 	// not one emptied at each decision: runs that read the same queue
 	// decide on the same readings, so that one does not take every cut
 	// because it happens to decide first.
-	p.window = append(p.window, probeReading{sent: sent, queued: min(0.95, max(0, wait.Seconds()/mean.Seconds())), held: held})
-	span := max(mean/2, probeReadings*p.everyLocked()) + latency
-	keep := p.window[:0]
-	for _, r := range p.window {
-		if r.sent.After(p.changed) && now.Sub(r.sent) <= span {
-			keep = append(keep, r)
-		}
-	}
-	clear(p.window[len(keep):])
-	p.window = keep
+	p.slide(probeReading{sent: sent, queued: min(0.95, max(0, wait.Seconds()/mean.Seconds())), held: held},
+		now, max(mean/2, probeReadings*p.everyLocked())+latency)
 	if len(p.window) < probeReadings || now.Sub(p.changed) < mean/2 {
 		return
 	}
-	var queued, from float64
-	for _, r := range p.window {
-		queued += r.queued
-		from = max(from, float64(r.held))
-	}
-	queued /= float64(len(p.window))
+	queued, from := p.windowMean()
 	ceiling := float64(k.cur)
 	used := from >= math.Floor(s.limit)-1
 	// With its batch full (the cache holding what the sizing says fits),
