@@ -324,13 +324,9 @@ func (e *engine) loop() {
 	}
 }
 
-// step admits waiting requests, retracts under KV pressure and decodes one
-// token for every running request. It reports whether anything ran, the
-// decode batch size and the number of prompt tokens prefilled.
-func (e *engine) step() (busy bool, batch, prefilled int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-
+// admitLocked admits the waiting requests that fit, in order, and returns
+// the prompt tokens they computed (not found in the prefix cache).
+func (e *engine) admitLocked() (prefilled int) {
 	capacity := e.cfg.MaxTotalTokens
 	hit, computed := 0, 0
 	for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxRunningRequests && !e.holdAdmission {
@@ -351,17 +347,19 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 		hit += cached
 		computed += held - cached
 	}
-	prefilled = computed
 	e.stats.PrefilledTokens += int64(computed)
 	if hit+computed > 0 && e.cache != nil {
 		e.hitRate = float64(hit) / float64(hit+computed)
 	}
+	return computed
+}
 
-	// Every running request needs one more KV slot this step; retract the
-	// newest ones until everybody fits. The oldest always stays, and a
-	// single request always fits because New rejects prompt+max_new_tokens
-	// beyond the capacity.
-	for e.usedKV+len(e.running) > capacity && len(e.running) > 1 {
+// retractLocked makes room for one more KV slot for every running request
+// this step: it retracts the newest ones until everybody fits. The oldest
+// always stays, and a single request always fits because New rejects
+// prompt+max_new_tokens beyond the capacity.
+func (e *engine) retractLocked() {
+	for e.usedKV+len(e.running) > e.cfg.MaxTotalTokens && len(e.running) > 1 {
 		r := e.running[len(e.running)-1]
 		e.running = e.running[:len(e.running)-1]
 		e.usedKV -= r.heldKV
@@ -372,6 +370,17 @@ func (e *engine) step() (busy bool, batch, prefilled int) {
 		e.waiting = append([]*request{r}, e.waiting...)
 		e.holdAdmission = true
 	}
+}
+
+// step admits waiting requests, retracts under KV pressure and decodes one
+// token for every running request. It reports whether anything ran, the
+// decode batch size and the number of prompt tokens prefilled.
+func (e *engine) step() (busy bool, batch, prefilled int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+
+	prefilled = e.admitLocked()
+	e.retractLocked()
 
 	if len(e.running) == 0 {
 		e.tput.idle()
