@@ -1,7 +1,23 @@
-// Package engine is generate's request engine. For now it holds the
-// snapshot, where a run stands at one moment (snapshot.go): the plain value
-// the views (lib/runview) read, so that they need none of the engine's
+// Package engine is generate's request engine: built from one Config
+// (config.go; the command translates its flags into it), New builds a run,
+// Run sends its requests and Snapshot (snapshot.go, state.go) is the plain
+// value the views (lib/runview) read, so that they need none of its
 // internals.
+//
+// A run (engine.go, scheduler.go) has three parts, each the only owner of
+// its state: the dispatcher (dispatch.go) decides what may start from the
+// servers' slots (pool.go: breaker and in-flight counts; their limits are
+// lib/capacity's, and share.go hands capacity the servers' load), the
+// budgets (budget.go, tally.go, usage.go), the context length (contextfit.go)
+// and the --ordered window (reorder.go), and names what holds it (limit.go);
+// a worker per request (worker.go) makes its attempts and retries (retry.go),
+// a conversation's turns (turns.go) and re-tokenizes answers
+// (retokenize.go); the collector (collect.go, sink.go) is the only writer of
+// stdout and the errors file, settles the budgets and keeps the tally. They
+// wait for each other through one primitive, notice (notice.go). Records
+// are parsed by job.go (batch.go for OpenAI Batch files, samples.go for
+// --samples) and written by records.go; serverview.go reads the servers'
+// own load reports, which steer the sizing; eta.go estimates the time left.
 package engine
 
 import (

@@ -4,24 +4,17 @@
 // worth retrying, and writes each result record as it completes, with exact
 // token accounting and budgets.
 //
-// A run (scheduler.go) has three parts, each the only owner of its state:
-// the dispatcher (dispatch.go) decides what may start from the servers'
-// slots (pool.go; their limits are lib/capacity's, and share.go hands
-// capacity the servers' load), the budgets (budget.go) and the --ordered
-// window (reorder.go); a worker per request (worker.go) makes its attempts
-// and retries (retry.go); the collector (collect.go) is the only writer of
-// stdout and the errors file, settles the budgets and keeps the tally. They
-// wait for each other through one primitive, notice (notice.go), and pass
-// outcomes to the collector over one channel. Records are parsed by
-// job.go (batch.go for OpenAI Batch files) and written by records.go.
-//
-// The command's side: flags.go binds every flag to a field of the config
+// The command: app.go and help.go (its help, with the tuning constants
+// read from the code), flags.go binds every flag to a field of the config
 // (the sampling and server flags are lib/flaggroup's, shared with the
-// other tools that take them), config.go checks what involves several
-// flags, run.go wires a run in named steps. What a run shows (the progress
-// line, --status-file, --metrics-listen) is lib/runview's, reading only the
-// run's snapshot (snapshot.go builds a lib/engine.Snapshot); the server
-// view (serverview.go) stays here, since its readings steer the sizing.
+// other tools that take them), config.go and checks.go check what involves
+// several flags, run.go wires a run in named steps: it reads what the run
+// needs first (the --already files, provenance.go; the price, price.go; the
+// API key, keycheck.go; the records expected, countrecords.go), translates
+// the config into an engine.Config and runs lib/engine, the request engine
+// (scheduler, dispatch, workers, budgets, retries, records). What a run
+// shows (the progress line, --status-file, --metrics-listen) is
+// lib/runview's, reading only the engine's Snapshot.
 package generate
 
 import (

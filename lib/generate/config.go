@@ -1,8 +1,6 @@
 package generate
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -73,7 +72,7 @@ type config struct {
 	samples     int  // --samples: answers per prompt
 	sameParams  bool // --require-same-params
 
-	inputFormat, outputFormat string // formatRecords or formatOpenAIBatch
+	inputFormat, outputFormat string // engine.FormatRecords or engine.FormatOpenAIBatch
 
 	// backoff is the first retry delay; it doubles per attempt.
 	backoff time.Duration
@@ -107,9 +106,6 @@ func optionsOf(c *cli.Context) options {
 // server, and OpenRouter's keep-alive comments count as activity.
 const defaultIdleTimeout = 2 * time.Minute
 
-// maxBackoff caps the exponential retry delay.
-const maxBackoff = 30 * time.Second
-
 // defaultMaxRetryWait is --max-retry-wait: a Retry-After longer than five
 // minutes is a server's mistake or a hostile one (999999999 seconds, a date
 // in the year 9999), and a record must not wait for decades on it.
@@ -128,7 +124,7 @@ func parse(c *cli.Context, cfg *config) (err error) {
 	if err := checkFormats(cfg); err != nil {
 		return err
 	}
-	batchInput := cfg.inputFormat == formatOpenAIBatch // names its model, and needs --tokenizer for a backend that takes token ids
+	batchInput := cfg.inputFormat == engine.FormatOpenAIBatch // names its model, and needs --tokenizer for a backend that takes token ids
 	if cfg.kind.NeedsModel && cfg.model == "" && !batchInput {
 		return cliutil.Usagef("--%s %s needs --%s", flagBackend, cfg.kind.Name, flagModel)
 	}
@@ -139,7 +135,7 @@ func parse(c *cli.Context, cfg *config) (err error) {
 		return err
 	}
 	if cfg.thinking.IsSet() && batchInput {
-		return cliutil.Usagef("--%s is for records (--input-format %s): an OpenAI Batch body sets its own reasoning", thinking.FlagThinking, formatRecords)
+		return cliutil.Usagef("--%s is for records (--input-format %s): an OpenAI Batch body sets its own reasoning", thinking.FlagThinking, engine.FormatRecords)
 	}
 	if err := checkSamples(cfg); err != nil {
 		return err
@@ -221,30 +217,4 @@ func checkKey(key, source string) error {
 		what = "more than one line"
 	}
 	return cliutil.Usagef("%s holds %s: it must hold the API key alone", source, what)
-}
-
-// paramsJSON renders the sampling parameters for each record's gen.params,
-// once: every record of a run shares them.
-func paramsJSON(p backend.Params) json.RawMessage {
-	m := map[string]any{"max_tokens": p.MaxTokens}
-	put := func(k string, v any, set bool) {
-		if set {
-			m[k] = v
-		}
-	}
-	put("temperature", p.Temperature, p.Temperature != nil)
-	put("top_p", p.TopP, p.TopP != nil)
-	put("top_k", p.TopK, p.TopK != nil)
-	put("min_p", p.MinP, p.MinP != nil)
-	put("seed", p.Seed, p.Seed != nil)
-	put("stop", p.Stop, len(p.Stop) > 0)
-	put("stop_token_ids", p.StopTokenIDs, len(p.StopTokenIDs) > 0)
-	put("reasoning_effort", p.ReasoningEffort, p.ReasoningEffort != "")
-	put("reasoning_max_tokens", p.ReasoningMaxTokens, p.ReasoningMaxTokens > 0)
-	put("extra", p.Extra, len(p.Extra) > 0)
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(fmt.Sprintf("generate: sampling parameters: %v", err)) // only plain values: cannot fail
-	}
-	return b
 }

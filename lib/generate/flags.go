@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
@@ -25,26 +26,26 @@ const (
 	flagErrors            = "errors"
 	flagAPIKeyFile        = "api-key-file"
 	flagConcurrency       = "concurrency"
-	flagTokenBudget       = "token-budget"
+	flagTokenBudget       = engine.FlagTokenBudget
 	flagAlready           = "already"
-	flagCostBudget        = "cost-budget"
+	flagCostBudget        = engine.FlagCostBudget
 	flagStatusFile        = "status-file"
 	flagTokenizer         = flaggroup.FlagTokenizer
-	flagTurns             = "turns"
-	flagSamples           = "samples"
+	flagTurns             = engine.FlagTurns
+	flagSamples           = engine.FlagSamples
 	flagSeed              = flaggroup.FlagSeed
 	flagRequireSameParams = "require-same-params"
-	flagInputFormat       = "input-format"
+	flagInputFormat       = engine.FlagInputFormat
 	flagOutputFormat      = "output-format"
-	flagMinRoom           = "min-room"
-	flagTimeout           = "timeout"
-	flagIdleTimeout       = "idle-timeout"
-	flagMaxAnswerMemory   = "max-answer-memory"
-	flagShared            = "shared"
+	flagMinRoom           = engine.FlagMinRoom
+	flagTimeout           = engine.FlagTimeout
+	flagIdleTimeout       = engine.FlagIdleTimeout
+	flagMaxAnswerMemory   = engine.FlagMaxAnswerMemory
+	flagShared            = engine.FlagShared
 	flagOverKeyLimit      = "over-key-limit"
 	flagMaxPrice          = "max-price"
 	flagMetricsListen     = "metrics-listen"
-	flagDrainTimeout      = "drain-timeout"
+	flagDrainTimeout      = engine.FlagDrainTimeout
 )
 
 // defaultAnswerMemory is --max-answer-memory's default, 1Gi.
@@ -74,14 +75,14 @@ func flags(cfg *config) []cli.Flag {
 			Action: check(flagSamples, func(n int) bool { return n < 1 || n > record.MaxSamples },
 				fmt.Sprintf("want 1 to %d answers per prompt", record.MaxSamples))},
 		flaggroup.Tokenizer(&cfg.tokenizer, "openai backends: add output_ids by rendering each answer with its chat template"),
-		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: cliutil.EnvVars(flagTurns),
+		&cli.StringFlag{Name: flagTurns, Value: engine.TurnsLast, EnvVars: cliutil.EnvVars(flagTurns),
 			Usage: "`WHICH` turns to generate: last (one answer per record) or all (regenerate every assistant turn of a tokenize-prompts --turns all conversation " +
 				"on the model's own answers; the source's tool results are spliced in; sglang needs --tokenizer)",
 			Action: func(_ *cli.Context, s string) error {
-				if s != turnsLast && s != turnsAll {
+				if s != engine.TurnsLast && s != engine.TurnsAll {
 					return cliutil.Usagef("--%s %q: want last or all", flagTurns, s)
 				}
-				cfg.turnsAll = s == turnsAll
+				cfg.turnsAll = s == engine.TurnsAll
 				return nil
 			}},
 		flaggroup.ToolDeclaration(&cfg.declaration),
@@ -206,9 +207,9 @@ func progressFlags(cfg *config) []cli.Flag {
 		cliutil.QuietFlag(),
 		cliutil.MaxLineFlag(),
 		cliutil.SkipInvalidFlag(),
-		&cli.StringFlag{Name: flagInputFormat, Value: formatRecords, Destination: &cfg.inputFormat, Action: checkFormat(flagInputFormat),
+		&cli.StringFlag{Name: flagInputFormat, Value: engine.FormatRecords, Destination: &cfg.inputFormat, Action: checkFormat(flagInputFormat),
 			Usage: "read `FORMAT`: records (synthpipe's) or openai-batch (OpenAI Batch / vllm run-batch input lines; --backend sglang needs --tokenizer)"},
-		&cli.StringFlag{Name: flagOutputFormat, Value: formatRecords, Destination: &cfg.outputFormat, Action: checkFormat(flagOutputFormat),
+		&cli.StringFlag{Name: flagOutputFormat, Value: engine.FormatRecords, Destination: &cfg.outputFormat, Action: checkFormat(flagOutputFormat),
 			Usage: "write `FORMAT`: records (synthpipe's) or openai-batch (Batch output lines, failures included)"},
 	}
 }
@@ -239,8 +240,8 @@ func checkUSD(name string, usd float64) error {
 // checkFormat is the Action of --input-format and --output-format.
 func checkFormat(name string) func(*cli.Context, string) error {
 	return func(_ *cli.Context, s string) error {
-		if s != formatRecords && s != formatOpenAIBatch {
-			return cliutil.Usagef("--%s %q: want %s or %s", name, s, formatRecords, formatOpenAIBatch)
+		if s != engine.FormatRecords && s != engine.FormatOpenAIBatch {
+			return cliutil.Usagef("--%s %q: want %s or %s", name, s, engine.FormatRecords, engine.FormatOpenAIBatch)
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
 
@@ -29,12 +30,12 @@ func helpValues() helpConstants {
 		MaxRetryWait:  seconds(defaultMaxRetryWait),
 		IdleTimeout:   seconds(defaultIdleTimeout),
 		MaxAnswer:     fmt.Sprintf("%d MiB", backend.DefaultMaxResponseBytes>>20),
-		MetricsEvery:  seconds(defaultMetricsEvery),
-		KVFull:        percent(defaultKVFull),
-		LimitFor:      seconds(defaultLimitFor),
+		MetricsEvery:  seconds(engine.DefaultMetricsEvery),
+		KVFull:        percent(engine.DefaultKVFull),
+		LimitFor:      seconds(engine.DefaultLimitFor),
 		AIMDStart:     capacity.AIMDStart,
-		ETASamples:    minETASamples,
-		LimitPolls:    defaultLimitPolls,
+		ETASamples:    engine.MinETASamples,
+		LimitPolls:    engine.DefaultLimitPolls,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
+	"github.com/synthpipe/synthpipe/lib/engine"
 )
 
 // TestHelpNamesConstants: the description states the tuning constants the
@@ -21,9 +22,9 @@ func TestHelpNamesConstants(t *testing.T) {
 		fmt.Sprintf("(default %.0fm: a server asking", defaultMaxRetryWait.Minutes()),
 		fmt.Sprintf("(default %.0fm: a stopped server", defaultIdleTimeout.Minutes()),
 		fmt.Sprintf("(one alone at most %d MiB)", backend.DefaultMaxResponseBytes/(1<<20)),
-		fmt.Sprintf("until %d answers are in", minETASamples),
-		fmt.Sprintf("/metrics every %gs and shows them", defaultMetricsEvery.Seconds()),
-		fmt.Sprintf("stays %.0f%% full with requests waiting in its queue for %d readings and %gs", 100*defaultKVFull, defaultLimitPolls, defaultLimitFor.Seconds()),
+		fmt.Sprintf("until %d answers are in", engine.MinETASamples),
+		fmt.Sprintf("/metrics every %gs and shows them", engine.DefaultMetricsEvery.Seconds()),
+		fmt.Sprintf("stays %.0f%% full with requests waiting in its queue for %d readings and %gs", 100*engine.DefaultKVFull, engine.DefaultLimitPolls, engine.DefaultLimitFor.Seconds()),
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("the description does not say %q", want)

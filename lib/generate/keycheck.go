@@ -19,7 +19,7 @@ func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*engi
 	if !cfg.kind.KeyInfo || len(cfg.urls) == 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, serverInfoTimeout)
+	ctx, cancel := context.WithTimeout(ctx, engine.ServerInfoTimeout)
 	defer cancel()
 	k, err := servermetrics.FetchKey(ctx, cfg.urls[0], servermetrics.Options{Client: backend.SharedClient(), APIKey: cfg.apiKey})
 	if err != nil {

@@ -10,13 +10,11 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/tidwall/gjson"
 )
-
-// perMillion converts --max-price (USD per million tokens) to USD per token.
-const perMillion = 1e6
 
 // worstPrice is the USD per token a request in flight is reserved at under
 // --cost-budget: --max-price, else the higher of the model's prompt and
@@ -24,10 +22,10 @@ const perMillion = 1e6
 // could not be kept, so the run is refused.
 func worstPrice(ctx context.Context, cfg *config) (float64, error) {
 	if cfg.costBudget == 0 {
-		return cfg.maxPrice / perMillion, nil
+		return cfg.maxPrice / engine.PerMillion, nil
 	}
 	if cfg.maxPrice > 0 {
-		return cfg.maxPrice / perMillion, nil
+		return cfg.maxPrice / engine.PerMillion, nil
 	}
 	var lastErr error
 	for _, u := range cfg.urls {
@@ -53,7 +51,7 @@ var errPriceUnreachable = errors.New("the model list is unreachable")
 
 // listedPrice reads OpenRouter's /models pricing (USD per token, as strings).
 func listedPrice(ctx context.Context, base, model, key string) (float64, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, serverInfoTimeout, fmt.Errorf("no answer within %v", serverInfoTimeout))
+	ctx, cancel := context.WithTimeoutCause(ctx, engine.ServerInfoTimeout, fmt.Errorf("no answer within %v", engine.ServerInfoTimeout))
 	defer cancel()
 	shown := backend.WithoutUserinfo(base) + "/models"
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/models", nil)

@@ -3,6 +3,7 @@ package generate
 import (
 	"strings"
 
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
@@ -12,7 +13,7 @@ import (
 // values and how many records had each, or refused with
 // --require-same-params (see "Provenance" in --help).
 func checkProvenance(p *record.Provenance, cfg *config, warn func(format string, args ...any)) error {
-	run := record.Run{Backend: cfg.kind.Name, Model: cfg.model, Params: record.CanonicalParams(paramsJSON(cfg.params))}
+	run := record.Run{Backend: cfg.kind.Name, Model: cfg.model, Params: record.CanonicalParams(engine.ParamsJSON(cfg.params))}
 	diffs := p.Against(run)
 	if len(diffs) == 0 {
 		return nil

@@ -13,8 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/capacity"
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -23,10 +21,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/runview"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
-
-// serverInfoTimeout bounds the capacity and price queries at start-up; a
-// variable so that tests need not wait for it.
-var serverInfoTimeout = 10 * time.Second
 
 // memoryHeadroom is what generate may hold besides the answers being
 // received, for the soft memory limit: thousands of requests in flight
@@ -55,8 +49,8 @@ func run(c *cli.Context, cfg *config) (err error) {
 
 	// The inputs are checked first: a typo must not wait on a slow server.
 	// Reading stops when dispatching does.
-	stops := newStops()
-	defer stops.end()
+	stops := engine.NewStops()
+	defer stops.End()
 	in, err := r.openInput(stops)
 	if err != nil {
 		return err
@@ -74,16 +68,16 @@ func run(c *cli.Context, cfg *config) (err error) {
 
 // execute sends the requests of in, with the views on, and reports how it
 // went; spent and records are the --already files'. It closes in.
-func (r *launch) execute(stops *stops, in *jsonl.Reader, spent, records int64) (err error) {
+func (r *launch) execute(stops *engine.Stops, in *jsonl.Reader, spent, records int64) (err error) {
 	c, cfg := r.c, r.cfg
-	reading := false // from then on the scheduler's reader closes in
+	reading := false // from then on the engine's reader closes in
 	defer func() {
 		if !reading {
 			in.Close()
 		}
 	}()
 	out := jsonl.NewWriter(c.App.Writer)
-	s, turns, errsFile, err := r.newScheduler(stops, spent, records, out)
+	e, errsFile, err := r.newEngine(stops, spent, records, out)
 	if err != nil {
 		return err
 	}
@@ -94,32 +88,23 @@ func (r *launch) execute(stops *stops, in *jsonl.Reader, spent, records int64) (
 			}
 		}()
 	}
-	total := r.total()
-	stopMetrics, err := r.serveMetrics(s, total)
+	stopMetrics, err := r.serveMetrics(e)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	stopView, joinView := r.watchServers(s, turns)
-	defer func() {
-		// Joined, not only stopped: nothing of the run reads on after it
-		// returns (its readings use settings a caller may change then).
-		stopView()
-		joinView()
-	}()
 	if cfg.statusFile != "" {
-		r.status = runview.NewStatusWriter(cfg.statusFile, func() engine.Snapshot { return s.snapshot(total) }, cfg.progressEvery, r.statusWarn)
+		r.status = runview.NewStatusWriter(cfg.statusFile, e.Snapshot, cfg.progressEvery, r.statusWarn)
 	}
-	stopViews := r.startViews(s, total, r.status)
+	stopViews := r.startViews(e, r.status)
 	reading = true
-	err = s.run(c.Context, in)
+	err = e.Run(c.Context, in)
 	stopViews()
-	stopView()
 	if r.status != nil {
 		// The last state, with the error the run exits with.
-		defer func() { r.status.Finish(err, s.stopReason()) }()
+		defer func() { r.status.Finish(err, e.StopReason()) }()
 	}
-	r.report(s)
+	e.Report()
 	if ferr := out.Flush(); err == nil && ferr != nil && !errors.Is(ferr, context.Canceled) {
 		err = ferr
 	}
@@ -171,9 +156,9 @@ func (r *launch) statusWarn(format string, args ...any) {
 
 // openInput opens the request files (stdin without any); reading stops
 // when dispatching does.
-func (r *launch) openInput(stops *stops) (*jsonl.Reader, error) {
+func (r *launch) openInput(stops *engine.Stops) (*jsonl.Reader, error) {
 	opt := r.cfg.input
-	opt.Context = stops.dispatch
+	opt.Context = stops.Reading()
 	// Requests are prompts, often written without a final newline; the
 	// --already files are outputs, where such a line is torn.
 	opt.LastLineRecord = true
@@ -219,86 +204,66 @@ func (r *launch) total() int64 {
 	return countRecords(r.c.App.Reader, r.cfg.inputs) * int64(r.cfg.samples)
 }
 
-// loadTemplate loads the --tokenizer model: the answers are re-tokenized
-// with it (retok), or with --turns all each turn's conversation is (turns);
-// all nil without one.
-func loadTemplate(cfg *config) (tmpl *chat.Model, retok *retokenizer, turns *turnRunner, err error) {
-	if cfg.tokenizer != "" {
-		if tmpl, err = chat.Load(cfg.tokenizer, chat.TemplateAuto, nil); err != nil {
-			return nil, nil, nil, err
-		}
-		if err = tmpl.SetToolDeclaration(cfg.declaration); err != nil {
-			return nil, nil, nil, err
-		}
-		retok = &retokenizer{model: tmpl}
-	}
-	if turns, err = newTurnRunner(cfg, tmpl); err != nil {
-		return nil, nil, nil, err
-	}
-	if turns != nil {
-		retok = nil // each turn's ids are the conversation's own
-	}
-	return tmpl, retok, turns, nil
-}
-
-// newScheduler reads what the run needs before its first request (the
-// worst price, the API key), creates --errors (the caller closes it), says
-// what the run will do, loads the --tokenizer model and builds the
-// scheduler; stops was made before the input was opened, spent and
-// records are the --already files'.
-func (r *launch) newScheduler(stops *stops, spent, records int64, out *jsonl.Writer) (s *scheduler, turns *turnRunner, errsFile *jsonl.OutputFile, err error) {
+// newEngine reads what the run needs before its first request (the worst
+// price, the API key), creates --errors (the caller closes it), says what
+// the run will do and builds the engine; stops was made before the input
+// was opened, spent and records are the --already files'.
+func (r *launch) newEngine(stops *engine.Stops, spent, records int64, out *jsonl.Writer) (e *engine.Engine, errsFile *jsonl.OutputFile, err error) {
 	c, cfg := r.c, r.cfg
 	usdPerToken, err := worstPrice(c.Context, cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	key, err := readKey(c.Context, cfg, r.note)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	var errs *jsonl.Writer
 	if cfg.errors != "" {
 		if errsFile, err = jsonl.CreateOutput(cfg.errors, false, cliutil.Warner(c)); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		errs = errsFile.Writer
 	}
 	r.note("%s", startLine(cfg, c.IsSet(flagMaxTokens)))
-	tmpl, retok, turns, err := loadTemplate(cfg)
-	if err != nil {
+	ec := r.engineConfig()
+	ec.Out, ec.Errs, ec.Stops = out, errs, stops
+	ec.Already, ec.AlreadyRecords, ec.USDPerToken, ec.Key = spent, records, usdPerToken, key
+	if e, err = engine.New(ec); err != nil {
 		if errsFile != nil {
 			errsFile.Close()
 		}
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	be, servers := newBackend(cfg), newServers(cfg)
-	s = newScheduler(schedulerOptions{
-		cfg:     cfg,
-		backend: be,
-		servers: servers,
-		budget:  newBudget(cfg, spent, usdPerToken),
-		out:     out,
-		errs:    errs,
-		note:    r.note,
-		warn:    r.warn,
-		stops:   stops,
-		retok:   retok,
-		batch:   newBatchInput(cfg, tmpl),
-		turns:   turns,
-	})
-	s.already, s.alreadyRecords, s.key = spent, records, key
-	return s, turns, errsFile, nil
+	return e, errsFile, nil
+}
+
+// engineConfig translates the run's options into the engine's settings.
+func (r *launch) engineConfig() engine.Config {
+	cfg := r.cfg
+	return engine.Config{
+		Kind: cfg.kind, URLs: cfg.urls, Model: cfg.model, APIKey: cfg.apiKey, Referer: cfg.referer, Title: cfg.title,
+		Params: cfg.params, Stream: cfg.stream, Timeout: cfg.timeout, Idle: cfg.idle, AnswerMem: cfg.answerMem,
+		Retries: cfg.retries, MaxRetryWait: cfg.maxRetryWait, Backoff: cfg.backoff,
+		Errors: cfg.errors, IDPath: cfg.idPath, Quiet: cfg.quiet, Ordered: cfg.ordered, Window: cfg.window,
+		FixedConc: cfg.fixedConc, ContextLength: cfg.contextLength, MinRoom: cfg.minRoom, Shared: cfg.shared,
+		TokenBudget: cfg.tokenBudget, CountMode: cfg.countMode, CostBudget: cfg.costBudget,
+		ProgressEvery: cfg.progressEvery, Total: r.total(), DrainTimeout: cfg.drainTimeout,
+		Tokenizer: cfg.tokenizer, Declaration: cfg.declaration, TurnsAll: cfg.turnsAll, Thinking: cfg.thinking,
+		Samples: cfg.samples, InputFormat: cfg.inputFormat, OutputFormat: cfg.outputFormat,
+		Note: r.note, Warn: r.warn,
+	}
 }
 
 // serveMetrics starts --metrics-listen; the returned func stops it.
-func (r *launch) serveMetrics(s *scheduler, total int64) (func(), error) {
+func (r *launch) serveMetrics(e *engine.Engine) (func(), error) {
 	cfg := r.cfg
 	if cfg.metricsAddr == "" {
 		return func() {}, nil
 	}
 	host, _ := os.Hostname()
 	addr, stop, err := runview.ServeMetrics(cfg.metricsAddr, func() *statusfile.Status {
-		return runview.Status(s.snapshot(total), cfg.progressEvery, host, nil)
+		return runview.Status(e.Snapshot(), cfg.progressEvery, host, nil)
 	})
 	if err != nil {
 		return nil, exitcode.TempFailf("--%s %s: %v (try another port)", flagMetricsListen, cfg.metricsAddr, err)
@@ -307,49 +272,19 @@ func (r *launch) serveMetrics(s *scheduler, total int64) (func(), error) {
 	return stop, nil
 }
 
-// watchServers sets up the server view, and the sizing of the servers when
-// the dispatcher has its first request to send: their capacity, context
-// length and load readings. stop ends the view's readings; join waits for
-// them to end.
-func (r *launch) watchServers(s *scheduler, turns *turnRunner) (stop, join func()) {
-	cfg, note := r.cfg, r.note
-	be, servers := s.workers.be, s.dispatcher.pool.servers
-	s.view = newServerView(cfg, note)
-	s.dispatcher.pool.recheck = func(srv *server) { s.recheck(s.stops.dispatch, be, srv, note) }
-	viewCtx, stopView := context.WithCancel(context.Background())
-	var viewRunning sync.WaitGroup
-	s.dispatcher.start = func() { // with the first request to send
-		sizeServers(r.c.Context, cfg, be, s.dispatcher.pool, note)
-		s.dispatcher.kvFrom(servers)
-		// The servers said their context length: before any worker starts.
-		s.dispatcher.fit = newContextFit(cfg, servers)
-		if turns != nil {
-			turns.fit = s.dispatcher.fit
-		}
-		s.view.share = newShareControl(s.dispatcher.pool, servers, be, cfg.shared, note)
-		viewRunning.Add(1)
-		go func() {
-			defer viewRunning.Done()
-			s.view.run(viewCtx)
-		}()
-	}
-	return stopView, viewRunning.Wait
-}
-
 // startViews runs the progress line and the status file (nil: none) until
 // the returned func, which stops them and waits for their last write.
-func (r *launch) startViews(s *scheduler, total int64, status *runview.StatusWriter) func() {
+func (r *launch) startViews(e *engine.Engine, status *runview.StatusWriter) func() {
 	var prog *runview.Progress
 	if !r.cfg.quiet {
 		prog = runview.NewProgress(cliutil.Streams(r.c), r.cfg.progressEvery)
 	}
-	snapshot := func() engine.Snapshot { return s.snapshot(total) }
 	stop := make(chan struct{})
 	var running sync.WaitGroup
 	running.Add(1)
 	go func() {
 		defer running.Done()
-		prog.Run(snapshot, stop)
+		prog.Run(e.Snapshot, stop)
 	}()
 	if status != nil {
 		running.Add(1)
@@ -361,28 +296,6 @@ func (r *launch) startViews(s *scheduler, total int64, status *runview.StatusWri
 	return func() {
 		close(stop)
 		running.Wait()
-	}
-}
-
-// report says how the run went: the summary (unless -q), and even with -q
-// what is about the data or the money.
-func (r *launch) report(s *scheduler) {
-	if n := s.reader.skipped.Load(); n > 0 { // about the data
-		r.warn("skipped %s (--%s)", cliutil.Count(n, "invalid line"), cliutil.FlagSkipInvalid)
-	}
-	if !r.cfg.quiet {
-		r.warn("%s", s.summary())
-	}
-	for _, passed := range s.budget.passed() { // about the money
-		r.warn("%s", passed)
-	}
-	if n := s.usage.replaced.Load(); n > 0 { // about the money
-		r.warn("%s counted from the answer itself: the server's usage was missing or implausible", cliutil.Count(n, "answer"))
-	}
-	if retok := s.workers.retok; retok != nil {
-		if n := retok.fallbacks.Load(); n > 0 {
-			r.warn("%s re-tokenized from the answer's text alone: the chat template does not render an answer after its prompt", cliutil.Count(n, "answer"))
-		}
 	}
 }
 
@@ -413,119 +326,4 @@ func earlyStatus(cfg *config, spent, records int64, reason string) runview.Early
 		e.URLs = append(e.URLs, backend.WithoutUserinfo(u))
 	}
 	return e
-}
-
-// newBackend builds the backend of --backend.
-func newBackend(cfg *config) backend.Backend {
-	opts := backend.Options{
-		Stream:           cfg.stream,
-		IdleTimeout:      cfg.idle,
-		MaxInFlightBytes: cfg.answerMem,
-		APIKey:           cfg.apiKey,
-		Referer:          cfg.referer,
-		Title:            cfg.title,
-		Model:            cfg.model,
-	}
-	return cfg.kind.New(opts)
-}
-
-// newServers makes a server of each --url; sizeServers gives each its
-// concurrency limiter once the run has a request to send.
-func newServers(cfg *config) []*server {
-	servers := make([]*server, len(cfg.urls))
-	for i, u := range cfg.urls {
-		servers[i] = &server{url: backend.WithoutUserinfo(u), base: u}
-	}
-	return servers
-}
-
-// sizeServers reads what each server of p says of itself (its capacity,
-// the model it serves) and sets its concurrency limiter: fixed, sized from
-// its KV cache, or AIMD when it does not say. The dispatcher calls it when
-// it has its first request to send, not before: a run with nothing to do
-// (an empty input, a budget already spent) contacts no server. The servers
-// change under the pool's lock: the progress line reads them.
-func sizeServers(ctx context.Context, cfg *config, be backend.Backend, p *pool, note func(string, ...any)) {
-	infos := make([]*backend.ServerInfo, len(p.servers))
-	errs := make([]error, len(p.servers))
-	for i, srv := range p.servers {
-		// With --concurrency N only a backend whose requests name no
-		// model asks: the server's information names it, for gen.model,
-		// and says its context length.
-		if cfg.fixedConc == 0 || !cfg.kind.NeedsModel {
-			infos[i], errs[i] = serverInfo(ctx, be, srv.base)
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, srv := range p.servers {
-		sizeServer(cfg, srv, infos[i], errs[i], note)
-	}
-	p.updateDownLocked()
-}
-
-// sizeServer sets srv's limiter from what it said (info, or err).
-func sizeServer(cfg *config, srv *server, info *backend.ServerInfo, err error, note func(string, ...any)) {
-	if info != nil {
-		srv.model = info.Model
-		srv.contextLength, srv.maxCompletion = info.ContextLength, info.MaxCompletionTokens
-	}
-	switch {
-	case cfg.fixedConc > 0:
-		srv.limiter = capacity.Fixed(cfg.fixedConc)
-	case err != nil:
-		note("%s: no capacity information (%v): adaptive concurrency from %d", srv.url, err, capacity.AIMDStart)
-		srv.limiter = capacity.NewAIMD()
-		var be *backend.Error
-		if errors.As(err, &be) && be.Kind == backend.KindConnect {
-			// Unreachable now: sideline it; when the sideline ends
-			// its capacity is read again (scheduler.recheck).
-			srv.markUnreachable(shortCause(be))
-			srv.needInfo = true
-		}
-	case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
-		note("%s: adaptive concurrency from %d (AIMD: +1 per window of successes, half on HTTP 429)", srv.url, capacity.AIMDStart)
-		srv.limiter = capacity.NewAIMD()
-	default:
-		// Sized from the first record's prompt once it is read.
-		srv.limiter = capacity.NewKVSizer(info)
-	}
-}
-
-// recheck reads the capacity of srv, which could not be reached when the
-// run started, now that its sideline has ended: a server that answers is
-// sized from its KV cache, as it would have been at the start (adaptive
-// sizing would grow without bound against SGLang, which never answers
-// 429), before any request is sent to it; one still unreachable stays
-// sidelined, longer.
-func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server, note func(string, ...any)) {
-	pool := s.dispatcher.pool
-	info, err := serverInfo(ctx, be, srv.base)
-	var berr *backend.Error
-	switch {
-	case ctx.Err() != nil:
-		pool.back(srv, nil) // the run is ending: nothing more is sent
-	case errors.As(err, &berr) && berr.Kind == backend.KindConnect:
-		pool.stillDown(srv, shortCause(berr))
-	case err != nil:
-		note("%s: back, still no capacity information (%v): adaptive concurrency", srv.url, err)
-		pool.back(srv, nil)
-	case info == nil || info.MaxTotalTokens <= 0 && info.TokenCapacity <= 0:
-		note("%s: back, adaptive concurrency (it says nothing of its capacity)", srv.url)
-		pool.back(srv, nil)
-	default:
-		srv.model = info.Model
-		k := capacity.NewKVSizer(info)
-		if s.view.share != nil {
-			k.StartSharing()
-		}
-		s.dispatcher.addKV(srv, k)
-		s.view.share.add(srv)
-	}
-}
-
-func serverInfo(ctx context.Context, be backend.Backend, url string) (*backend.ServerInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, serverInfoTimeout)
-	defer cancel()
-	return be.ServerInfo(ctx, url)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/sim"
@@ -388,7 +389,7 @@ func TestSlowReaderHoldsBackDispatch(t *testing.T) {
 	// Wait until dispatching has filled the backlog (an event: it must
 	// happen, however slow the machine), then give a dispatcher that does
 	// not hold back the time to overshoot.
-	for srv.Stats().Requests < maxUnwritten {
+	for srv.Stats().Requests < engine.MaxUnwritten {
 		select {
 		case r := <-done:
 			t.Fatalf("generate ended before stdout took anything: exit %d: %s", r.code, r.stderr)
@@ -406,9 +407,9 @@ func TestSlowReaderHoldsBackDispatch(t *testing.T) {
 		shortest = min(shortest, len(line)+1)
 	}
 	buffered := int64(jsonl.DefaultWriteBuffer/shortest + 1)
-	if limit := maxUnwritten + concurrency + buffered; sent > limit {
+	if limit := engine.MaxUnwritten + concurrency + buffered; sent > limit {
 		t.Errorf("%d requests sent while stdout took nothing, more than the %d backlog + %d in flight + %d in the output buffer",
-			sent, maxUnwritten, concurrency, buffered)
+			sent, engine.MaxUnwritten, concurrency, buffered)
 	}
 }
 

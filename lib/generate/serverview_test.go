@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/sim"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
@@ -19,9 +20,11 @@ import (
 // quickView makes the server view read often and call the server the
 // limit after three readings in a row, for the length of a test.
 func quickView(t *testing.T, full float64) {
-	every, least, polls, dur, kv := metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull
-	metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull = 5*time.Millisecond, time.Millisecond, 3, 0, full
-	t.Cleanup(func() { metricsEvery, minMetricsEvery, limitPolls, limitFor, kvFull = every, least, polls, dur, kv })
+	every, least, polls, dur, kv := engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull
+	engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull = 5*time.Millisecond, time.Millisecond, 3, 0, full
+	t.Cleanup(func() {
+		engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull = every, least, polls, dur, kv
+	})
 }
 
 // A server with two data-parallel ranks whose small KV caches a fixed
