@@ -46,19 +46,7 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	s := Snapshot{Has: map[string]bool{}}
 	var kv []float64
 	for i, rank := range ranks.Array() {
-		// num is a field's count, rate or ratio; a number that is none
-		// (1e999 reads as +Inf, -3) is recorded as unusable.
-		num := func(field, gauge string) (float64, bool) {
-			v := rank.Get(field)
-			if v.Type != gjson.Number {
-				return 0, false
-			}
-			if !sane(v.Float()) {
-				s.unusable(gauge, v.Float())
-				return 0, false
-			}
-			return v.Float(), true
-		}
+		num := func(field, gauge string) (float64, bool) { return s.rankFigure(rank, field, gauge) }
 		waiting, okW := num("num_waiting_reqs", NumQueueReqs)
 		var running float64
 		okR := false
@@ -81,24 +69,8 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 		s.Running += running
 		s.Queued += waiting
 		s.Has[NumRunningReqs], s.Has[NumQueueReqs] = true, true
-		if source != SourceLoads {
-			continue
-		}
-		if v, ok := num("num_used_tokens", NumUsedTokens); ok {
-			s.UsedTokens += v
-			s.Has[NumUsedTokens] = true
-		}
-		if v, ok := num("gen_throughput", GenThroughput); ok {
-			s.GenThroughput += v
-			s.Has[GenThroughput] = true
-		}
-		if v, ok := num("token_usage", TokenUsage); ok {
-			kv = append(kv, v)
-			s.Has[TokenUsage] = true
-		}
-		if v, ok := num("cache_hit_rate", CacheHitRate); ok {
-			s.CacheHitRate += v
-			s.Has[CacheHitRate] = true
+		if source == SourceLoads {
+			kv = s.addLoads(rank, kv)
 		}
 	}
 	s.Ranks = len(ranks.Array())
@@ -123,4 +95,40 @@ func parseLoadReport(r io.Reader, source string) (Snapshot, error) {
 	}
 	s.CacheHitRate /= float64(s.Ranks)
 	return s, nil
+}
+
+// rankFigure is a rank's field, a count, rate or ratio; a number that is
+// none (1e999 reads as +Inf, -3) is recorded as unusable for gauge.
+func (s *Snapshot) rankFigure(rank gjson.Result, field, gauge string) (float64, bool) {
+	v := rank.Get(field)
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	if !sane(v.Float()) {
+		s.unusable(gauge, v.Float())
+		return 0, false
+	}
+	return v.Float(), true
+}
+
+// addLoads adds the figures only /v1/loads reports of a rank: used tokens,
+// throughput and cache hit rate to their sums, its KV usage to kv.
+func (s *Snapshot) addLoads(rank gjson.Result, kv []float64) []float64 {
+	if v, ok := s.rankFigure(rank, "num_used_tokens", NumUsedTokens); ok {
+		s.UsedTokens += v
+		s.Has[NumUsedTokens] = true
+	}
+	if v, ok := s.rankFigure(rank, "gen_throughput", GenThroughput); ok {
+		s.GenThroughput += v
+		s.Has[GenThroughput] = true
+	}
+	if v, ok := s.rankFigure(rank, "token_usage", TokenUsage); ok {
+		kv = append(kv, v)
+		s.Has[TokenUsage] = true
+	}
+	if v, ok := s.rankFigure(rank, "cache_hit_rate", CacheHitRate); ok {
+		s.CacheHitRate += v
+		s.Has[CacheHitRate] = true
+	}
+	return kv
 }
