@@ -14,7 +14,7 @@ RECIPEDIR   := $(DESTDIR)$(PREFIX)/share/synthpipe/scripts
 RECIPES     := run-dataset.sh fanout.sh several-servers.sh slurm/run-array.sbatch slurm/server.sbatch
 TOOLS   := $(notdir $(wildcard cmd/*))
 
-.PHONY: help build test test-loaded vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
+.PHONY: help build test go-test test-loaded vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
 
 help:
 	@echo "make build     build every tool into bin/"
@@ -34,11 +34,16 @@ help:
 build:
 	$(GO) build -tags urfave_cli_no_docs -o bin/ ./cmd/...
 
-# go vet ./... has checked every package, tests included, when the tests
-# run: -vet=off spares go test its own pass of a subset of the same checks.
+# The checks run beside the tests (make test fails if either fails): the
+# tests spend much of their time waiting on processes and servers, which
+# the checks fill; each job's output is printed whole when it ends. go vet
+# ./... checks every package, tests included: -vet=off spares go test its
+# own pass of a subset of the same checks.
 test:
 	bash scripts/ensure-test-deps.sh
-	$(MAKE) --no-print-directory vet fmt-check tidy-check staticcheck
+	$(MAKE) --no-print-directory -j5 --output-sync=target vet fmt-check tidy-check staticcheck go-test
+
+go-test:
 	$(GO) test -vet=off -timeout 30m ./...
 
 # The suite must pass on a loaded machine every time: RUNS runs of it with
