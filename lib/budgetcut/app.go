@@ -10,6 +10,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 const (
@@ -24,13 +25,8 @@ const (
 	flagAppend         = "append"
 )
 
-// NewApp returns a fresh budget-cut command.
-func NewApp() *cli.App {
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "budget-cut",
-		Usage:     "pass JSONL records until a token budget is reached, then stop",
-		ArgsUsage: "[FILE...]",
-		Description: `budget-cut reads records (files, or stdin when none or "-"; gzip and zstd
+// description is budget-cut's --help text.
+const description = `budget-cut reads records (files, or stdin when none or "-"; gzip and zstd
 are read transparently) and writes them unchanged until the next record would
 take the running total past --tokens. It then stops reading and exits 0: the
 process feeding it sees a closed pipe and stops too, so no more tokens are
@@ -53,24 +49,17 @@ written whole and flushed. The run holds an exclusive lock (flock) on FILE:
 a second budget-cut appending to the same FILE at the same time does not
 wait, it exits 75 at once with nothing written, so that the budget counted
 by the first holds. A compressed FILE (gzip, zstd) is refused with 64 and
-left as it is: records appended to it would be plain text.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagTokens, Aliases: []string{"n"}, EnvVars: []string{cliutil.EnvName(flagTokens)},
-				Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number; 0 is refused with 64, as generate --token-budget 0 is)"},
-			&cli.StringSliceFlag{Name: flagAlready, EnvVars: []string{cliutil.EnvName(flagAlready)},
-				Usage: "count the tokens of this earlier output `FILE` as spent (repeatable; missing = empty)"},
-			&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0"},
-			&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion tokens, or records (each record counts 1, --tokens is then a number of records)"},
-			&cli.StringFlag{Name: flagPath, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
-			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (reported in the summary; the budget still counts every token)"},
-			&cli.BoolFlag{Name: flagInclusive, Usage: "also pass the record that crosses the budget"},
-			&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout, flushing each record"},
-			&cli.BoolFlag{Name: flagAppend, Usage: "with -o: append to FILE (its tokens count as spent; a torn last line is cut off first)"},
-			cliutil.IDPathFlag(),
-			cliutil.QuietFlag(),
-			cliutil.MaxLineFlag(),
-			cliutil.SkipInvalidFlag(),
-		},
+left as it is: records appended to it would be plain text.`
+
+// NewApp returns a fresh budget-cut command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "budget-cut",
+		Usage:       "pass JSONL records until a token budget is reached, then stop",
+		ArgsUsage:   "[FILE...]",
+		Description: description,
+		Flags:       flags(cfg),
 		Examples: []cliutil.Example{
 			{Comment: "stop generating once out.jsonl holds 10M tokens, across resumed runs",
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL --token-budget 10M --already out.jsonl | budget-cut --tokens 10M -o out.jsonl --append"},
@@ -83,11 +72,59 @@ left as it is: records appended to it would be plain text.`,
 			{Code: exitcode.TempFail, Meaning: "-o FILE --append: another process is appending to FILE (it holds the lock); nothing was written: try again when it ends"},
 		},
 		SeeAlso: []string{"generate(1)", "tokstat(1)", "dedupe-resume(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 		// At the end of a pipeline: on Ctrl-C it writes what the stages before
 		// it still send (generate drains its answers in flight).
 		FinishPipedInput: true,
 	})
+}
+
+// flags lists budget-cut's options, each bound to its field of cfg and
+// checked where it is declared; what depends on several flags is checked
+// by cfg.check.
+func flags(cfg *config) []cli.Flag {
+	cfg.used, cfg.mode = 0, record.CountTotal
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagTokens, Aliases: []string{"n"}, EnvVars: cliutil.EnvVars(flagTokens),
+			Usage: "the budget: `N` tokens (250k, 10M, 1.5G or a plain number; 0 is refused with 64, as generate --token-budget 0 is)",
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.budget, err = cliutil.ParseBudget(flagTokens, s, "to pass every record, leave budget-cut out of the pipeline")
+				return err
+			}},
+		&cli.StringSliceFlag{Name: flagAlready, EnvVars: cliutil.EnvVars(flagAlready),
+			Usage:  "count the tokens of this earlier output `FILE` as spent (repeatable; missing = empty)",
+			Action: func(_ *cli.Context, files []string) error { cfg.already = files; return nil }},
+		&cli.StringFlag{Name: flagUsed, Usage: "`N` tokens already spent elsewhere", Value: "0",
+			Action: func(_ *cli.Context, s string) (err error) {
+				if cfg.used, err = cliutil.ParseCount(s); err != nil {
+					return cliutil.Usagef("--%s: %v", flagUsed, err)
+				}
+				return nil
+			}},
+		&cli.StringFlag{Name: flagCount, Value: "total", Usage: "what counts (`MODE`): total, prompt or completion tokens, or records (each record counts 1, --tokens is then a number of records)",
+			Action: func(_ *cli.Context, s string) (err error) {
+				if cfg.records = s == countRecords; cfg.records {
+					return nil
+				}
+				if cfg.mode, err = record.ParseCountMode(s); err != nil {
+					return cliutil.Usagef("--%s %q: want total, prompt, completion or records", flagCount, s)
+				}
+				return nil
+			}},
+		&cli.StringFlag{Name: flagPath, Destination: &cfg.path, Usage: "count the number at this gjson `PATH` instead (e.g. usage.total_tokens)"},
+		&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (reported in the summary; the budget still counts every token)",
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.maxTrainLength, err = cliutil.ParseMaxTrainLength(flagMaxTrainLength, s)
+				return err
+			}},
+		&cli.BoolFlag{Name: flagInclusive, Destination: &cfg.inclusive, Usage: "also pass the record that crosses the budget"},
+		&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Destination: &cfg.output, Usage: "write to `FILE` instead of stdout, flushing each record"},
+		&cli.BoolFlag{Name: flagAppend, Destination: &cfg.appendTo, Usage: "with -o: append to FILE (its tokens count as spent; a torn last line is cut off first)"},
+		cliutil.IDPathFlag(),
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	}
 }
 
 // Main runs budget-cut and returns its exit status.

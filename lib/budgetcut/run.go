@@ -12,7 +12,8 @@ import (
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
-// config is budget-cut's flags, checked.
+// config is budget-cut's options: flags' sets its fields from the flags,
+// checked, and check what depends on several of them.
 type config struct {
 	budget    int64
 	used      int64
@@ -35,41 +36,18 @@ type config struct {
 // records that carry no token count.
 const countRecords = "records"
 
-func parse(c *cli.Context) (*config, error) {
-	cfg := &config{
-		already:   c.StringSlice(flagAlready),
-		path:      c.String(flagPath),
-		inclusive: c.Bool(flagInclusive),
-		output:    c.String(flagOutput),
-		appendTo:  c.Bool(flagAppend),
-		quiet:     c.Bool(cliutil.FlagQuiet),
-		idPath:    c.String(cliutil.FlagIDPath),
-	}
+// check checks what depends on several flags, reads the shared ones and
+// checks the files named.
+func (cfg *config) check(c *cli.Context) (err error) {
+	cfg.quiet, cfg.idPath = c.Bool(cliutil.FlagQuiet), c.String(cliutil.FlagIDPath)
 	if !c.IsSet(flagTokens) {
-		return nil, cliutil.Usagef("--tokens is required (e.g. --tokens 10M)")
-	}
-	var err error
-	if cfg.budget, err = cliutil.ParseBudget(flagTokens, c.String(flagTokens), "to pass every record, leave budget-cut out of the pipeline"); err != nil {
-		return nil, err
-	}
-	if cfg.used, err = cliutil.ParseCount(c.String(flagUsed)); err != nil {
-		return nil, cliutil.Usagef("--used: %v", err)
-	}
-	if c.String(flagCount) == countRecords {
-		cfg.records = true
-	} else if cfg.mode, err = record.ParseCountMode(c.String(flagCount)); err != nil {
-		return nil, cliutil.Usagef("--%s %q: want total, prompt, completion or records", flagCount, c.String(flagCount))
-	}
-	if c.IsSet(flagMaxTrainLength) {
-		if cfg.maxTrainLength, err = cliutil.ParseMaxTrainLength(flagMaxTrainLength, c.String(flagMaxTrainLength)); err != nil {
-			return nil, err
-		}
+		return cliutil.Usagef("--tokens is required (e.g. --tokens 10M)")
 	}
 	if cfg.appendTo && cfg.output == "" {
-		return nil, cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
+		return cliutil.Usagef("--append needs -o FILE (or use the shell's >> instead)")
 	}
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.appendTo && !jsonl.SameFileIn(cfg.output, cfg.already) {
 		cfg.already = append(cfg.already, cfg.output)
@@ -81,10 +59,7 @@ func parse(c *cli.Context) (*config, error) {
 		files.Stdout(c.App.Writer)
 	}
 	files.Output("-o", cfg.output, cfg.appendTo)
-	if err := files.Check(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return files.Check()
 }
 
 // unit names what the budget counts, for the summary: "total tokens", or
@@ -99,9 +74,8 @@ func (cfg *config) unit() string {
 	return cfg.mode.String() + " tokens"
 }
 
-func run(c *cli.Context) (err error) {
-	cfg, err := parse(c)
-	if err != nil {
+func run(c *cli.Context, cfg *config) (err error) {
+	if err := cfg.check(c); err != nil {
 		return err
 	}
 	stderr, name := c.App.ErrWriter, c.App.Name
@@ -136,6 +110,24 @@ func run(c *cli.Context) (err error) {
 		}
 	}
 
+	spent, err := cfg.spent(c, input, scan, noteSkipped)
+	if err != nil || spent >= cfg.budget {
+		return err
+	}
+	opt := record.ScanAhead(input, scan)
+	opt.BeforeRead = out.Flush
+	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return cfg.cut(c, in, out, spent, noteSkipped)
+}
+
+// spent is what was spent before this run: --used and the --already
+// files. At or over the budget, it says so (after noteSkipped) unless -q.
+func (cfg *config) spent(c *cli.Context, input jsonl.Options, scan *record.Scanner, noteSkipped func()) (int64, error) {
+	stderr, name := c.App.ErrWriter, c.App.Name
 	spent := cfg.used
 	already := jsonl.ExistingFiles(cfg.already, func(path string) {
 		if !cfg.quiet {
@@ -145,27 +137,25 @@ func run(c *cli.Context) (err error) {
 	if len(already) > 0 {
 		n, err := cfg.spentAlready(c.App.Reader, already, input, scan)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		spent += n
 	}
-	if spent >= cfg.budget {
-		noteSkipped()
-		if !cfg.quiet {
-			cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
-				cliutil.Thousands(spent), cliutil.Thousands(cfg.budget), cfg.unit())
-		}
-		return nil
+	if spent < cfg.budget {
+		return spent, nil
 	}
-
-	opt := record.ScanAhead(input, scan)
-	opt.BeforeRead = out.Flush
-	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
-	if err != nil {
-		return err
+	noteSkipped()
+	if !cfg.quiet {
+		cliutil.Notef(stderr, name, "already at or over budget: %s of %s %s spent; passing nothing",
+			cliutil.Thousands(spent), cliutil.Thousands(cfg.budget), cfg.unit())
 	}
-	defer in.Close()
+	return spent, nil
+}
 
+// cut passes the records of in to out until the budget, of which spent is
+// spent already, is reached, and says what it passed (after noteSkipped)
+// unless -q.
+func (cfg *config) cut(c *cli.Context, in *jsonl.Reader, out *jsonl.Writer, spent int64, noteSkipped func()) error {
 	var passed, tokens int64
 	past := record.TrainCut{MaxLength: cfg.maxTrainLength}
 	reason := "input ended"
@@ -210,7 +200,7 @@ func run(c *cli.Context) (err error) {
 	noteSkipped()
 	if !cfg.quiet {
 		left := max(cfg.budget-spent, 0)
-		cliutil.Notef(stderr, name, "passed %s, %s %s; %s of %s left; %s%s",
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "passed %s, %s %s; %s of %s left; %s%s",
 			cliutil.Count(passed, "record"), cliutil.Thousands(tokens), cfg.unit(), cliutil.Thousands(left), cliutil.Thousands(cfg.budget), reason,
 			trainCutNote(past))
 	}
