@@ -32,14 +32,8 @@ const (
 	flagDataset           = "dataset"
 )
 
-// NewApp returns a fresh tokenize-prompts command.
-func NewApp() *cli.App {
-	tf := new(flaggroup.Template)
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "tokenize-prompts",
-		Usage:     "render prompts with a chat template and write their token ids",
-		ArgsUsage: "[FILE...]",
-		Description: `tokenize-prompts reads prompt records (files, or stdin when none or "-";
+// description is tokenize-prompts' --help text.
+const description = `tokenize-prompts reads prompt records (files, or stdin when none or "-";
 gzip and zstd are read transparently), renders each conversation with the chat
 template and tokenizer of --tokenizer, with the generation prompt, and writes
 one record per prompt: id, messages, tools (when present), input_ids and
@@ -136,33 +130,17 @@ failure or a signal. Memory: the records are held up to --shuffle-memory
 (512Mi; each record costs its bytes plus about 64), and past it are sorted
 and written to temporary files in $TMPDIR, unlinked at once (they need as
 much disk as the output), and merged at the end. With --limit N, the first
-N of the order are written: a seeded random sample.`,
-		Flags: append(flaggroup.TemplateFlags(tf, "required"),
-			&cli.StringFlag{Name: flagSystem, Usage: "system prompt `TEXT` for conversations that have none"},
-			&cli.BoolFlag{Name: flagWithText, Usage: "add the rendered prompt, the text input_ids encode, to each record as prompt_text (to compare with another renderer)"},
-			&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)"},
-			&cli.BoolFlag{Name: flagKeepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
-			&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: []string{cliutil.EnvName(flagTurns)},
-				Usage: "`WHICH` assistant turns generate is to write: last (the prompt is the conversation up to its last user or tool turn) or all " +
-					"(the whole source conversation is kept in messages for generate --turns all, input_ids is its first turn's prompt, conversation_turns how many turns it asks for)"},
-			&cli.StringFlag{Name: flagMessagesPath, Usage: "gjson `PATH` of the messages in records of another shape (role/content or from/value turns); records without it are read as usual"},
-			&cli.StringFlag{Name: flagMaxPromptTokens, EnvVars: []string{cliutil.EnvName(flagMaxPromptTokens)},
-				Usage: "drop (or --truncate) prompts longer than `N` tokens (4k, 32768; default: no limit)"},
-			&cli.StringFlag{Name: flagTruncate, Usage: "cut prompts over --max-prompt-tokens instead of dropping them, keeping the `SIDE`: left (keeps the end) or right (keeps the start)"},
-			thinking.Flags()[0], thinking.Flags()[1],
-			cliutil.IDPathFlag(),
-			&cli.StringFlag{Name: flagDataset, Usage: "write `NAME` as dataset on every record (replacing the source's), so that tokstat and estimate --by dataset count it with its dataset wherever it goes; run-dataset.sh gives the dataset's folder name"},
-			&cli.StringFlag{Name: flagIDPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
-			&cli.StringFlag{Name: flagLimit, Usage: "stop after writing `N` records (with --shuffle: the first N of the shuffled order, a seeded random sample)"},
-			&cli.StringFlag{Name: flagShuffle, EnvVars: []string{cliutil.EnvName(flagShuffle)},
-				Usage: "write the records in the order of SHA-256(\"synthpipe-shuffle\" NUL `SEED` NUL id), the same on every run from any input order, so that a budget downstream keeps a fair sample of every topic (output starts once the input is read)"},
-			&cli.StringFlag{Name: flagShuffleMemory, Value: "512Mi", EnvVars: []string{cliutil.EnvName(flagShuffleMemory)},
-				Usage: "with --shuffle: hold at most `SIZE` of records in memory; beyond it, sorted runs go to unlinked files in $TMPDIR (as much disk as the output) and are merged at the end"},
-			&cli.IntFlag{Name: flagJobs, Aliases: []string{"j"}, DefaultText: "one per CPU", Usage: "tokenize with `N` workers (0: one per CPU)"},
-			cliutil.QuietFlag(),
-			cliutil.MaxLineFlag(),
-			cliutil.SkipInvalidFlag(),
-		),
+N of the order are written: a seeded random sample.`
+
+// NewApp returns a fresh tokenize-prompts command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "tokenize-prompts",
+		Usage:       "render prompts with a chat template and write their token ids",
+		ArgsUsage:   "[FILE...]",
+		Description: description,
+		Flags:       flags(cfg),
 		ExitCodes: []cliutil.ExitStatus{
 			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records, naming the first five on stderr)"},
 			{Code: 66, Meaning: "an input file, the tokenizer or the template file does not exist or cannot be read"},
@@ -184,8 +162,91 @@ N of the order are written: a seeded random sample.`,
 				Command: "0 2 * * * SYNTHPIPE_TOKENIZER=/models/kimi tokenize-prompts -q --date 2026-01-01 /data/prompts.jsonl > /data/req.jsonl"},
 		},
 		SeeAlso: []string{"dedupe-resume(1)", "generate(1)", "budget-cut(1)", "synthpipe-records(7)"},
-		Action:  func(c *cli.Context) error { return run(c, tf) },
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 	})
+}
+
+// flags lists tokenize-prompts' options, each bound to its field of cfg
+// and checked where it is declared; what depends on several flags is
+// checked by cfg.check.
+func flags(cfg *config) []cli.Flag {
+	all := flaggroup.TemplateFlags(&cfg.template, "required")
+	all = append(all, shapeFlags(cfg)...)
+	return append(all, outputFlags(cfg)...)
+}
+
+// shapeFlags are the options for what is read of a record and how it is
+// rendered.
+func shapeFlags(cfg *config) []cli.Flag {
+	cv := &cfg.convert
+	cv.parseSpecial = true
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagSystem, Destination: &cv.shape.system, Usage: "system prompt `TEXT` for conversations that have none"},
+		&cli.BoolFlag{Name: flagWithText, Destination: &cv.withText, Usage: "add the rendered prompt, the text input_ids encode, to each record as prompt_text (to compare with another renderer)"},
+		&cli.BoolFlag{Name: flagNoSpecial, Usage: "special-token strings in \"text\" records are plain text (chat templates' output is always read with them recognised)",
+			Action: func(_ *cli.Context, plain bool) error { cv.parseSpecial = !plain; return nil }},
+		&cli.BoolFlag{Name: flagKeepLastAssistant, Destination: &cv.shape.keepLastAssistant, Usage: "keep the turns after the last user or tool turn (rendered without the generation prompt)"},
+		&cli.StringFlag{Name: flagTurns, Value: turnsLast, EnvVars: cliutil.EnvVars(flagTurns),
+			Usage: "`WHICH` assistant turns generate is to write: last (the prompt is the conversation up to its last user or tool turn) or all " +
+				"(the whole source conversation is kept in messages for generate --turns all, input_ids is its first turn's prompt, conversation_turns how many turns it asks for)",
+			Action: func(_ *cli.Context, s string) error {
+				if s != turnsLast && s != turnsAll {
+					return cliutil.Usagef("--%s %q: want last or all", flagTurns, s)
+				}
+				cv.shape.turnsAll = s == turnsAll
+				return nil
+			}},
+		&cli.StringFlag{Name: flagMessagesPath, Destination: &cv.shape.messagesPath, Usage: "gjson `PATH` of the messages in records of another shape (role/content or from/value turns); records without it are read as usual"},
+		&cli.StringFlag{Name: flagMaxPromptTokens, EnvVars: cliutil.EnvVars(flagMaxPromptTokens), Action: countAction(flagMaxPromptTokens, &cfg.maxTokens),
+			Usage: "drop (or --truncate) prompts longer than `N` tokens (4k, 32768; default: no limit)"},
+		&cli.StringFlag{Name: flagTruncate, Destination: &cv.truncate,
+			Usage: "cut prompts over --max-prompt-tokens instead of dropping them, keeping the `SIDE`: left (keeps the end) or right (keeps the start)",
+			Action: func(_ *cli.Context, s string) error {
+				if s != "" && s != truncateLeft && s != truncateRight {
+					return cliutil.Usagef("--%s %q: must be left or right", flagTruncate, s)
+				}
+				return nil
+			}},
+		thinking.Flags()[0], thinking.Flags()[1],
+	}
+}
+
+// outputFlags are the options for the records written: their ids, their
+// number and order, and the workers.
+func outputFlags(cfg *config) []cli.Flag {
+	cfg.shuffleMemory = defaultShuffleMemory
+	return []cli.Flag{
+		cliutil.IDPathFlag(),
+		&cli.StringFlag{Name: flagDataset, Destination: &cfg.convert.dataset, Usage: "write `NAME` as dataset on every record (replacing the source's), so that tokstat and estimate --by dataset count it with its dataset wherever it goes; run-dataset.sh gives the dataset's folder name"},
+		&cli.StringFlag{Name: flagIDPrefix, Destination: &cfg.convert.idPrefix, Usage: "`PREFIX` of the ids derived for records that have none"},
+		&cli.StringFlag{Name: flagLimit, Action: countAction(flagLimit, &cfg.limit), Usage: "stop after writing `N` records (with --shuffle: the first N of the shuffled order, a seeded random sample)"},
+		&cli.StringFlag{Name: flagShuffle, EnvVars: cliutil.EnvVars(flagShuffle),
+			Usage: "write the records in the order of SHA-256(\"synthpipe-shuffle\" NUL `SEED` NUL id), the same on every run from any input order, so that a budget downstream keeps a fair sample of every topic (output starts once the input is read)",
+			Action: func(_ *cli.Context, seed string) error {
+				if cfg.shuffle, cfg.shuffleSeed = true, seed; seed == "" {
+					return cliutil.Usagef("--%s needs a SEED (any word or number: 1, 2026-06): the same seed gives the same order", flagShuffle)
+				}
+				return nil
+			}},
+		&cli.StringFlag{Name: flagShuffleMemory, Value: "512Mi", EnvVars: cliutil.EnvVars(flagShuffleMemory),
+			Usage: "with --shuffle: hold at most `SIZE` of records in memory; beyond it, sorted runs go to unlinked files in $TMPDIR (as much disk as the output) and are merged at the end",
+			Action: func(_ *cli.Context, s string) (err error) {
+				if cfg.shuffleMemory, err = cliutil.ParseCount(s); err != nil || cfg.shuffleMemory < 1<<20 {
+					return cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (512Mi, 4Gi)", flagShuffleMemory, s)
+				}
+				return nil
+			}},
+		&cli.IntFlag{Name: flagJobs, Aliases: []string{"j"}, DefaultText: "one per CPU", Destination: &cfg.jobs, Usage: "tokenize with `N` workers (0: one per CPU)",
+			Action: func(_ *cli.Context, n int) error {
+				if n < 0 {
+					return cliutil.Usagef("--%s %d: must be 0 (one per CPU) or more", flagJobs, n)
+				}
+				return nil
+			}},
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	}
 }
 
 // Main runs tokenize-prompts and returns its exit status.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
-	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/shuffle"
@@ -29,7 +28,7 @@ const invalidHint = " (fix or remove that line, or pass --skip-invalid to count 
 // times the tables (about 150 MB for Kimi-K2.5) and collections are rare.
 const gcPercent = 400
 
-func run(c *cli.Context, tf *flaggroup.Template) (err error) {
+func run(c *cli.Context, cfg *config) (err error) {
 	if os.Getenv("GOGC") == "" { // a GOGC the user set wins
 		previous := debug.SetGCPercent(gcPercent)
 		defer debug.SetGCPercent(previous)
@@ -40,8 +39,7 @@ func run(c *cli.Context, tf *flaggroup.Template) (err error) {
 	if err := files.Check(); err != nil {
 		return err
 	}
-	cfg, err := parse(c, tf)
-	if err != nil {
+	if err := cfg.check(c); err != nil {
 		return err
 	}
 	batches := &batcher{}
@@ -56,39 +54,33 @@ func run(c *cli.Context, tf *flaggroup.Template) (err error) {
 		return err
 	}
 	defer in.Close()
-	out := jsonl.NewWriter(c.App.Writer)
+	w := &writer{cfg: cfg, invalid: invalid, out: jsonl.NewWriter(c.App.Writer)}
 	defer func() { // what is done reaches stdout even when we fail
-		if ferr := out.Flush(); err == nil {
+		if ferr := w.out.Flush(); err == nil {
 			err = ferr
 		}
 	}()
-
-	var sum summary
-	var sorter *shuffle.Sorter
 	if cfg.shuffle {
-		sorter = shuffle.New(cfg.shuffleMemory, "")
-		defer sorter.Close()
+		w.sorter = shuffle.New(cfg.shuffleMemory, "")
+		defer w.sorter.Close()
 	}
-	write := func(b *batch, r *converted) error {
-		if err := sum.add(r, b.out, cfg.input.SkipInvalid, invalid); err != nil {
-			return err
-		}
-		if r.line.end == 0 {
-			return nil
-		}
-		line := r.line.of(b.out)
-		if sorter != nil { // written in order once all is read
-			return sorter.Add(shuffle.Key(cfg.shuffleSeed, r.recordID(b.out)), line)
-		}
-		if err := out.Write(line); err != nil {
-			return err
-		}
-		if cfg.limit > 0 && sum.written >= cfg.limit {
-			sum.limitReached = true
-			return errStop
-		}
-		return nil
+	err = tokenizeAll(c.Context, cfg, in, batches, w)
+	if err == errStop {
+		err = nil
 	}
+	invalid.Done()
+	if err == nil && w.sorter != nil {
+		err = writeShuffled(w.sorter, w.out, cfg, &w.sum)
+	}
+	if err == nil && !cfg.quiet {
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", w.sum.String(cfg))
+	}
+	return err
+}
+
+// tokenizeAll reads the records of in in batches, converts them with
+// cfg.jobs workers and hands the results to w in input order.
+func tokenizeAll(ctx context.Context, cfg *config, in *jsonl.Reader, batches *batcher, w *writer) error {
 	p := pipeline[*batch, *batch]{
 		workers: cfg.jobs,
 		produce: func(ctx context.Context, send func(*batch) bool) error {
@@ -111,28 +103,50 @@ func run(c *cli.Context, tf *flaggroup.Template) (err error) {
 		},
 		consume: func(b *batch) error {
 			for i := range b.results {
-				if err := write(b, &b.results[i]); err != nil {
+				if err := w.write(b, &b.results[i]); err != nil {
 					return err
 				}
 			}
-			sum.skippedLines = b.skippedLines
+			w.sum.skippedLines = b.skippedLines
 			b.recycle()
 			return nil
 		},
-		idle: out.Flush,
+		idle: w.out.Flush,
 	}
-	err = p.run(c.Context)
-	if err == errStop {
-		err = nil
+	return p.run(ctx)
+}
+
+// writer writes the converted records and counts them: to stdout as they
+// come, or to the sorter with --shuffle.
+type writer struct {
+	cfg     *config
+	invalid *cliutil.InvalidNamer
+	out     *jsonl.Writer
+	sorter  *shuffle.Sorter // --shuffle: written in order once all is read
+	sum     summary
+}
+
+// write counts r, a result of b, and writes its line; errStop once --limit
+// records are written.
+func (w *writer) write(b *batch, r *converted) error {
+	if err := w.sum.add(r, b.out, w.cfg.input.SkipInvalid, w.invalid); err != nil {
+		return err
 	}
-	invalid.Done()
-	if err == nil && sorter != nil {
-		err = writeShuffled(sorter, out, cfg, &sum)
+	if r.line.end == 0 {
+		return nil
 	}
-	if err == nil && !cfg.quiet {
-		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", sum.String(cfg))
+	line := r.line.of(b.out)
+	if w.sorter != nil {
+		return w.sorter.Add(shuffle.Key(w.cfg.shuffleSeed, r.recordID(b.out)), line)
 	}
-	return err
+	if err := w.out.Write(line); err != nil {
+		return err
+	}
+	if w.cfg.limit > 0 && w.sum.written >= w.cfg.limit {
+		w.sum.limitReached = true
+		return errStop
+	}
+	return nil
 }
 
 // writeShuffled writes the records in --shuffle order, the first --limit
