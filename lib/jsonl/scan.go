@@ -306,7 +306,7 @@ func (s *scanner) intRun() (n int, ok bool) {
 		if blockScan {
 			i, start, run, commas = intBlocks(b, i, start, run, commas)
 		}
-		i, start, run, commas = intWords(b, i, start, run, commas)
+		i, start, _, commas = intWords(b, i, start, run, commas)
 		if start == 0 { // back up to the start of the number the fast path was in
 			for i > first && class[b[i-1]] == clDigit {
 				i--
