@@ -156,12 +156,17 @@ func (b *batchInput) requestParams(body map[string]json.RawMessage) (backend.Par
 		p.StopTokenIDs = bp.StopTokenIDs
 	}
 	if stop := bytes.TrimSpace(bp.Stop); len(stop) > 0 && string(stop) != "null" {
+		// Into a slice of its own: decoded into p.Stop, the array would
+		// overwrite the command line's --stop, which p shares with every
+		// other line.
 		var one string
+		var many []string
 		if json.Unmarshal(stop, &one) == nil {
-			p.Stop = []string{one}
-		} else if err := json.Unmarshal(stop, &p.Stop); err != nil {
+			many = []string{one}
+		} else if err := json.Unmarshal(stop, &many); err != nil {
 			return p, errors.New(`"body" "stop" must be a string or an array of strings`)
 		}
+		p.Stop = many
 	}
 	if b.kind.NeedsModel && b.model == "" && len(body["model"]) == 0 {
 		return p, errors.New(`"body" has no "model" and --model is not set`)

@@ -211,3 +211,29 @@ func testChatModel(t *testing.T) *chat.Model {
 	}
 	return m
 }
+
+// TestBatchBodyLeavesTheCommandLineAlone checks that a line's own sampling
+// fields reach its request only: the next line, without them, is sent with
+// the command line's, as given.
+func TestBatchBodyLeavesTheCommandLineAlone(t *testing.T) {
+	in := &batchInput{kind: backend.OpenAI, model: "m", params: backend.Params{MaxTokens: 8, Stop: []string{"A", "B"}, StopTokenIDs: []int{1, 2}}}
+	own, err := in.parse([]byte(`{"custom_id":"own","url":"/v1/chat/completions","body":{"messages":[],"stop":["X"],"stop_token_ids":[9]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := own.req.Params; strings.Join(p.Stop, ",") != "X" || len(p.StopTokenIDs) != 1 || p.StopTokenIDs[0] != 9 {
+		t.Fatalf("the line's own params: stop %q stop_token_ids %v", p.Stop, p.StopTokenIDs)
+	}
+	next, err := in.parse([]byte(`{"custom_id":"next","url":"/v1/chat/completions","body":{"messages":[]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []backend.Params{next.req.Params, in.params} {
+		if strings.Join(p.Stop, ",") != "A,B" || len(p.StopTokenIDs) != 2 || p.StopTokenIDs[0] != 1 || p.StopTokenIDs[1] != 2 {
+			t.Errorf("the command line's params became stop %q stop_token_ids %v", p.Stop, p.StopTokenIDs)
+		}
+	}
+	if got := gjson.GetBytes(next.params, "stop").Raw; got != `["A","B"]` {
+		t.Errorf("gen.params stop %s", got)
+	}
+}
