@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
-	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
 )
 
@@ -24,14 +23,8 @@ const (
 	flagTargetVocab   = "target-vocab"
 )
 
-// NewApp returns a fresh to-train command.
-func NewApp() *cli.App {
-	tf := new(flaggroup.Template)
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "to-train",
-		Usage:     "turn generated records into training data (SpecForge conversations or token ids with a loss mask)",
-		ArgsUsage: "[FILE...]",
-		Description: `to-train reads generate's output and writes one training sample per record.
+// description is to-train's --help text.
+const description = `to-train reads generate's output and writes one training sample per record.
 
 --format specforge writes {"id", "conversations", "tools"}: the prompt's
 messages followed by the generated answer as the last assistant turn, with its
@@ -120,8 +113,17 @@ whole when the run ends. SpecForge loads a .pt made from it by
   python3 -c 'import json,sys,torch; m=json.load(open(sys.argv[1])); torch.save({"d2t": torch.tensor(m["d2t"]), "t2d": torch.tensor(m["t2d"])}, sys.argv[2])' vocab.json vocab.pt
 
 (a SpecForge draft model reads it with load_vocab_mapping(PATH); the
-training scripts that have --vocab-mapping-path take it there).`,
-		Flags: flags(tf),
+training scripts that have --vocab-mapping-path take it there).`
+
+// NewApp returns a fresh to-train command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "to-train",
+		Usage:       "turn generated records into training data (SpecForge conversations or token ids with a loss mask)",
+		ArgsUsage:   "[FILE...]",
+		Description: description,
+		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: "NO_COLOR", Meaning: "when set and not empty, --show marks trained spans with [[ ]] instead of colours"},
 			{Name: "TERM", Meaning: "when \"dumb\", --show marks trained spans with [[ ]] instead of colours"},
@@ -135,42 +137,55 @@ training scripts that have --vocab-mapping-path take it there).`,
 			{Comment: "token ids and a 32k-token draft vocabulary chosen from their answers", Command: "to-train --format tokens --tokenizer ./Kimi-K2.5 --template-arg thinking=true --draft-vocab 32000 --draft-vocab-out vocab.json out.jsonl > train-tokens.jsonl"},
 		},
 		SeeAlso: []string{"generate(1)", "tokenize-prompts(1)", "tokstat(1)", "synthpipe-records(7)"},
-		Action:  func(c *cli.Context) error { return run(c, tf) },
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 		// At the end of a pipeline: on Ctrl-C it writes what the stages before
 		// it still send (generate drains its answers in flight).
 		FinishPipedInput: true,
 	})
 }
 
-// flags lists to-train's options.
-func flags(tf *flaggroup.Template) []cli.Flag {
+// flags lists to-train's options, each bound to its field of cfg and
+// checked where it is declared; what depends on several flags is checked
+// by cfg.check.
+func flags(cfg *config) []cli.Flag {
 	all := []cli.Flag{
-		&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: "specforge", Usage: "output `FORMAT`: specforge, tokens or turns"},
+		&cli.StringFlag{Name: flagFormat, Aliases: []string{"f"}, Value: formatSpecForge, Destination: &cfg.format, Usage: "output `FORMAT`: specforge, tokens or turns",
+			Action: func(_ *cli.Context, f string) error { return checkFormat(f) }},
 	}
-	all = append(all, flaggroup.TemplateFlags(tf, "for --format tokens and turns on records without token ids, --show and --draft-vocab's target size")...)
-	return append(all,
-		&cli.BoolFlag{Name: flagKeepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
-		&cli.BoolFlag{Name: flagStrict, Usage: "drop the records with soft failures (reasoning markers in the content, empty reasoning where thinking was on, a tool call that does not parse, no end token, a loop to max_tokens, an empty answer: the rules of tokstat(1)); without it they are kept and counted in a warning"},
-		&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Usage: "write to `FILE` instead of stdout"},
-		&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)"},
-		&cli.IntFlag{Name: flagDraftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},
-		&cli.StringFlag{Name: flagDraftVocabOut, Usage: "write the --draft-vocab mapping to `FILE` as JSON (draft_vocab_size, target_vocab_size, d2t, t2d, counts), once the run succeeds"},
-		&cli.IntFlag{Name: flagTargetVocab, Usage: "the target model's vocabulary size `N` for --draft-vocab (default: vocab_size in --tokenizer DIR's config.json)"},
+	all = append(all, flaggroup.TemplateFlags(&cfg.template, "for --format tokens and turns on records without token ids, --show and --draft-vocab's target size")...)
+	all = append(all, sampleFlags(cfg)...)
+	return append(all, outputFlags(cfg)...)
+}
+
+// sampleFlags are the options for which records become samples.
+func sampleFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: flagKeepTruncated, Destination: &cfg.keepTruncated, Usage: "keep answers cut at the token limit (finish_reason length)"},
+		&cli.BoolFlag{Name: flagStrict, Destination: &cfg.strict, Usage: "drop the records with soft failures (reasoning markers in the content, empty reasoning where thinking was on, a tool call that does not parse, no end token, a loop to max_tokens, an empty answer: the rules of tokstat(1)); without it they are kept and counted in a warning"},
+	}
+}
+
+// outputFlags are the options for where the samples go: a file, the
+// viewer, and the draft vocabulary counted from them.
+func outputFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagOutput, Aliases: []string{"o"}, Destination: &cfg.output, Usage: "write to `FILE` instead of stdout"},
+		&cli.StringSliceFlag{Name: flagShow, Usage: "print the first `N` samples, or the samples of these ids (repeatable), with the trained spans marked, instead of writing them (needs --tokenizer)",
+			Action: func(_ *cli.Context, values []string) (err error) {
+				cfg.show, err = parseShow(values)
+				return err
+			}},
+		&cli.IntFlag{Name: flagDraftVocab, Destination: &cfg.draftVocab, Usage: "count the loss-masked tokens written and choose an EAGLE-3 draft vocabulary of `N` tokens, as SpecForge does (needs --format tokens and --draft-vocab-out)"},
+		&cli.StringFlag{Name: flagDraftVocabOut, Destination: &cfg.draftVocabOut, Usage: "write the --draft-vocab mapping to `FILE` as JSON (draft_vocab_size, target_vocab_size, d2t, t2d, counts), once the run succeeds"},
+		&cli.IntFlag{Name: flagTargetVocab, Destination: &cfg.targetVocab, Usage: "the target model's vocabulary size `N` for --draft-vocab (default: vocab_size in --tokenizer DIR's config.json)"},
 		cliutil.IDPathFlag(),
 		cliutil.QuietFlag(),
 		cliutil.MaxLineFlag(),
 		cliutil.SkipInvalidFlag(),
-	)
+	}
 }
 
 // Main runs to-train and returns its exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cliutil.Main(NewApp(), args, stdin, stdout, stderr)
-}
-
-func checkFormat(f string) error {
-	if f != formatSpecForge && f != formatTokens && f != formatTurns {
-		return exitcode.Usagef("--format %q: want specforge, tokens or turns", f)
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
@@ -23,6 +24,14 @@ const (
 	// and the exact answer, the loss on the answer (speculators' layout).
 	formatTurns = "turns"
 )
+
+// checkFormat checks --format.
+func checkFormat(f string) error {
+	if f != formatSpecForge && f != formatTokens && f != formatTurns {
+		return cliutil.Usagef("--format %q: want specforge, tokens or turns", f)
+	}
+	return nil
+}
 
 // errNoAnswer marks a record with nothing generated: no text, no tool call,
 // no output ids.

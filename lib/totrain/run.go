@@ -12,8 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
-	"github.com/synthpipe/synthpipe/lib/draftvocab"
-	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/softfail"
@@ -29,143 +27,89 @@ type tally struct {
 	strict      bool
 }
 
-func run(c *cli.Context, tf *flaggroup.Template) (err error) {
-	conv, err := newConverter(c, tf)
-	if err != nil {
-		return err
-	}
-	var show *showFilter
-	if c.IsSet(flagShow) {
-		if show, err = checkShow(c, conv); err != nil {
-			return err
-		}
-	}
-	vocab, err := parseVocabJob(c, conv.format, show != nil)
-	if err != nil {
-		return err
-	}
-	if vocab != nil {
-		conv.vocab = draftvocab.NewCounter()
-	}
-	opt, err := cliutil.InputOptions(c)
-	if err != nil {
-		return err
-	}
-	var files jsonl.Files
-	files.Inputs(c.App.Reader, c.Args().Slice())
-	if c.String(flagOutput) == "" {
-		files.Stdout(c.App.Writer)
-	}
-	files.Output("-o", c.String(flagOutput), false)
-	if vocab != nil {
-		files.Output("--"+flagDraftVocabOut, vocab.out, false)
-	}
-	if err := files.Check(); err != nil {
+func run(c *cli.Context, cfg *config) (err error) {
+	if err := cfg.check(c); err != nil {
 		return err
 	}
 	// Every input is checked before -o is created: a missing one must not
 	// cost the file an earlier run wrote there.
-	if in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt); err != nil {
+	if in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), cfg.input); err != nil {
 		return err
 	} else {
 		in.Close()
 	}
-	var out sampleWriter
-	var viewer *showWriter
-	if show != nil {
-		viewer = newShowWriter(conv, show, c.App.Writer, cliutil.Streams(c).IsStdoutTTY())
-		out = viewer
-		defer func() {
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
-		}()
-	} else {
-		var finishOutput func(error) error
-		if out, finishOutput, err = openSamples(c.String(flagOutput), conv.format, c.App.Writer, cliutil.Warner(c)); err != nil {
-			return err
-		}
-		defer func() {
-			err = finishOutput(err)
-		}()
+	out, finishOutput, err := cfg.openOutput(c)
+	if err != nil {
+		return err
 	}
+	defer func() {
+		err = finishOutput(err)
+	}()
+	opt := cfg.input
 	opt.BeforeRead = out.Flush
 	in, err := jsonl.Open(c.App.Reader, c.Args().Slice(), opt)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	conv.strict = c.Bool(flagStrict)
-	t, err := convertAll(in, conv, out, c.Bool(flagKeepTruncated))
+	t, err := convertAll(in, cfg.conv, out)
 	if err != nil {
 		return err
 	}
-	if viewer != nil { // the samples before the summary, on a terminal showing both
+	return cfg.finish(c, t, out)
+}
+
+// openOutput opens where the samples go: the viewer of --show, or the
+// output file (stdout without -o). finish ends it, given the run's error,
+// and returns the run's error or its own.
+func (cfg *config) openOutput(c *cli.Context) (out sampleWriter, finish func(error) error, err error) {
+	if cfg.show == nil {
+		return openSamples(cfg.output, cfg.format, c.App.Writer, cliutil.Warner(c))
+	}
+	viewer := newShowWriter(cfg.conv, cfg.show, c.App.Writer, cliutil.Streams(c).IsStdoutTTY())
+	return viewer, func(err error) error {
+		if ferr := viewer.Flush(); err == nil {
+			err = ferr
+		}
+		return err
+	}, nil
+}
+
+// finish ends a run that converted every record: the samples shown go out
+// before the summary (on a terminal showing both), the draft vocabulary is
+// written, and the summary goes to stderr unless -q.
+func (cfg *config) finish(c *cli.Context, t tally, out sampleWriter) (err error) {
+	viewer, _ := out.(*showWriter)
+	if viewer != nil {
 		if err := viewer.Flush(); err != nil {
 			return err
 		}
 	}
 	var vocabNote string
-	if vocab != nil {
-		if vocabNote, err = vocab.write(conv.vocab); err != nil {
+	if cfg.vocab != nil {
+		if vocabNote, err = cfg.vocab.write(cfg.conv.vocab); err != nil {
 			return err
 		}
 	}
-	if !c.Bool(cliutil.FlagQuiet) {
-		if viewer != nil {
-			cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", showSummary(viewer.shown, show))
-			return nil
-		}
-		t.note(c.App.ErrWriter, c.App.Name, conv.format)
-		if vocabNote != "" {
-			cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", vocabNote)
-		}
+	if cfg.quiet {
+		return nil
+	}
+	if viewer != nil {
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", showSummary(viewer.shown, cfg.show))
+		return nil
+	}
+	t.note(c.App.ErrWriter, c.App.Name, cfg.format)
+	if vocabNote != "" {
+		cliutil.Notef(c.App.ErrWriter, c.App.Name, "%s", vocabNote)
 	}
 	return nil
 }
 
-// newConverter builds the converter that the flags ask for, loading the
-// tokenizer and chat template when --tokenizer is given.
-func newConverter(c *cli.Context, tf *flaggroup.Template) (*converter, error) {
-	conv := &converter{format: c.String(flagFormat), idPath: c.String(cliutil.FlagIDPath), templateArgs: tf.Args}
-	if err := checkFormat(conv.format); err != nil {
-		return nil, err
-	}
-	if tf.Tokenizer != "" {
-		var err error
-		if conv.model, err = tf.Load(); err != nil {
-			return nil, err
-		}
-	}
-	return conv, nil
-}
-
-// checkShow reads --show and checks what it needs: the tokenizer, to turn
-// ids into text and to render conversations, and no -o, since it writes
-// for a person, not a trainer.
-func checkShow(c *cli.Context, conv *converter) (*showFilter, error) {
-	show, err := parseShow(c.StringSlice(flagShow))
-	if err != nil {
-		return nil, err
-	}
-	if conv.model == nil {
-		return nil, cliutil.Usagef("--show needs --tokenizer DIR (the model's folder, or builtin:kimi-k2.5): the text of the tokens and the chat template come from it")
-	}
-	if conv.format == formatSpecForge && conv.model.Template == nil {
-		return nil, cliutil.Usagef("--show with --format specforge renders conversations with the chat template: not with --template none")
-	}
-	if c.String(flagOutput) != "" {
-		return nil, cliutil.Usagef("--show prints samples for reading on stdout; it writes no training data, so -o does not go with it")
-	}
-	return show, nil
-}
-
 // convertAll converts every record read into a sample for out, and counts
 // what became of them.
-func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncated bool) (tally, error) {
+func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter) (tally, error) {
 	scan := record.NewScanner(conv.idPath, true, "")
 	t := tally{soft: map[string]int64{}, strict: conv.strict}
-	conv.keepTruncated = keepTruncated
 	for in.Next() {
 		info, err := scan.Scan(in.Bytes())
 		if err != nil {
@@ -178,7 +122,7 @@ func convertAll(in *jsonl.Reader, conv *converter, out sampleWriter, keepTruncat
 		case info.HasError:
 			t.errors++
 			continue
-		case info.Truncated() && !keepTruncated && info.Conversation == nil:
+		case info.Truncated() && !conv.keepTruncated && info.Conversation == nil:
 			// A conversation keeps its turns before the cut one.
 			t.truncated++
 			continue

@@ -15,7 +15,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/draftvocab"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
-	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -25,26 +24,26 @@ type vocabJob struct {
 	out           string
 }
 
-// parseVocabJob checks --draft-vocab, --draft-vocab-out and --target-vocab;
-// nil when no draft vocabulary is asked for.
-func parseVocabJob(c *cli.Context, format string, show bool) (*vocabJob, error) {
-	n, out := c.Int(flagDraftVocab), c.String(flagDraftVocabOut)
+// vocabJob checks --draft-vocab, --draft-vocab-out and --target-vocab
+// against the other flags; nil when no draft vocabulary is asked for.
+func (cfg *config) vocabJob(c *cli.Context) (*vocabJob, error) {
+	n, out := cfg.draftVocab, cfg.draftVocabOut
 	switch {
 	case !c.IsSet(flagDraftVocab) && out == "":
 		return nil, nil
-	case show:
+	case cfg.show != nil:
 		return nil, cliutil.Usagef("--show prints samples for reading; it writes no training data to choose a --%s from", flagDraftVocab)
 	case n <= 0:
 		return nil, cliutil.Usagef("--%s %d: give the draft's vocabulary size, e.g. 32000 (its config's draft_vocab_size)", flagDraftVocab, n)
 	case out == "":
 		return nil, cliutil.Usagef("--%s needs --%s FILE: where the mapping is written", flagDraftVocab, flagDraftVocabOut)
-	case format != formatTokens:
+	case cfg.format != formatTokens:
 		return nil, cliutil.Usagef("--%s counts the loss-masked tokens of --format tokens: give --format tokens", flagDraftVocab)
 	}
-	target := c.Int(flagTargetVocab)
+	target := cfg.targetVocab
 	if !c.IsSet(flagTargetVocab) {
 		var err error
-		if target, err = configVocabSize(c.String(flaggroup.FlagTokenizer)); err != nil {
+		if target, err = configVocabSize(cfg.template.Tokenizer); err != nil {
 			return nil, err
 		}
 	}
