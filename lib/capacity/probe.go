@@ -37,21 +37,21 @@ import (
 //   - a run that holds nearly all the server's requests (probeAloneShare
 //     of fits / (1 - share), what the server holds with its batch full) is
 //     alone: the queue is its own margin, and it keeps what a run alone
-//     keeps, the ceiling, unless the queue is twice probeOver (a client
+//     keeps, the ceiling, unless the queue is twice ProbeOver (a client
 //     that does not take part);
-//   - queued share over probeOver: the server holds more than one run
+//   - queued share over ProbeOver: the server holds more than one run
 //     alone would; cut the limit so that, every run doing the same, the
-//     queued share comes down to probeTarget: limit x (1 - share) /
-//     (1 - probeTarget), at most to a quarter at once, from the requests in
+//     queued share comes down to ProbeTarget: limit x (1 - share) /
+//     (1 - ProbeTarget), at most to a quarter at once, from the requests in
 //     flight if more (a cut not yet in effect is not cut again);
-//   - under probeUnder, with the limit in use, the server may have room:
+//   - under ProbeUnder, with the limit in use, the server may have room:
 //     until the first cut the run doubles, once an answer's latency (it
 //     starts at an eighth of the ceiling, as with /metrics, and waits for
 //     its first answers: requests added now fill the cache as their answers
 //     grow, and the queue they make shows about a latency later); after it,
 //     one request more every half latency;
 //   - in between, with the limit in use, half a request more every latency:
-//     the runs together reach probeOver again and cut, every one in
+//     the runs together reach ProbeOver again and cut, every one in
 //     proportion to what it holds. Proportional cuts and equal steps make
 //     the shares converge, as TCP's do;
 //   - never above the ceiling.
@@ -67,16 +67,19 @@ import (
 // server whose batch is not limited by its KV cache makes the alone test
 // (which trusts the sizing's fits) less sure. Each probe costs one prompt
 // token and one generated token.
+//
+// The figures generate's help states are exported; the rest are the rule's own.
 const (
-	probeOver       = 0.10 // queued share that cuts (one run alone: about 0.09)
-	probeTarget     = 0.02 // queued share a cut aims at
-	probeUnder      = 0.01 // queued share under which the server may have room
-	probeDeepest    = 0.25 // the deepest cut at once
-	probeReadings   = 3    // probes at least behind a change
-	probeAloneShare = 0.9  // of the server's requests: a run that holds more is alone
-	probeMaxEvery   = 5 * time.Second
-	probeLatN       = 64 // answers whose mean latency is L
-	probeFailed     = 5  // probes failed in a row before the run stops sharing
+	ProbeOver        = 0.10 // queued share that cuts (one run alone: about 0.09)
+	ProbeTarget      = 0.02 // queued share a cut aims at
+	ProbeUnder       = 0.01 // queued share under which the server may have room
+	ProbeDeepest     = 0.25 // the deepest cut at once
+	ProbesPerLatency = 4    // probes sent per answer latency
+	probeReadings    = 3    // probes at least behind a change
+	probeAloneShare  = 0.9  // of the server's requests: a run that holds more is alone
+	probeMaxEvery    = 5 * time.Second
+	probeLatN        = 64 // answers whose mean latency is L
+	probeFailed      = 5  // probes failed in a row before the run stops sharing
 	// A probe is answered within probeSteps decode steps when it does not
 	// wait: the end of the step under way, its prefill, which makes its
 	// token, and a step of slack. A step's time is learnt from answers of
@@ -230,11 +233,11 @@ func (k *KVSizer) Probed(sent, now time.Time, held int) {
 	// it keeps what a run alone keeps.
 	alone := k.fits > 0 && from >= probeAloneShare*k.fits/(1-queued)
 	switch {
-	case alone && queued <= probeOver*2:
+	case alone && queued <= ProbeOver*2:
 		s.limit, s.starting = ceiling, false
-	case queued > probeOver:
+	case queued > ProbeOver:
 		s.starting, p.cut = false, true
-		target := max(s.limit, from) * max(probeDeepest, (1-queued)/(1-probeTarget))
+		target := max(s.limit, from) * max(ProbeDeepest, (1-queued)/(1-ProbeTarget))
 		if target >= s.limit {
 			return
 		}
@@ -243,12 +246,12 @@ func (k *KVSizer) Probed(sent, now time.Time, held int) {
 	case !used:
 		// The limit is not what holds this run back.
 		return
-	case queued < probeUnder && !p.cut:
+	case queued < ProbeUnder && !p.cut:
 		if now.Sub(p.changed) < mean {
 			return // the last doubling has yet to show in the queue
 		}
 		s.limit = min(ceiling, 2*s.limit)
-	case queued < probeUnder:
+	case queued < ProbeUnder:
 		// Room, it seems: a request every half answer's latency.
 		s.limit += 2 * shareStep
 	case now.Sub(p.changed) < mean:
@@ -276,7 +279,7 @@ func (p *probeShare) everyLocked() time.Duration {
 	if len(p.lat) == 0 {
 		return ShareInterval
 	}
-	return min(probeMaxEvery, max(ShareStartInterval, p.meanLatency()/4))
+	return min(probeMaxEvery, max(ShareStartInterval, p.meanLatency()/ProbesPerLatency))
 }
 
 // Probing reports whether k shares its server by probes.

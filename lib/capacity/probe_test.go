@@ -94,8 +94,8 @@ func TestProbeCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 		k.Probed(probeClock.Add(-probeBase-probeAnswer/2), probeClock, 53)
 	}
 	cut := k.Limit()
-	if aim := probeTarget; cut >= 53 || cut < int(53*0.5/(1-aim)) {
-		t.Fatalf("half the requests queued: limit %d, want under 53 and at least 53 x (1 - 50%%) / (1 - %.0f%%)", cut, probeTarget*100)
+	if aim := ProbeTarget; cut >= 53 || cut < int(53*0.5/(1-aim)) {
+		t.Fatalf("half the requests queued: limit %d, want under 53 and at least 53 x (1 - 50%%) / (1 - %.0f%%)", cut, ProbeTarget*100)
 	}
 	// Probes sent before the cut and answered after it measured the queue
 	// the cut is for: however long they waited, they must not cut again.

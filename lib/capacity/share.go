@@ -31,8 +31,8 @@ import (
 //     measure as well: each run's ceiling is its own estimate from its own
 //     answers, and early on (short answers finish first) some estimate
 //     high; the sum would settle at the highest. The queue is the same for
-//     every run: over shareQueueOver of the total queued, each run cuts in
-//     proportion so that the total is what runs plus shareQueueTarget
+//     every run: over ShareQueueOver of the total queued, each run cuts in
+//     proportion so that the total is what runs plus ShareQueueTarget
 //     (fewer queued than one run alone keeps as its margin); a run alone
 //     keeps its margin, as before;
 //   - at or under it, each run whose limit is used grows by its share
@@ -52,13 +52,16 @@ import (
 // queued counts) is sized as if no other run used it (a run alone keeps its
 // size from the start), or, with --shared, shared by probes of its queue
 // (probe.go).
+//
+// ShareInterval and ShareStartInterval pace the readings; the other figures
+// are the rule's, exported for generate's help, which states them.
 const (
 	ShareInterval      = 500 * time.Millisecond
 	ShareStartInterval = 100 * time.Millisecond
-	shareStart         = 1.0 / 8 // of the ceiling
+	ShareStart         = 1.0 / 8 // of the ceiling
 	shareStep          = 0.5     // requests added per reading
-	shareQueueOver     = 0.05    // queued share that cuts, beside others
-	shareQueueTarget   = 0.01    // queued share such a cut aims at
+	ShareQueueOver     = 0.05    // queued share that cuts, beside others
+	ShareQueueTarget   = 0.01    // queued share such a cut aims at
 )
 
 // Load is what a server says of its requests.
@@ -77,7 +80,7 @@ type serverShare struct {
 }
 
 func (s *serverShare) begin(ceiling float64) {
-	s.limit = max(1, math.Ceil(ceiling*shareStart))
+	s.limit = max(1, math.Ceil(ceiling*ShareStart))
 	s.starting = true
 	s.why = fmt.Sprintf("started at %.0f", s.limit)
 }
@@ -125,8 +128,8 @@ func (k *KVSizer) Observe(load Load, mine int) (firstOthers bool) {
 	queued, goal := 0.0, ceiling
 	if !alone {
 		queued = load.Queued / total
-		if queued > shareQueueOver {
-			goal = min(goal, load.Running/(1-shareQueueTarget))
+		if queued > ShareQueueOver {
+			goal = min(goal, load.Running/(1-ShareQueueTarget))
 		}
 	}
 	switch {
@@ -151,7 +154,7 @@ func (k *KVSizer) Observe(load Load, mine int) (firstOthers bool) {
 			// floor, and the shares would drift apart.
 			free *= max(held, s.limit) / total
 		}
-		if queued > shareQueueTarget {
+		if queued > ShareQueueTarget {
 			// Beside others, a queue is no room: only the equal step,
 			// which brings the shares together.
 			free = 0

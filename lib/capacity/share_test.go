@@ -59,7 +59,7 @@ func TestShareCutIsNotRepeatedOnAStaleReading(t *testing.T) {
 	readings([]*KVSizer{k}, 3, 0)
 	// Others came: the server holds 106 of which this run 53, and runs
 	// 48: together the runs should hold 48 and 1% queued.
-	goal := 48 / (1 - shareQueueTarget)
+	goal := 48 / (1 - ShareQueueTarget)
 	want := int(53 * goal / 106)
 	k.Observe(Load{Running: 48, Queued: 58}, 53)
 	if got := k.Limit(); got != want || want != 24 {

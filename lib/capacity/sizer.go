@@ -64,21 +64,21 @@ func (k *KVSizer) Decoding(held int) float64 {
 	return min(float64(held), k.fits)
 }
 
-// reportChange is how far the target must move from the one last said
+// ReportChange is how far the target must move from the one last said
 // for the log to say it again: the estimate is re-made every second, and
 // a tenth is what it wanders by while answers come in; the log would
 // narrate every wave.
-const reportChange = 0.25
+const ReportChange = 0.25
 
 // Report is the target explained for the log when it moved by more than
-// reportChange since the last one reported, else "". The last one
+// ReportChange since the last one reported, else "". The last one
 // reported, not the last one computed: an estimate that wavers around a
 // value, as it does while few answers are in, is said once, not at every
 // wave, and one that drifts is said at each quarter, not at each step.
 func (k *KVSizer) Report() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= reportChange*float64(k.reported) {
+	if k.reported > 0 && math.Abs(float64(k.cur-k.reported)) <= ReportChange*float64(k.reported) {
 		return ""
 	}
 	k.reported = k.cur

@@ -218,3 +218,7 @@ func checkKey(key, source string) error {
 	}
 	return cliutil.Usagef("%s holds %s: it must hold the API key alone", source, what)
 }
+
+// defaultMinRoom is --min-room: SGLang refuses a prompt as long as the
+// context, so a prompt must leave room for at least one answer token.
+const defaultMinRoom = 1

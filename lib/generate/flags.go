@@ -67,7 +67,7 @@ func flags(cfg *config) []cli.Flag {
 		&cli.IntFlag{Name: flagContextLength, DefaultText: "the servers'", EnvVars: cliutil.EnvVars(flagContextLength), Destination: &cfg.contextLength,
 			Usage:  "the model's context length in `TOKENS`: each request's max tokens is capped at it minus the prompt (not given: the smallest the servers report, SGLang's /server_info or the model list's context_length; with --concurrency N an OpenAI-compatible server's list is not read)",
 			Action: check(flagContextLength, func(n int) bool { return n < 0 || n == 1 }, "want 2 or more tokens (0: the servers')")},
-		&cli.IntFlag{Name: flagMinRoom, Value: 1, EnvVars: cliutil.EnvVars(flagMinRoom), Destination: &cfg.minRoom,
+		&cli.IntFlag{Name: flagMinRoom, Value: defaultMinRoom, EnvVars: cliutil.EnvVars(flagMinRoom), Destination: &cfg.minRoom,
 			Usage:  "a prompt that leaves fewer than `N` tokens of the context length for its answer is not sent: it goes to --errors as context_overflow",
 			Action: check(flagMinRoom, func(n int) bool { return n < 1 }, "want at least 1 token")},
 		&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: cliutil.EnvVars(flagSamples), Destination: &cfg.samples,

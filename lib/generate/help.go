@@ -2,6 +2,7 @@ package generate
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"text/template"
@@ -12,31 +13,73 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/runview"
 )
 
 // helpConstants are the tuning constants the description states, formatted
 // from the code that applies them, so that the help cannot drift from it.
 type helpConstants struct {
-	QueueMargin, ShareInterval, MaxRetryWait, IdleTimeout, MaxAnswer string
-	MetricsEvery, KVFull, LimitFor                                   string
-	AIMDStart, ETASamples, LimitPolls                                int
+	QueueMargin, AloneQueued, ShareInterval, MaxRetryWait, IdleTimeout, MaxAnswer string
+	MetricsEvery, KVFull, LimitFor, LiveRedraw                                    string
+	ShareStart, ShareQueueOver, ShareQueueTarget, ReportChange                    string
+	ProbeEvery, ProbeOver, ProbeTarget, ProbeUnder, ProbeDeepest                  string
+	AIMDStart, ETASamples, LimitPolls, MinRoom                                    int
 }
 
 // helpValues formats the constants for the description.
 func helpValues() helpConstants {
 	return helpConstants{
-		QueueMargin:   percent(capacity.QueueMargin),
-		ShareInterval: seconds(capacity.ShareInterval),
-		MaxRetryWait:  seconds(defaultMaxRetryWait),
-		IdleTimeout:   seconds(defaultIdleTimeout),
-		MaxAnswer:     fmt.Sprintf("%d MiB", backend.DefaultMaxResponseBytes>>20),
-		MetricsEvery:  seconds(engine.DefaultMetricsEvery),
-		KVFull:        percent(engine.DefaultKVFull),
-		LimitFor:      seconds(engine.DefaultLimitFor),
-		AIMDStart:     capacity.AIMDStart,
-		ETASamples:    engine.MinETASamples,
-		LimitPolls:    engine.DefaultLimitPolls,
+		QueueMargin: percent(capacity.QueueMargin),
+		// A run alone sends its margin beyond what the server runs: that
+		// share of all it holds is queued.
+		AloneQueued:      fmt.Sprintf("%.0f%%", 100*capacity.QueueMargin/(1+capacity.QueueMargin)),
+		ShareInterval:    seconds(capacity.ShareInterval),
+		MaxRetryWait:     seconds(defaultMaxRetryWait),
+		IdleTimeout:      seconds(defaultIdleTimeout),
+		MaxAnswer:        fmt.Sprintf("%d MiB", backend.DefaultMaxResponseBytes>>20),
+		MetricsEvery:     seconds(engine.DefaultMetricsEvery),
+		KVFull:           percent(engine.DefaultKVFull),
+		LimitFor:         seconds(engine.DefaultLimitFor),
+		LiveRedraw:       every(runview.LiveRedraw),
+		ShareStart:       portion(capacity.ShareStart),
+		ShareQueueOver:   percent(capacity.ShareQueueOver),
+		ShareQueueTarget: percent(capacity.ShareQueueTarget),
+		ReportChange:     portion(capacity.ReportChange),
+		ProbeEvery:       fractionNames[capacity.ProbesPerLatency],
+		ProbeOver:        percent(capacity.ProbeOver),
+		ProbeTarget:      percent(capacity.ProbeTarget),
+		ProbeUnder:       percent(capacity.ProbeUnder),
+		ProbeDeepest:     portion(capacity.ProbeDeepest),
+		AIMDStart:        capacity.AIMDStart,
+		ETASamples:       engine.MinETASamples,
+		LimitPolls:       engine.DefaultLimitPolls,
+		MinRoom:          defaultMinRoom,
 	}
+}
+
+// fractionNames are the fractions 1/n the help writes in words.
+var fractionNames = map[int]string{2: "half", 3: "third", 4: "quarter", 5: "fifth", 8: "eighth", 10: "tenth"}
+
+// portion is a share as the help writes it: 1/8 is "an eighth", 0.25 "a
+// quarter"; a share that is no such fraction is a percentage.
+func portion(share float64) string {
+	n := int(math.Round(1 / share))
+	name, ok := fractionNames[n]
+	if !ok || math.Abs(share*float64(n)-1) > 1e-9 {
+		return percent(share)
+	}
+	if strings.ContainsRune("aeiou", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
+}
+
+// every is a period as "every ..." reads: a second is "second".
+func every(d time.Duration) string {
+	if d == time.Second {
+		return "second"
+	}
+	return seconds(d)
 }
 
 // percent is a share as the help writes it: 0.1 is "10%".
@@ -140,7 +183,7 @@ given the mean prompt length and the tokens a running answer holds on
 average (E[L^2]/2E[L] for answer lengths L, learned as answers arrive,
 counting the ones still running, and starting from --max-tokens/2), plus
 {{.QueueMargin}} so that the server never idles between requests; it logs the first
-choice on stderr, and a later one when it moved by more than a quarter.
+choice on stderr, and a later one when it moved by more than {{.ReportChange}}.
 
 Several runs, one server. Runs started at once against one SGLang server
 (scripts/fanout.sh datasets, or runs on other machines) share it without
@@ -148,13 +191,13 @@ knowing of each other: each run reads the requests the server holds
 (running + queued), from its /metrics (with --enable-metrics) or else from
 the /v1/loads or /get_load report SGLang serves whatever its flags, every
 {{.ShareInterval}} and keeps the sum near what one run alone would keep in flight (the
-size above), as TCP shares a link: a run starts at an eighth of that size
+size above), as TCP shares a link: a run starts at {{.ShareStart}} of that size
 and doubles while the server has room; when the server holds more, every
 run cuts its limit in proportion (limit x size / held), so together they
-come down to it at once; beside other runs, a queue over 5% of what the
-server holds cuts too, to what it runs plus 1% (each run's size is its own
+come down to it at once; beside other runs, a queue over {{.ShareQueueOver}} of what the
+server holds cuts too, to what it runs plus {{.ShareQueueTarget}} (each run's size is its own
 estimate, and early ones are high: the queue is the same for all), and
-while more than 1% is queued, the runs grow by the half-request step
+while more than {{.ShareQueueTarget}} is queued, the runs grow by the half-request step
 alone; when it holds less, every run grows by its share of the room plus
 half a request per reading, and these equal steps bring the runs to equal
 shares over time. A run says it shares the server once, when a reading
@@ -170,15 +213,15 @@ A server that reports none of these (the oldest SGLang releases, or a
 proxy in front of a server that passes on only its requests) is sized as
 if it were the run's own, and the run says so: alone, it is right from the
 start. With --shared (scripts/fanout.sh sets it) each run measures such a
-server's queue itself instead: every quarter of an answer's latency it
+server's queue itself instead: every {{.ProbeEvery}} of an answer's latency it
 sends a probe, a one-token prompt asking for one token, which waits in the
 queue behind everything sent before it. By Little's law the probe's wait
 over an answer's latency is the share of the server's requests that are
-queued; one run alone keeps about 9% queued (its {{.QueueMargin}} margin). Over half a
+queued; one run alone keeps about {{.AloneQueued}} queued (its {{.QueueMargin}} margin). Over half a
 latency of probes: a run that holds nearly everything the server holds is
-alone and keeps its full size; over 10% queued, every run cuts its limit
-in proportion, to bring the queue to 2% (at most to a quarter at once);
-under 1%, a run doubles (from an eighth, once a latency, until its first
+alone and keeps its full size; over {{.ProbeOver}} queued, every run cuts its limit
+in proportion, to bring the queue to {{.ProbeTarget}} (at most to {{.ProbeDeepest}} at once);
+under {{.ProbeUnder}}, a run doubles (from {{.ShareStart}}, once a latency, until its first
 cut), else grows by a request every half latency; in between by half a
 request a latency. Limits: it assumes the server serves in arrival order
 (SGLang's fcfs); it reacts an answer's latency late, so runs started
@@ -202,7 +245,7 @@ context_length or vLLM's max_model_len, and OpenRouter's
 top_provider.max_completion_tokens, which caps every answer; with
 --concurrency N the list is not read). The capped value is the record's
 gen.params.max_tokens and what a budget reserves. A prompt that leaves fewer
-than --min-room tokens (default 1: SGLang refuses a prompt as long as the
+than --min-room tokens (default {{.MinRoom}}: SGLang refuses a prompt as long as the
 context) is not sent: it goes to --errors with kind context_overflow and the
 closing summary counts it ("2 errors (2 context overflow; in errors.jsonl)").
 Only an exact prompt size is capped on: token ids, or the record's
@@ -297,7 +340,7 @@ answer itself (its ids, the --tokenizer's, else its bytes up to
 max_tokens), named once on stderr and totalled at the end.
 
 Progress and stopping. Progress goes to stderr: on a terminal a bar redrawn
-in place every second on the last line, log lines printed above it (done/total
+in place every {{.LiveRedraw}} on the last line, log lines printed above it (done/total
 rounded down, ok, errors, truncated, rates, requests in flight, ETA; the bar
 a fifth of the terminal's width), else (not a terminal, or TERM=dumb) a plain
 line every --progress-interval. "in flight (limit: budget)" names what held

@@ -25,10 +25,32 @@ func TestHelpNamesConstants(t *testing.T) {
 		fmt.Sprintf("until %d answers are in", engine.MinETASamples),
 		fmt.Sprintf("/metrics every %gs and shows them", engine.DefaultMetricsEvery.Seconds()),
 		fmt.Sprintf("stays %.0f%% full with requests waiting in its queue for %d readings and %gs", 100*engine.DefaultKVFull, engine.DefaultLimitPolls, engine.DefaultLimitFor.Seconds()),
+		fmt.Sprintf("beside other runs, a queue over %.0f%% of what the server holds cuts too, to what it runs plus %.0f%%", 100*capacity.ShareQueueOver, 100*capacity.ShareQueueTarget),
+		fmt.Sprintf("while more than %.0f%% is queued", 100*capacity.ShareQueueTarget),
+		fmt.Sprintf("over %.0f%% queued, every run cuts its limit in proportion, to bring the queue to %.0f%%", 100*capacity.ProbeOver, 100*capacity.ProbeTarget),
+		fmt.Sprintf("under %.0f%%, a run doubles", 100*capacity.ProbeUnder),
+		fmt.Sprintf("than --min-room tokens (default %d:", defaultMinRoom),
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("the description does not say %q", want)
 		}
+	}
+	// The shares the help writes in words ("an eighth"), from the constants.
+	for _, tc := range []struct {
+		share float64
+		says  string // %s is the share in words
+	}{
+		{capacity.ShareStart, "a run starts at %s of that size"},
+		{capacity.ShareStart, "a run doubles (from %s,"},
+		{capacity.ProbeDeepest, "(at most to %s at once)"},
+		{capacity.ReportChange, "when it moved by more than %s."},
+	} {
+		if want := fmt.Sprintf(tc.says, portion(tc.share)); !strings.Contains(help, want) {
+			t.Errorf("the description does not say %q", want)
+		}
+	}
+	if want := fmt.Sprintf("every %s of an answer's latency", fractionNames[capacity.ProbesPerLatency]); !strings.Contains(help, want) {
+		t.Errorf("the description does not say %q", want)
 	}
 	if strings.Contains(help, "{{") {
 		t.Errorf("the description holds a template action: %q", help[strings.Index(help, "{{"):])
@@ -38,6 +60,8 @@ func TestHelpNamesConstants(t *testing.T) {
 func TestHelpFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{percent(0.1), "10%"}, {percent(0.9), "90%"}, {percent(0.05), "5%"},
+		{portion(1.0 / 8), "an eighth"}, {portion(0.25), "a quarter"}, {portion(0.3), "30%"},
+		{every(1e9), "second"}, {every(2e9), "2s"},
 		{seconds(500e6), "0.5s"}, {seconds(20e9), "20s"}, {seconds(5 * 60e9), "5m"}, {seconds(90e9), "90s"},
 	} {
 		if tc.got != tc.want {

@@ -80,8 +80,8 @@ const (
 	eraseLine  = "\r" + clearToEnd
 )
 
-// liveRedraw is how often a terminal line is redrawn.
-const liveRedraw = time.Second
+// LiveRedraw is how often a terminal line is redrawn.
+const LiveRedraw = time.Second
 
 // defaultColumns is the width assumed when neither the terminal nor $COLUMNS
 // says.
@@ -99,7 +99,7 @@ func NewProgress(s *iostreams.IOStreams, every time.Duration) *Progress {
 	p := &Progress{console: con, every: every}
 	p.live, p.colour = progressMode(s.IsStderrTTY(), os.Getenv("TERM"), os.Getenv("NO_COLOR"))
 	if p.live {
-		p.every = liveRedraw
+		p.every = LiveRedraw
 		// One column short of the edge: a line that fills the last
 		// column wraps on many terminals, and "\r" would then redraw
 		// only its second half.

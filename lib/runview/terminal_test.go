@@ -21,8 +21,8 @@ func TestProgressFitsTheTerminal(t *testing.T) {
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("COLUMNS", "80") // what the terminal says wins over the shell's hint
 	p := NewProgress(stderrOn(true, 132), time.Minute)
-	if !p.live || p.width != 131 || p.every != liveRedraw {
-		t.Errorf("on a 132-column terminal: live %v, width %d, every %v; want live, 131 (one short of the edge), every %v", p.live, p.width, p.every, liveRedraw)
+	if !p.live || p.width != 131 || p.every != LiveRedraw {
+		t.Errorf("on a 132-column terminal: live %v, width %d, every %v; want live, 131 (one short of the edge), every %v", p.live, p.width, p.every, LiveRedraw)
 	}
 }
 
