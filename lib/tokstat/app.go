@@ -25,13 +25,8 @@ const (
 	flagEndID          = "end-id"
 )
 
-// NewApp returns a fresh tokstat command.
-func NewApp() *cli.App {
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "tokstat",
-		Usage:     "count the records and tokens of a JSONL dataset and check its health",
-		ArgsUsage: "[FILE...] | DIR...",
-		Description: `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
+// description is tokstat's --help text.
+const description = `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
 read transparently) and reports, for the whole input and for each group:
 records; prompt, completion and total tokens (prompt_tokens and
 completion_tokens, falling back to the lengths of input_ids and output_ids,
@@ -140,22 +135,17 @@ failures (answers truncated, empty, aborted or filtered; errors, duplicate
 ids, invalid lines) and, for conversations (generate --turns all), the turns
 per conversation and why they ended. Given folders, the page shows the whole
 job: each dataset's state from its status file, its budget, and the charts
-of its output.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
-				Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
-			&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G); the total row stands against the sum of the groups' budgets; 0 is refused with 64, as in every tool"},
-			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage},
-			&cli.BoolFlag{Name: flagHist, Usage: "add a histogram of the completion lengths of all answers to the table"},
-			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
-			&cli.BoolFlag{Name: flagTSV, Usage: "print tab-separated values instead of the table"},
-			&cli.BoolFlag{Name: flagHTML, Usage: "print one self-contained HTML page with charts instead of the table (redirect it to a file)"},
-			&cli.BoolFlag{Name: flagTotal, Usage: "print only the total token count (fastest)"},
-			&cli.IntSliceFlag{Name: flagEndID, Usage: "the model's end token `ID` (repeatable), for the no_end_token rule where the records do not say which id ended them"},
-			&cli.BoolFlag{Name: flagDupAcross, Usage: "with --by, count an id seen in another group as a duplicate too (by default each group's ids are its own)"},
-			cliutil.IDPathFlag(),
-			cliutil.MaxLineFlag(),
-		},
+of its output.`
+
+// NewApp returns a fresh tokstat command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "tokstat",
+		Usage:       "count the records and tokens of a JSONL dataset and check its health",
+		ArgsUsage:   "[FILE...] | DIR...",
+		Description: description,
+		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: "NO_COLOR", Meaning: "when set and not empty, --hist draws its bars with \"#\""},
 			{Name: "TERM", Meaning: "when \"dumb\", --hist draws its bars with \"#\""},
@@ -178,11 +168,55 @@ of its output.`,
 				Command: "tokstat --json --budget 10M out-*.jsonl.zst | jq '.groups[] | {group, percent: .budget.percent}'"},
 		},
 		SeeAlso: []string{"budget-cut(1)", "dedupe-resume(1)", "generate(1)", "synthpipe-records(7)", "synthpipe-status(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 		// At the end of a pipeline: on Ctrl-C it writes what the stages before
 		// it still send (generate drains its answers in flight).
 		FinishPipedInput: true,
 	})
+}
+
+// flags lists tokstat's options, each bound to its field of cfg and
+// checked where it is declared; what depends on several flags is checked
+// by cfg.check.
+func flags(cfg *config) []cli.Flag {
+	return append(groupFlags(cfg), reportFlags(cfg)...)
+}
+
+// groupFlags are the options for the groups and what each is measured
+// against: a budget, a training length.
+func groupFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)}, Destination: &cfg.by,
+			Usage: "group by the value at this gjson `PATH` (e.g. dataset, meta.source)"},
+		&cli.StringFlag{Name: flagBudget, Usage: "show used, left and percent of a budget of `N` tokens per group (250k, 10M, 1.5G); the total row stands against the sum of the groups' budgets; 0 is refused with 64, as in every tool",
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.budget, err = cliutil.ParseBudget(flagBudget, s, "for no budget, leave --"+flagBudget+" out")
+				cfg.hasBudget = err == nil
+				return err
+			}},
+		&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage,
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.maxTrainLength, err = cliutil.ParseMaxTrainLength(flagMaxTrainLength, s)
+				return err
+			}},
+	}
+}
+
+// reportFlags are the options for what the report shows and how it is
+// printed, and for what counts as an end token or a duplicate.
+func reportFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: flagHist, Destination: &cfg.hist, Usage: "add a histogram of the completion lengths of all answers to the table"},
+		&cli.BoolFlag{Name: flagJSON, Destination: &cfg.outputs.json, Usage: "print one JSON object instead of the table"},
+		&cli.BoolFlag{Name: flagTSV, Destination: &cfg.outputs.tsv, Usage: "print tab-separated values instead of the table"},
+		&cli.BoolFlag{Name: flagHTML, Destination: &cfg.outputs.html, Usage: "print one self-contained HTML page with charts instead of the table (redirect it to a file)"},
+		&cli.BoolFlag{Name: flagTotal, Destination: &cfg.outputs.total, Usage: "print only the total token count (fastest)"},
+		&cli.IntSliceFlag{Name: flagEndID, Usage: "the model's end token `ID` (repeatable), for the no_end_token rule where the records do not say which id ended them",
+			Action: func(_ *cli.Context, ids []int) error { cfg.endIDs = ids; return nil }},
+		&cli.BoolFlag{Name: flagDupAcross, Destination: &cfg.dupAcross, Usage: "with --by, count an id seen in another group as a duplicate too (by default each group's ids are its own)"},
+		cliutil.IDPathFlag(),
+		cliutil.MaxLineFlag(),
+	}
 }
 
 // Main runs tokstat and returns its exit status.
