@@ -6,6 +6,7 @@ package llmsim
 import (
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -54,15 +55,8 @@ const (
 // envAPIKey holds the key the server demands, when --api-key-file is not given.
 const envAPIKey = "LLM_SIM_API_KEY"
 
-// NewApp returns a fresh llm-sim command.
-func NewApp() *cli.App {
-	// The flags show the defaults of sim.Default, and change only what is given.
-	def := sim.Default()
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "llm-sim",
-		Usage:     "serve a simulated SGLang / OpenAI-compatible LLM server on a loopback address",
-		ArgsUsage: "",
-		Description: `llm-sim runs lib/sim: a simulated inference server that speaks SGLang's native
+// description is llm-sim's --help text.
+const description = `llm-sim runs lib/sim: a simulated inference server that speaks SGLang's native
 API (/generate, /server_info, /model_info, /health, /abort_request) and the
 OpenAI / OpenRouter chat API (/v1/chat/completions, /v1/models, and
 OpenRouter's /api/v1/key with --key-limit and --key-usage). GET /metrics
@@ -92,42 +86,17 @@ request; a request header X-Sim-Fault: KIND forces one.
 It listens only on loopback addresses. When it is ready it prints its base URL
 on stdout (or writes it to --url-file, atomically, so a script can wait for
 the file). SIGINT, SIGTERM or SIGHUP stop it gracefully (requests in flight are
-aborted) and it exits 0.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
-			&cli.IntFlag{Name: flagPort, Usage: "listen on 127.0.0.1:`PORT` (overrides the port of --addr)"},
-			&cli.StringFlag{Name: flagURLFile, Usage: "write the base URL to `FILE` (atomically: a regular file or none; a symlink, FIFO or device is refused) instead of stdout"},
-			&cli.StringFlag{Name: flagModel, Value: def.ModelName, Usage: "served model `NAME`"},
-			&cli.IntFlag{Name: flagMaxTotalTokens, Value: def.MaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests"},
-			&cli.IntFlag{Name: flagMaxRunning, Value: def.MaxRunningRequests, Usage: "most requests in the decode batch, `N`"},
-			&cli.IntFlag{Name: flagContextLength, Value: def.ContextLength, Usage: "context window in `TOKENS`; longer requests get 400"},
-			&cli.IntFlag{Name: flagDefaultMaxNew, Value: def.DefaultMaxNewTokens, Usage: "max_new_tokens when a /generate request has none, `N` (SGLang's is 128)"},
-			&cli.IntFlag{Name: flagDPSize, Value: 1, Usage: "data-parallel ranks `N`, each with its own batch and KV cache of --max-total-tokens; requests go to them in turn and /metrics labels each with dp_rank (SGLang --dp-size)"},
-			&cli.DurationFlag{Name: flagStepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
-			&cli.DurationFlag{Name: flagPerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
-			&cli.DurationFlag{Name: flagPrefillTime, Usage: "step time added per prompt token admitted and not found in the prefix cache (`DURATION`)"},
-			&cli.IntFlag{Name: flagPrefixCache, Usage: "keep a radix-style prefix cache of `TOKENS` (0: none, as SGLang's --disable-radix-cache): the part of a prompt it holds (an earlier prompt, or an earlier prompt and its answer) is not prefilled again and is reported as cached_tokens; least recently used entries are evicted when it is full"},
-			&cli.BoolFlag{Name: flagIncremental, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
-			&cli.BoolFlag{Name: flagNoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
-			&cli.StringFlag{Name: flagLoadReports, Value: "all", Usage: "SGLang's JSON load reports to serve, `WHICH`: all (/v1/loads and /get_load, as recent releases), get_load (as older ones) or none (as the oldest releases, or a proxy that passes on only requests; with --no-metrics no load is reported at all)"},
-			&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
-			&cli.StringFlag{Name: flagAnswerFormat, Value: "words", Usage: "how answers are written, `FORMAT`: words (ids from the prompt's hash, shown as words) or kimi-k2.5 (a /generate answer to input_ids in the bundled Kimi-K2.5 tokenizer's ids as the model writes it: reasoning after a prompt ending in <think>, then </think>, then content, or calls of the declared tools the last user turn names, as functions.NAME:INDEX, then <|im_end|>; chat answers call the named tools under the same ids)"},
-			&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Usage: "end-of-sequence token `ID`"},
-			&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Usage: "`SEED` for answer lengths and injected faults"},
-			&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX], file:PATH or figures such as mean=800,p90=1800"},
-			&cli.StringFlag{Name: flagAPIKeyFile, Usage: "demand the key in `FILE` as a Bearer token (else $" + envAPIKey + "; none: no auth)"},
-			&cli.Float64Flag{Name: flagPromptPrice, Value: def.PromptPrice * perMillion, DefaultText: perMillionText(def.PromptPrice), Usage: "prompt price in `USD` per million tokens"},
-			&cli.Float64Flag{Name: flagCompletionPrice, Value: def.CompletionPrice * perMillion, DefaultText: perMillionText(def.CompletionPrice), Usage: "completion price in `USD` per million tokens (negative: a variable price, listed as -1 as OpenRouter lists its routers')"},
-			&cli.Float64Flag{Name: flagReasoningShare, Value: def.ReasoningShare, Usage: "share of a chat answer spent on reasoning (`FRACTION`)"},
-			&cli.Float64Flag{Name: flagKeyLimit, Usage: "the API key's credit limit in `USD`, reported by GET /api/v1/key; chat answers 402 once usage reaches it (0: no limit)"},
-			&cli.Float64Flag{Name: flagKeyUsage, Usage: "what the key had spent before, in `USD`; chat answers' usage.cost adds to it"},
-			&cli.IntFlag{Name: flagKeyRateLimit, Usage: "requests per 10s that GET /api/v1/key reports, `N` (reported only)"},
-			&cli.StringSliceFlag{Name: flagFault, Usage: "inject fault `KIND=P` with probability P (repeatable); kinds: " + faultKindList()},
-			&cli.DurationFlag{Name: flagRetryAfter, Value: def.Faults.RetryAfter, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds)"},
-			&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: def.Faults.SlowFirstTokenDelay, Usage: "delay of the slow_first_token fault (`DURATION`)"},
-			&cli.IntFlag{Name: flagAbortStatus, Value: def.Faults.AbortStatusCode, DefaultText: "0", Usage: "status_code of injected aborts (`CODE`: 0 graceful, 400, 500, 503)"},
-			&cli.BoolFlag{Name: flagStats, Usage: "print the server's counters as JSON on stderr when it stops"},
-		},
+aborted) and it exits 0.`
+
+// NewApp returns a fresh llm-sim command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "llm-sim",
+		Usage:       "serve a simulated SGLang / OpenAI-compatible LLM server on a loopback address",
+		ArgsUsage:   "",
+		Description: description,
+		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: envAPIKey, Meaning: "the API key clients must send, when --api-key-file is not given"},
 		},
@@ -150,8 +119,128 @@ aborted) and it exits 0.`,
 				Command: `generate --url "$(cat url.txt)" --max-tokens 512 < req.jsonl > out.jsonl`},
 		},
 		SeeAlso: []string{"generate(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 	})
+}
+
+// flags lists llm-sim's options, each bound to its field of cfg (most to
+// cfg.sim's) and checked where it is declared; what depends on several
+// flags is checked by cfg.check. The flags show the defaults of
+// sim.Default, and change only what is given.
+func flags(cfg *config) []cli.Flag {
+	cfg.sim = sim.Default()
+	all := serverFlags(cfg)
+	all = append(all, answerFlags(cfg)...)
+	all = append(all, accountFlags(cfg)...)
+	return append(all, faultFlags(cfg)...)
+}
+
+// serverFlags are the options for where it listens and the server's size.
+func serverFlags(cfg *config) []cli.Flag {
+	def, s := sim.Default(), &cfg.sim
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagAddr, Value: "127.0.0.1:0", Destination: &cfg.addr, Usage: "listen on this loopback `HOST:PORT` (port 0: any free port)"},
+		&cli.IntFlag{Name: flagPort, Destination: &cfg.port, Usage: "listen on 127.0.0.1:`PORT` (overrides the port of --addr)",
+			Action: func(_ *cli.Context, port int) error {
+				if port < 0 || port > 65535 {
+					return cliutil.Usagef("--%s %d: not a TCP port", flagPort, port)
+				}
+				return nil
+			}},
+		&cli.StringFlag{Name: flagURLFile, Destination: &cfg.urlFile, Usage: "write the base URL to `FILE` (atomically: a regular file or none; a symlink, FIFO or device is refused) instead of stdout"},
+		&cli.StringFlag{Name: flagModel, Value: def.ModelName, Destination: &s.ModelName, Usage: "served model `NAME`"},
+		&cli.IntFlag{Name: flagMaxTotalTokens, Value: def.MaxTotalTokens, Destination: &s.MaxTotalTokens, Usage: "KV cache size in `TOKENS` shared by running requests"},
+		&cli.IntFlag{Name: flagMaxRunning, Value: def.MaxRunningRequests, Destination: &s.MaxRunningRequests, Usage: "most requests in the decode batch, `N`"},
+		&cli.IntFlag{Name: flagContextLength, Value: def.ContextLength, Destination: &s.ContextLength, Usage: "context window in `TOKENS`; longer requests get 400"},
+		&cli.IntFlag{Name: flagDefaultMaxNew, Value: def.DefaultMaxNewTokens, Destination: &s.DefaultMaxNewTokens, Usage: "max_new_tokens when a /generate request has none, `N` (SGLang's is 128)"},
+		// Not bound: the flag shows 1, sim.Default's 0 means the same.
+		&cli.IntFlag{Name: flagDPSize, Value: 1, Usage: "data-parallel ranks `N`, each with its own batch and KV cache of --max-total-tokens; requests go to them in turn and /metrics labels each with dp_rank (SGLang --dp-size)",
+			Action: func(_ *cli.Context, n int) error { s.DataParallel = n; return nil }},
+	}
+}
+
+// answerFlags are the options for the server's timing, the API it speaks
+// and its answers.
+func answerFlags(cfg *config) []cli.Flag {
+	def, s := sim.Default(), &cfg.sim
+	return []cli.Flag{
+		&cli.DurationFlag{Name: flagStepTime, Destination: &s.StepTime, Usage: "fixed wall time of one decode step (`DURATION`, e.g. 2ms)"},
+		&cli.DurationFlag{Name: flagPerTokenTime, Destination: &s.PerTokenTime, Usage: "step time added per request in the batch (`DURATION`, e.g. 50us)"},
+		&cli.DurationFlag{Name: flagPrefillTime, Destination: &s.PrefillTimePerToken, Usage: "step time added per prompt token admitted and not found in the prefix cache (`DURATION`)"},
+		&cli.IntFlag{Name: flagPrefixCache, Destination: &s.PrefixCacheTokens, Usage: "keep a radix-style prefix cache of `TOKENS` (0: none, as SGLang's --disable-radix-cache): the part of a prompt it holds (an earlier prompt, or an earlier prompt and its answer) is not prefilled again and is reported as cached_tokens; least recently used entries are evicted when it is full"},
+		&cli.BoolFlag{Name: flagIncremental, Destination: &s.IncrementalStreaming, Usage: "stream only new text and ids in each /generate chunk (SGLang --incremental-streaming-output)"},
+		&cli.BoolFlag{Name: flagNoMetrics, Destination: &s.NoMetrics, Usage: "answer /metrics with 404, as SGLang does without --enable-metrics (its default)"},
+		&cli.StringFlag{Name: flagLoadReports, Value: "all", Usage: "SGLang's JSON load reports to serve, `WHICH`: all (/v1/loads and /get_load, as recent releases), get_load (as older ones) or none (as the oldest releases, or a proxy that passes on only requests; with --no-metrics no load is reported at all)",
+			Action: func(_ *cli.Context, which string) error {
+				switch which {
+				case "all":
+					s.LoadReports = sim.LoadReportsAll
+				case sim.LoadReportsGetLoad, sim.LoadReportsNone:
+					s.LoadReports = which
+				default:
+					return cliutil.Usagef("--%s %q: say all, %s or %s", flagLoadReports, which, sim.LoadReportsGetLoad, sim.LoadReportsNone)
+				}
+				return nil
+			}},
+		&cli.IntFlag{Name: flagVocabSize, Value: def.VocabSize, Destination: &s.VocabSize, Usage: "vocabulary size `N`: prompt ids must be below it, as are generated ids (the default is the bundled Kimi-K2.5 tokenizer's)"},
+		&cli.StringFlag{Name: flagAnswerFormat, Value: "words", Usage: "how answers are written, `FORMAT`: words (ids from the prompt's hash, shown as words) or kimi-k2.5 (a /generate answer to input_ids in the bundled Kimi-K2.5 tokenizer's ids as the model writes it: reasoning after a prompt ending in <think>, then </think>, then content, or calls of the declared tools the last user turn names, as functions.NAME:INDEX, then <|im_end|>; chat answers call the named tools under the same ids)",
+			Action: func(_ *cli.Context, f string) error {
+				switch f {
+				case "words":
+					s.AnswerFormat = sim.AnswerWords
+				case sim.AnswerKimiK25:
+					s.AnswerFormat = f
+				default:
+					return cliutil.Usagef("--%s %q: say words or %s", flagAnswerFormat, f, sim.AnswerKimiK25)
+				}
+				return nil
+			}},
+		&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Destination: &s.EOSTokenID, Usage: "end-of-sequence token `ID`"},
+		&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Destination: &s.Seed, Usage: "`SEED` for answer lengths and injected faults"},
+		&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX], file:PATH or figures such as mean=800,p90=1800",
+			Action: func(_ *cli.Context, spec string) (err error) {
+				if s.Lengths, err = sim.ParseLengthDist(spec); err != nil {
+					return cliutil.Usagef("--%s: %v", flagLengths, strings.TrimPrefix(err.Error(), "sim: "))
+				}
+				return nil
+			}},
+	}
+}
+
+// accountFlags are the options for the API key and what answers cost.
+func accountFlags(cfg *config) []cli.Flag {
+	def, s := sim.Default(), &cfg.sim
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagAPIKeyFile, Destination: &cfg.apiKeyFile, Usage: "demand the key in `FILE` as a Bearer token (else $" + envAPIKey + "; none: no auth)"},
+		&cli.Float64Flag{Name: flagPromptPrice, Value: def.PromptPrice * perMillion, DefaultText: perMillionText(def.PromptPrice), Usage: "prompt price in `USD` per million tokens",
+			Action: func(_ *cli.Context, usd float64) error { s.PromptPrice = usd / perMillion; return nil }},
+		&cli.Float64Flag{Name: flagCompletionPrice, Value: def.CompletionPrice * perMillion, DefaultText: perMillionText(def.CompletionPrice), Usage: "completion price in `USD` per million tokens (negative: a variable price, listed as -1 as OpenRouter lists its routers')",
+			Action: func(_ *cli.Context, usd float64) error { s.CompletionPrice = usd / perMillion; return nil }},
+		&cli.Float64Flag{Name: flagReasoningShare, Value: def.ReasoningShare, Destination: &s.ReasoningShare, Usage: "share of a chat answer spent on reasoning (`FRACTION`)"},
+		&cli.Float64Flag{Name: flagKeyLimit, Destination: &s.KeyLimit, Usage: "the API key's credit limit in `USD`, reported by GET /api/v1/key; chat answers 402 once usage reaches it (0: no limit)"},
+		&cli.Float64Flag{Name: flagKeyUsage, Destination: &s.KeyUsage, Usage: "what the key had spent before, in `USD`; chat answers' usage.cost adds to it"},
+		&cli.IntFlag{Name: flagKeyRateLimit, Destination: &s.KeyRateLimit, Usage: "requests per 10s that GET /api/v1/key reports, `N` (reported only)"},
+	}
+}
+
+// faultFlags are the options for the faults injected, and --stats.
+func faultFlags(cfg *config) []cli.Flag {
+	def, s := sim.Default(), &cfg.sim
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: flagFault, Usage: "inject fault `KIND=P` with probability P (repeatable); kinds: " + faultKindList(),
+			Action: func(_ *cli.Context, specs []string) error {
+				for _, spec := range specs {
+					if err := setFault(&s.Faults, spec); err != nil {
+						return cliutil.Usagef("--%s %q: %v", flagFault, spec, err)
+					}
+				}
+				return nil
+			}},
+		&cli.DurationFlag{Name: flagRetryAfter, Value: def.Faults.RetryAfter, Destination: &s.Faults.RetryAfter, Usage: "Retry-After of injected 429s (`DURATION`, whole seconds)"},
+		&cli.DurationFlag{Name: flagSlowFirstTokenDel, Value: def.Faults.SlowFirstTokenDelay, Destination: &s.Faults.SlowFirstTokenDelay, Usage: "delay of the slow_first_token fault (`DURATION`)"},
+		&cli.IntFlag{Name: flagAbortStatus, Value: def.Faults.AbortStatusCode, DefaultText: "0", Destination: &s.Faults.AbortStatusCode, Usage: "status_code of injected aborts (`CODE`: 0 graceful, 400, 500, 503)"},
+		&cli.BoolFlag{Name: flagStats, Destination: &cfg.stats, Usage: "print the server's counters as JSON on stderr when it stops"},
+	}
 }
 
 // Main runs llm-sim and returns its exit status.

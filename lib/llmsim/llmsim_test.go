@@ -16,20 +16,16 @@ import (
 	"github.com/synthpipe/synthpipe/lib/sim"
 )
 
-// configFrom parses args as llm-sim would and returns the sim.Config.
+// configFrom parses args as llm-sim would and returns the sim.Config, or
+// the error of a flag or of the configuration's check.
 func configFrom(t *testing.T, args ...string) (sim.Config, error) {
 	t.Helper()
-	var cfg sim.Config
-	var err error
+	cfg := new(config)
 	app := NewApp()
-	app.Action = func(c *cli.Context) error {
-		cfg, err = simConfig(c)
-		return nil
-	}
-	if runErr := app.Run(append([]string{"llm-sim"}, args...)); runErr != nil {
-		t.Fatal(runErr)
-	}
-	return cfg, err
+	app.Flags = flags(cfg) // bound to the cfg read here
+	app.Action = func(c *cli.Context) error { return cfg.check(c) }
+	err := app.Run(append([]string{"llm-sim"}, args...))
+	return cfg.sim, err
 }
 
 func TestFlagsMapToConfig(t *testing.T) {

@@ -20,36 +20,58 @@ import (
 // the USD-per-token prices of sim.Config.
 const perMillion = 1e6
 
-func run(c *cli.Context) error {
-	cfg, err := simConfig(c)
-	if err != nil {
+// config is llm-sim's options: flags sets its fields from the flags (the
+// server's in sim, from sim.Default), each checked where it is declared,
+// and check what depends on several of them.
+type config struct {
+	sim        sim.Config
+	addr       string
+	port       int
+	urlFile    string
+	apiKeyFile string
+	stats      bool
+}
+
+// check reads the API key, checks the server's configuration as a whole
+// and the address to listen on, and the --url-file target.
+func (cfg *config) check(c *cli.Context) (err error) {
+	if cfg.sim.APIKey, err = apiKey(cfg.apiKeyFile); err != nil {
 		return err
 	}
-	addr, err := listenAddr(c)
-	if err != nil {
+	if err := cfg.sim.Validate(); err != nil {
+		return cliutil.Usagef("%s", strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	if cfg.addr, err = cfg.listenAddr(c); err != nil {
 		return err
 	}
-	if path := c.String(flagURLFile); path != "" {
-		if err := statusfile.CheckTarget(path); err != nil {
+	if cfg.urlFile != "" {
+		if err := statusfile.CheckTarget(cfg.urlFile); err != nil {
 			return cliutil.Usagef("--%s %v", flagURLFile, err)
 		}
 	}
-	srv, err := sim.New(cfg)
+	return nil
+}
+
+func run(c *cli.Context, cfg *config) error {
+	if err := cfg.check(c); err != nil {
+		return err
+	}
+	srv, err := sim.New(cfg.sim)
 	if err != nil {
 		return cliutil.Usagef("%v", err)
 	}
-	url, err := srv.Start(addr)
+	url, err := srv.Start(cfg.addr)
 	if err != nil {
 		srv.Close()
 		return exitcode.TempFailf("%v", err)
 	}
-	if err := announce(c, url); err != nil {
+	if err := cfg.announce(c, url); err != nil {
 		srv.Close()
 		return err
 	}
 	<-c.Context.Done() // SIGINT or SIGTERM: the normal way to stop a server
 	err = srv.Close()
-	if c.Bool(flagStats) {
+	if cfg.stats {
 		b, _ := json.Marshal(srv.Stats())
 		fmt.Fprintf(c.App.ErrWriter, "%s\n", b)
 	}
@@ -58,13 +80,12 @@ func run(c *cli.Context) error {
 
 // announce tells whoever started the server where it listens. The URL file
 // is renamed into place so that a script polling for it never reads half.
-func announce(c *cli.Context, url string) error {
-	path := c.String(flagURLFile)
-	if path == "" {
+func (cfg *config) announce(c *cli.Context, url string) error {
+	if cfg.urlFile == "" {
 		_, err := fmt.Fprintln(c.App.Writer, url)
 		return err
 	}
-	if err := statusfile.WriteAtomic(path, []byte(url+"\n")); err != nil {
+	if err := statusfile.WriteAtomic(cfg.urlFile, []byte(url+"\n")); err != nil {
 		return exitcode.CantCreatef("--%s: %v", flagURLFile, err)
 	}
 	return nil
@@ -72,8 +93,8 @@ func announce(c *cli.Context, url string) error {
 
 // listenAddr is the address to listen on, from --addr and --port; one that
 // is not on loopback is a usage error (64), not a failure to try again.
-func listenAddr(c *cli.Context) (string, error) {
-	addr, err := flagsAddr(c)
+func (cfg *config) listenAddr(c *cli.Context) (string, error) {
+	addr, err := cfg.flagsAddr(c)
 	if err != nil {
 		return "", err
 	}
@@ -83,113 +104,24 @@ func listenAddr(c *cli.Context) (string, error) {
 	return addr, nil
 }
 
-func flagsAddr(c *cli.Context) (string, error) {
-	addr := c.String(flagAddr)
+func (cfg *config) flagsAddr(c *cli.Context) (string, error) {
 	if !c.IsSet(flagPort) {
-		return addr, nil
-	}
-	port := c.Int(flagPort)
-	if port < 0 || port > 65535 {
-		return "", cliutil.Usagef("--%s %d: not a TCP port", flagPort, port)
+		return cfg.addr, nil
 	}
 	host := "127.0.0.1"
 	if c.IsSet(flagAddr) {
-		h, _, err := net.SplitHostPort(addr)
+		h, _, err := net.SplitHostPort(cfg.addr)
 		if err != nil {
-			return "", cliutil.Usagef("--%s %q: %v", flagAddr, addr, err)
+			return "", cliutil.Usagef("--%s %q: %v", flagAddr, cfg.addr, err)
 		}
 		host = h
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+	return net.JoinHostPort(host, strconv.Itoa(cfg.port)), nil
 }
 
-// simConfig starts from sim.Default and applies the flags that were given.
-func simConfig(c *cli.Context) (sim.Config, error) {
-	cfg := sim.Default()
-	setString(c, flagModel, &cfg.ModelName)
-	setInt(c, flagMaxTotalTokens, &cfg.MaxTotalTokens)
-	setInt(c, flagMaxRunning, &cfg.MaxRunningRequests)
-	setInt(c, flagContextLength, &cfg.ContextLength)
-	setInt(c, flagDPSize, &cfg.DataParallel)
-	setInt(c, flagKeyRateLimit, &cfg.KeyRateLimit)
-	cfg.KeyLimit = c.Float64(flagKeyLimit)
-	cfg.KeyUsage = c.Float64(flagKeyUsage)
-	setInt(c, flagDefaultMaxNew, &cfg.DefaultMaxNewTokens)
-	setInt(c, flagVocabSize, &cfg.VocabSize)
-	setInt(c, flagEOSTokenID, &cfg.EOSTokenID)
-	setInt(c, flagAbortStatus, &cfg.Faults.AbortStatusCode)
-	cfg.StepTime = c.Duration(flagStepTime)
-	cfg.PerTokenTime = c.Duration(flagPerTokenTime)
-	cfg.PrefillTimePerToken = c.Duration(flagPrefillTime)
-	cfg.PrefixCacheTokens = c.Int(flagPrefixCache)
-	switch f := c.String(flagAnswerFormat); f {
-	case "words":
-		cfg.AnswerFormat = sim.AnswerWords
-	case sim.AnswerKimiK25:
-		cfg.AnswerFormat = f
-	default:
-		return cfg, cliutil.Usagef("--%s %q: say words or %s", flagAnswerFormat, f, sim.AnswerKimiK25)
-	}
-	cfg.IncrementalStreaming = c.Bool(flagIncremental)
-	cfg.NoMetrics = c.Bool(flagNoMetrics)
-	switch which := c.String(flagLoadReports); which {
-	case "all":
-		cfg.LoadReports = sim.LoadReportsAll
-	case sim.LoadReportsGetLoad, sim.LoadReportsNone:
-		cfg.LoadReports = which
-	default:
-		return cfg, cliutil.Usagef("--%s %q: say all, %s or %s", flagLoadReports, which, sim.LoadReportsGetLoad, sim.LoadReportsNone)
-	}
-	cfg.Seed = c.Uint64(flagSeed)
-	if c.IsSet(flagPromptPrice) {
-		cfg.PromptPrice = c.Float64(flagPromptPrice) / perMillion
-	}
-	if c.IsSet(flagCompletionPrice) {
-		cfg.CompletionPrice = c.Float64(flagCompletionPrice) / perMillion
-	}
-	if c.IsSet(flagReasoningShare) {
-		cfg.ReasoningShare = c.Float64(flagReasoningShare)
-	}
-	if c.IsSet(flagRetryAfter) {
-		cfg.Faults.RetryAfter = c.Duration(flagRetryAfter)
-	}
-	if c.IsSet(flagSlowFirstTokenDel) {
-		cfg.Faults.SlowFirstTokenDelay = c.Duration(flagSlowFirstTokenDel)
-	}
-	var err error
-	if cfg.Lengths, err = sim.ParseLengthDist(c.String(flagLengths)); err != nil {
-		return cfg, cliutil.Usagef("--%s: %v", flagLengths, strings.TrimPrefix(err.Error(), "sim: "))
-	}
-	if cfg.APIKey, err = apiKey(c); err != nil {
-		return cfg, err
-	}
-	for _, spec := range c.StringSlice(flagFault) {
-		if err := setFault(&cfg.Faults, spec); err != nil {
-			return cfg, cliutil.Usagef("--%s %q: %v", flagFault, spec, err)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, cliutil.Usagef("%s", strings.TrimPrefix(err.Error(), "sim: "))
-	}
-	return cfg, nil
-}
-
-func setString(c *cli.Context, name string, dst *string) {
-	if c.IsSet(name) {
-		*dst = c.String(name)
-	}
-}
-
-func setInt(c *cli.Context, name string, dst *int) {
-	if c.IsSet(name) {
-		*dst = c.Int(name)
-	}
-}
-
-// apiKey reads the key from --api-key-file or the environment: a key on
-// the command line would show in ps and shell history.
-func apiKey(c *cli.Context) (string, error) {
-	path := c.String(flagAPIKeyFile)
+// apiKey reads the key from --api-key-file (path) or the environment: a
+// key on the command line would show in ps and shell history.
+func apiKey(path string) (string, error) {
 	if path == "" {
 		return os.Getenv(envAPIKey), nil
 	}
