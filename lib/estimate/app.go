@@ -7,9 +7,11 @@ package estimate
 
 import (
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -40,13 +42,8 @@ const defaultOpenRouterURL = "https://openrouter.ai/api/v1"
 // apiKeyEnv holds the key sent with the price list request.
 const apiKeyEnv = "OPENROUTER_API_KEY"
 
-// NewApp returns a fresh estimate command.
-func NewApp() *cli.App {
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "estimate",
-		Usage:     "what the rest of a job will cost, in time, tokens and money, here or there",
-		ArgsUsage: "[FILE...]",
-		Description: `estimate reads the records still to do (tokenized records, such as
+// description is estimate's --help text.
+const description = `estimate reads the records still to do (tokenized records, such as
 dedupe-resume's output; files, or stdin when none or "-"; gzip and zstd are
 read transparently) and prints, per dataset (--by PATH, e.g. dataset; a
 done record without a dataset field counts in the dataset its file's folder
@@ -151,34 +148,17 @@ small batch as with a full one, so the last wave's drain is counted at the
 full batch's pace (estimates run long); a done file's fit knows better,
 and also counts generate's first second, sized before any answer is known.
 A done file written by a run stopped with requests in flight lacks their
-answers, the longer ones: its lengths read somewhat short.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagBy, EnvVars: []string{cliutil.EnvName(flagBy)},
-				Usage: "one row per value of this gjson `PATH` of the records (e.g. dataset)"},
-			&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable; missing = empty): answer lengths, timings, tokens spent"},
-			&cli.StringFlag{Name: flagLengths, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=1800; see above)"},
-			&cli.StringFlag{Name: flagMaxTokens, EnvVars: []string{cliutil.EnvName(flagMaxTokens)},
-				Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request"},
-			&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (the column \"past train len\"; --json past_train_tokens, past_train_records)"},
-			&cli.StringFlag{Name: flagBudget, EnvVars: []string{cliutil.EnvName(flagBudget)},
-				Usage: "token budget per dataset, `N` (250k, 10M, 1.5G), the done file's tokens counting as spent; 0 is refused with 64, as in every tool"},
-			&cli.StringSliceFlag{Name: flagURL, Usage: "an SGLang server to estimate for, `URL` (repeatable)"},
-			&cli.StringSliceFlag{Name: flagModel, Usage: "an OpenRouter model to estimate for, `ID` (repeatable)"},
-			&cli.StringFlag{Name: flagOpenRouterURL, Value: defaultOpenRouterURL, EnvVars: []string{cliutil.EnvName(flagOpenRouterURL)},
-				Usage: "the API base `URL` whose /models lists the --model prices"},
-			&cli.Float64Flag{Name: flagPriceIn, Usage: "prompt price of --model, `USD` per million tokens (instead of the /models list)"},
-			&cli.Float64Flag{Name: flagPriceOut, Usage: "completion price of --model, `USD` per million tokens"},
-			&cli.StringSliceFlag{Name: flagStatus, Usage: "the status `FILE` of a job running against a --url server (generate --status-file; repeatable): the server's speed as the job sees it"},
-			&cli.StringSliceFlag{Name: flagRate, Usage: "generated tokens per second, `[NAME=]N`, of every backend or of the one whose URL or model is NAME (repeatable)"},
-			&cli.Float64Flag{Name: flagHourlyCost, Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
-			&cli.IntFlag{Name: flagConcurrency, Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from 16 up)"},
-			&cli.IntFlag{Name: flagDraws, Value: 200, Usage: "simulated futures per dataset, `N`"},
-			&cli.Uint64Flag{Name: flagSeed, Value: 1, Usage: "seed of the simulated futures, `N`"},
-			&cli.BoolFlag{Name: flagJSON, Usage: "print one JSON object instead of the table"},
-			cliutil.QuietFlag(),
-			cliutil.MaxLineFlag(),
-			cliutil.SkipInvalidFlag(),
-		},
+answers, the longer ones: its lengths read somewhat short.`
+
+// NewApp returns a fresh estimate command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "estimate",
+		Usage:       "what the rest of a job will cost, in time, tokens and money, here or there",
+		ArgsUsage:   "[FILE...]",
+		Description: description,
+		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: apiKeyEnv, Meaning: "API key sent with the --openrouter-url /models request (never printed)"},
 		},
@@ -195,8 +175,121 @@ answers, the longer ones: its lengths read somewhat short.`,
 				Command: "0 * * * * cd /srv/distill && estimate -q --json --done data/chat/out.jsonl --url http://gpu1:30000 data/chat/todo.jsonl.zst | jq -c '{at: now | todate, hours: .total.backends[0].hours}' >> estimate.log"},
 		},
 		SeeAlso: []string{"generate(1)", "budget-cut(1)", "tokstat(1)", "dedupe-resume(1)", "llm-sim(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 	})
+}
+
+// flags lists estimate's options, each bound to its field of cfg and
+// checked where it is declared; what depends on several flags is checked
+// by cfg.check.
+func flags(cfg *config) []cli.Flag {
+	all := answerFlags(cfg)
+	all = append(all, backendFlags(cfg)...)
+	return append(all, runFlags(cfg)...)
+}
+
+// answerFlags are the options for the records' grouping and answers, and
+// the budget they are cut to.
+func answerFlags(cfg *config) []cli.Flag {
+	cfg.budget = -1
+	return []cli.Flag{
+		&cli.StringFlag{Name: flagBy, EnvVars: cliutil.EnvVars(flagBy), Destination: &cfg.by,
+			Usage: "one row per value of this gjson `PATH` of the records (e.g. dataset)"},
+		&cli.StringSliceFlag{Name: flagDone, Usage: "the output so far, `FILE` (repeatable; missing = empty): answer lengths, timings, tokens spent",
+			Action: func(_ *cli.Context, files []string) error { cfg.done = files; return nil }},
+		&cli.StringFlag{Name: flagLengths, Destination: &cfg.lengthsSpec, Usage: "answer lengths when no done file says (`SPEC`: mean=800,p90=1800; see above)"},
+		&cli.StringFlag{Name: flagMaxTokens, EnvVars: cliutil.EnvVars(flagMaxTokens),
+			Usage: "generate's --max-tokens, `N`: caps every answer; under --budget, what generate --token-budget reserves per request",
+			Action: func(_ *cli.Context, s string) error {
+				if s == "" {
+					return nil
+				}
+				n, err := cliutil.ParseCount(s)
+				if err != nil || n < 1 || n > 1<<30 {
+					return cliutil.Usagef("--%s %q: want a positive number of tokens", flagMaxTokens, s)
+				}
+				cfg.maxTokens = int(n)
+				return nil
+			}},
+		&cli.StringFlag{Name: flagMaxTrainLength, Usage: cliutil.MaxTrainLengthUsage + " (the column \"past train len\"; --json past_train_tokens, past_train_records)",
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.maxTrainLength, err = cliutil.ParseMaxTrainLength(flagMaxTrainLength, s)
+				return err
+			}},
+		&cli.StringFlag{Name: flagBudget, EnvVars: cliutil.EnvVars(flagBudget),
+			Usage: "token budget per dataset, `N` (250k, 10M, 1.5G), the done file's tokens counting as spent; 0 is refused with 64, as in every tool",
+			Action: func(_ *cli.Context, s string) (err error) {
+				cfg.budget, err = cliutil.ParseBudget(flagBudget, s, "for no budget, leave --"+flagBudget+" out (or $"+cliutil.EnvName(flagBudget)+" empty)")
+				return err
+			}},
+	}
+}
+
+// backendFlags are the options that name the backends estimated for, and
+// their speeds and prices.
+func backendFlags(cfg *config) []cli.Flag {
+	cfg.rates = map[string]float64{}
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: flagURL, Usage: "an SGLang server to estimate for, `URL` (repeatable)",
+			Action: func(_ *cli.Context, raws []string) (err error) {
+				if cfg.urls, err = backend.NormalizeURLs(flagURL, raws); err != nil {
+					return cliutil.Usagef("%v", err)
+				}
+				return nil
+			}},
+		&cli.StringSliceFlag{Name: flagModel, Usage: "an OpenRouter model to estimate for, `ID` (repeatable)",
+			Action: func(_ *cli.Context, ids []string) error { cfg.models = ids; return nil }},
+		&cli.StringFlag{Name: flagOpenRouterURL, Value: defaultOpenRouterURL, EnvVars: cliutil.EnvVars(flagOpenRouterURL), Destination: &cfg.routerURL,
+			Usage:  "the API base `URL` whose /models lists the --model prices",
+			Action: func(_ *cli.Context, s string) error { cfg.routerURL = strings.TrimSuffix(s, "/"); return nil }},
+		&cli.Float64Flag{Name: flagPriceIn, Destination: &cfg.priceIn, Action: priceAction(flagPriceIn, maxPricePerMillion),
+			Usage: "prompt price of --model, `USD` per million tokens (instead of the /models list)"},
+		&cli.Float64Flag{Name: flagPriceOut, Destination: &cfg.priceOut, Action: priceAction(flagPriceOut, maxPricePerMillion),
+			Usage: "completion price of --model, `USD` per million tokens"},
+		&cli.StringSliceFlag{Name: flagStatus, Usage: "the status `FILE` of a job running against a --url server (generate --status-file; repeatable): the server's speed as the job sees it",
+			Action: func(_ *cli.Context, files []string) error { cfg.statuses = files; return nil }},
+		&cli.StringSliceFlag{Name: flagRate, Usage: "generated tokens per second, `[NAME=]N`, of every backend or of the one whose URL or model is NAME (repeatable)",
+			Action: func(_ *cli.Context, specs []string) error { return cfg.readRates(specs) }},
+		&cli.Float64Flag{Name: flagHourlyCost, Destination: &cfg.hourlyCost, Action: priceAction(flagHourlyCost, maxHourlyCost),
+			Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
+		&cli.IntFlag{Name: flagConcurrency, Destination: &cfg.concurrency,
+			Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from 16 up)",
+			Action: func(_ *cli.Context, n int) error {
+				if n < 0 {
+					return cliutil.Usagef("--%s must not be negative (0: as generate's adaptive concurrency grows)", flagConcurrency)
+				}
+				return nil
+			}},
+	}
+}
+
+// priceAction is the Action of a price flag (USD) that refuses what is not
+// a finite number from 0 to most.
+func priceAction(name string, most float64) func(*cli.Context, float64) error {
+	return func(_ *cli.Context, v float64) error {
+		if err := checkPrice(name, v, most); err != nil {
+			return cliutil.Usagef("%v", err)
+		}
+		return nil
+	}
+}
+
+// runFlags are the options for the simulated futures and the report.
+func runFlags(cfg *config) []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: flagDraws, Value: 200, Destination: &cfg.draws, Usage: "simulated futures per dataset, `N`",
+			Action: func(_ *cli.Context, n int) error {
+				if n < 1 || n > maxDraws {
+					return cliutil.Usagef("--%s must be between 1 and %d", flagDraws, maxDraws)
+				}
+				return nil
+			}},
+		&cli.Uint64Flag{Name: flagSeed, Value: 1, Destination: &cfg.seed, Usage: "seed of the simulated futures, `N`"},
+		&cli.BoolFlag{Name: flagJSON, Destination: &cfg.json, Usage: "print one JSON object instead of the table"},
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	}
 }
 
 // Main runs estimate and returns its exit status.

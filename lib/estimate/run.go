@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -23,166 +21,9 @@ const perMillion = 1e6
 // drawn from; with fewer, --lengths or the other datasets' answers serve.
 const minDoneAnswers = 20
 
-// config is estimate's flags, checked.
-type config struct {
-	files       []string
-	by          string
-	done        []string
-	statuses    []string // generate --status-file files of running jobs
-	lengthsSpec string
-	maxTokens   int
-	budget      int64 // -1: none
-	// maxTrainLength: --max-train-length, 0 when not given.
-	maxTrainLength int64
-	urls           []string
-	models         []string
-	routerURL      string
-	apiKey         string
-	priceIn        float64
-	priceOut       float64
-	hasPrices      bool
-	rates          map[string]float64 // by backend URL or model; "" for all
-	hourlyCost     float64
-	concurrency    int
-	draws          int
-	seed           uint64
-	json           bool
-	quiet          bool
-	input          jsonl.Options
-}
-
-func parse(c *cli.Context) (*config, error) {
-	cfg := &config{
-		files:       c.Args().Slice(),
-		by:          c.String(flagBy),
-		done:        c.StringSlice(flagDone),
-		statuses:    c.StringSlice(flagStatus),
-		lengthsSpec: c.String(flagLengths),
-		budget:      -1,
-		urls:        c.StringSlice(flagURL),
-		models:      c.StringSlice(flagModel),
-		routerURL:   strings.TrimSuffix(c.String(flagOpenRouterURL), "/"),
-		apiKey:      os.Getenv(apiKeyEnv),
-		priceIn:     c.Float64(flagPriceIn),
-		priceOut:    c.Float64(flagPriceOut),
-		hourlyCost:  c.Float64(flagHourlyCost),
-		concurrency: c.Int(flagConcurrency),
-		draws:       c.Int(flagDraws),
-		seed:        c.Uint64(flagSeed),
-		json:        c.Bool(flagJSON),
-		quiet:       c.Bool(cliutil.FlagQuiet),
-		rates:       map[string]float64{},
-	}
-	if c.IsSet(flagBudget) {
-		n, err := cliutil.ParseBudget(flagBudget, c.String(flagBudget), "for no budget, leave --"+flagBudget+" out (or $"+cliutil.EnvName(flagBudget)+" empty)")
-		if err != nil {
-			return nil, err
-		}
-		cfg.budget = n
-	}
-	if c.IsSet(flagMaxTrainLength) {
-		n, err := cliutil.ParseMaxTrainLength(flagMaxTrainLength, c.String(flagMaxTrainLength))
-		if err != nil {
-			return nil, err
-		}
-		cfg.maxTrainLength = n
-	}
-	if s := c.String(flagMaxTokens); s != "" {
-		n, err := cliutil.ParseCount(s)
-		if err != nil || n < 1 || n > 1<<30 {
-			return nil, cliutil.Usagef("--%s %q: want a positive number of tokens", flagMaxTokens, s)
-		}
-		cfg.maxTokens = int(n)
-	}
-	if c.IsSet(flagPriceIn) != c.IsSet(flagPriceOut) {
-		return nil, cliutil.Usagef("--%s and --%s go together: give both (USD per million tokens)", flagPriceIn, flagPriceOut)
-	}
-	cfg.hasPrices = c.IsSet(flagPriceIn)
-	for _, f := range []struct {
-		flag    string
-		v, most float64
-	}{{flagPriceIn, cfg.priceIn, maxPricePerMillion}, {flagPriceOut, cfg.priceOut, maxPricePerMillion}, {flagHourlyCost, cfg.hourlyCost, maxHourlyCost}} {
-		if err := checkPrice(f.flag, f.v, f.most); err != nil {
-			return nil, cliutil.Usagef("%v", err)
-		}
-	}
-	if cfg.hasPrices && len(cfg.models) == 0 {
-		return nil, cliutil.Usagef("--%s and --%s price a --model: name it (any id, e.g. --model mine)", flagPriceIn, flagPriceOut)
-	}
-	var err error
-	if cfg.urls, err = backend.NormalizeURLs(flagURL, cfg.urls); err != nil {
-		return nil, cliutil.Usagef("%v", err)
-	}
-	if c.IsSet(flagHourlyCost) && len(cfg.urls) == 0 {
-		return nil, cliutil.Usagef("--%s prices the hours of a --url server: give one", flagHourlyCost)
-	}
-	for _, spec := range c.StringSlice(flagRate) {
-		name, value := "", spec
-		if k := strings.LastIndexByte(spec, '='); k >= 0 {
-			name, value = spec[:k], spec[k+1:]
-		}
-		r, err := parseRate(value)
-		if err != nil {
-			return nil, cliutil.Usagef("--%s %q: %v", flagRate, spec, err)
-		}
-		if i := slices.IndexFunc(cfg.urls, func(u string) bool { return backend.ServerKey(u) == backend.ServerKey(name) }); i >= 0 {
-			name = cfg.urls[i] // as rateFor is asked
-		} else if name != "" && !slices.Contains(cfg.models, name) {
-			return nil, cliutil.Usagef("--%s %q: %q is neither a --url nor a --model", flagRate, spec, name)
-		}
-		cfg.rates[name] = r
-	}
-	if cfg.concurrency < 0 {
-		return nil, cliutil.Usagef("--%s must not be negative (0: as generate's adaptive concurrency grows)", flagConcurrency)
-	}
-	if cfg.draws < 1 || cfg.draws > 100000 {
-		return nil, cliutil.Usagef("--%s must be between 1 and 100000", flagDraws)
-	}
-	if len(cfg.done) == 0 && cfg.lengthsSpec == "" {
-		return nil, cliutil.Usagef("say what answers will look like: --done FILE (the output so far) or --lengths SPEC (e.g. mean=800,p90=1800)")
-	}
-	if cfg.input, err = cliutil.InputOptions(c); err != nil {
-		return nil, err
-	}
-	var files jsonl.Files
-	files.Inputs(c.App.Reader, cfg.files)
-	files.State("--"+flagDone, cfg.done)
-	files.State("--"+flagStatus, cfg.statuses)
-	files.Stdout(c.App.Writer)
-	if err := files.Check(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// parseRate reads tokens per second: 1250, 1.25k, 850.5.
-func parseRate(s string) (float64, error) {
-	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-		if !usableRate(f) {
-			return 0, fmt.Errorf("want a number of tokens per second from %g to %g", minRate, maxRate)
-		}
-		return f, nil
-	}
-	n, err := cliutil.ParseCount(s)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("want tokens per second such as 1250 or 1.2k")
-	}
-	return float64(n), nil
-}
-
-func run(c *cli.Context) error {
-	cfg, err := parse(c)
-	if err != nil {
+func run(c *cli.Context, cfg *config) error {
+	if err := cfg.check(c); err != nil {
 		return err
-	}
-	var dist lengths
-	if cfg.lengthsSpec != "" {
-		if dist, err = parseLengths(cfg.lengthsSpec, cfg.maxTokens); err != nil {
-			if _, usage := err.(interface{ ExitCode() int }); usage {
-				return err
-			}
-			return cliutil.Usagef("%v", err)
-		}
 	}
 	rd := newReader(cfg.by, cfg.input)
 	// A done file not written yet (before a first run) is empty, as in
@@ -218,7 +59,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := buildReport(cfg, groups, done, dist, backends)
+	rep, err := buildReport(cfg, groups, done, cfg.lengths, backends)
 	if err != nil {
 		return err
 	}
