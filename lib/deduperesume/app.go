@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 const (
@@ -20,13 +21,8 @@ const (
 	flagSameParams  = "require-same-params"
 )
 
-// NewApp returns a fresh dedupe-resume command.
-func NewApp() *cli.App {
-	return cliutil.NewApp(cliutil.Spec{
-		Name:      "dedupe-resume",
-		Usage:     "drop JSONL records that are already done or already seen",
-		ArgsUsage: "[FILE...]",
-		Description: `dedupe-resume reads records (files, or stdin when none or "-"; gzip and zstd
+// description is dedupe-resume's --help text.
+const description = `dedupe-resume reads records (files, or stdin when none or "-"; gzip and zstd
 are read transparently) and passes unchanged those still to do: a record is
 dropped when its id is in one of the --done files (earlier outputs, read whole
 before the first record passes) or appeared earlier in this stream. Ids are
@@ -74,23 +70,17 @@ so on stderr, once per field, with each value and how many records had it,
 even with -q. --require-same-params refuses them instead: exit 65 before
 any record passes. generate compares its --already files with its own
 settings (generate(1), "Provenance"): the two together catch a resume with
-another model, backend or sampling parameters than the output holds.`,
-		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: flagDone, Aliases: []string{"d"}, EnvVars: []string{cliutil.EnvName(flagDone)},
-				Usage: "ids of the records in this earlier output `FILE` are done (repeatable; .gz/.zst read; missing = empty)"},
-			&cli.BoolFlag{Name: flagRetryErrors, EnvVars: []string{cliutil.EnvName(flagRetryErrors)},
-				Usage: "done records that carry an \"error\" member do not count as done: retry them"},
-			&cli.StringFlag{Name: flagShard, EnvVars: []string{cliutil.EnvName(flagShard)},
-				Usage: "keep only the ids of shard `K/N` (0 <= K < N): FNV-1a 64 of the id, modulo N, equals K"},
-			&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: []string{cliutil.EnvName(flagSamples)},
-				Usage: "a prompt is done when all its `N` samples are (generate --samples N): write each missing sample as its own request (id ID, ID#2 ... ID#N)"},
-			&cli.BoolFlag{Name: flagSameParams, EnvVars: []string{cliutil.EnvName(flagSameParams)},
-				Usage: "refuse (exit 65) done records made with more than one backend, model or set of sampling parameters, instead of warning"},
-			cliutil.IDPathFlag(),
-			cliutil.QuietFlag(),
-			cliutil.MaxLineFlag(),
-			cliutil.SkipInvalidFlag(),
-		},
+another model, backend or sampling parameters than the output holds.`
+
+// NewApp returns a fresh dedupe-resume command.
+func NewApp() *cli.App {
+	cfg := new(config)
+	return cliutil.NewApp(cliutil.Spec{
+		Name:        "dedupe-resume",
+		Usage:       "drop JSONL records that are already done or already seen",
+		ArgsUsage:   "[FILE...]",
+		Description: description,
+		Flags:       flags(cfg),
 		Examples: []cliutil.Example{
 			{Comment: "resume a run: only the prompts not yet in out.jsonl are generated",
 				Command: "tokenize-prompts --tokenizer DIR p.jsonl | dedupe-resume --done out.jsonl | generate --url URL --token-budget 10M --already out.jsonl | budget-cut --tokens 10M -o out.jsonl --append"},
@@ -102,8 +92,56 @@ another model, backend or sampling parameters than the output holds.`,
 				Command: "*/30 * * * * cd /data/run && dedupe-resume -q --retry-errors --done out.jsonl --done errors.jsonl req.jsonl.zst | generate -q --url URL --errors errors.jsonl >> out.jsonl"},
 		},
 		SeeAlso: []string{"generate(1)", "budget-cut(1)", "tokstat(1)", "synthpipe-records(7)"},
-		Action:  run,
+		Action:  func(c *cli.Context) error { return run(c, cfg) },
 	})
+}
+
+// flags lists dedupe-resume's options, each bound to its field of cfg and
+// checked where it is declared; cfg.check reads the shared ones and checks
+// the files named.
+func flags(cfg *config) []cli.Flag {
+	cfg.samples = 1
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: flagDone, Aliases: []string{"d"}, EnvVars: []string{cliutil.EnvName(flagDone)},
+			Usage: "ids of the records in this earlier output `FILE` are done (repeatable; .gz/.zst read; missing = empty)",
+			Action: func(_ *cli.Context, files []string) error {
+				cfg.done = nil
+				for _, d := range files {
+					switch d {
+					case "":
+						continue // an empty SYNTHPIPE_DONE sets no file
+					case "-":
+						return cliutil.Usagef("--done -: name a file (stdin is the input)")
+					}
+					cfg.done = append(cfg.done, d)
+				}
+				return nil
+			}},
+		&cli.BoolFlag{Name: flagRetryErrors, EnvVars: []string{cliutil.EnvName(flagRetryErrors)}, Destination: &cfg.retryErrors,
+			Usage: "done records that carry an \"error\" member do not count as done: retry them"},
+		&cli.StringFlag{Name: flagShard, EnvVars: []string{cliutil.EnvName(flagShard)},
+			Usage: "keep only the ids of shard `K/N` (0 <= K < N): FNV-1a 64 of the id, modulo N, equals K",
+			Action: func(_ *cli.Context, s string) (err error) {
+				if cfg.shard, err = parseShard(s); err != nil {
+					return cliutil.Usagef("%v", err)
+				}
+				return nil
+			}},
+		&cli.IntFlag{Name: flagSamples, Value: 1, EnvVars: []string{cliutil.EnvName(flagSamples)}, Destination: &cfg.samples,
+			Usage: "a prompt is done when all its `N` samples are (generate --samples N): write each missing sample as its own request (id ID, ID#2 ... ID#N)",
+			Action: func(_ *cli.Context, n int) error {
+				if n < 1 || n > record.MaxSamples {
+					return cliutil.Usagef("--%s %d: want 1 to %d samples per prompt", flagSamples, n, record.MaxSamples)
+				}
+				return nil
+			}},
+		&cli.BoolFlag{Name: flagSameParams, EnvVars: []string{cliutil.EnvName(flagSameParams)}, Destination: &cfg.sameParams,
+			Usage: "refuse (exit 65) done records made with more than one backend, model or set of sampling parameters, instead of warning"},
+		cliutil.IDPathFlag(),
+		cliutil.QuietFlag(),
+		cliutil.MaxLineFlag(),
+		cliutil.SkipInvalidFlag(),
+	}
 }
 
 // Main runs dedupe-resume and returns its exit status.

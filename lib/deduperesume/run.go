@@ -15,7 +15,9 @@ import (
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
-// config is dedupe-resume's flags, checked.
+// config is dedupe-resume's options: flags sets its fields from the flags,
+// each checked where it is declared, and check reads the shared ones and
+// checks the files named.
 type config struct {
 	done        []string
 	retryErrors bool
@@ -27,41 +29,17 @@ type config struct {
 	sameParams  bool // --require-same-params
 }
 
-func parse(c *cli.Context) (*config, error) {
-	cfg := &config{
-		retryErrors: c.Bool(flagRetryErrors),
-		quiet:       c.Bool(cliutil.FlagQuiet),
-		idPath:      c.String(cliutil.FlagIDPath),
-		samples:     c.Int(flagSamples),
-		sameParams:  c.Bool(flagSameParams),
-	}
-	if cfg.samples < 1 || cfg.samples > record.MaxSamples {
-		return nil, cliutil.Usagef("--%s %d: want 1 to %d samples per prompt", flagSamples, cfg.samples, record.MaxSamples)
-	}
-	var err error
-	if cfg.shard, err = parseShard(c.String(flagShard)); err != nil {
-		return nil, cliutil.Usagef("%v", err)
-	}
-	for _, d := range c.StringSlice(flagDone) {
-		switch d {
-		case "":
-			continue // an empty SYNTHPIPE_DONE sets no file
-		case "-":
-			return nil, cliutil.Usagef("--done -: name a file (stdin is the input)")
-		}
-		cfg.done = append(cfg.done, d)
-	}
+// check reads the shared flags and checks the input and --done files.
+func (cfg *config) check(c *cli.Context) (err error) {
+	cfg.quiet, cfg.idPath = c.Bool(cliutil.FlagQuiet), c.String(cliutil.FlagIDPath)
 	if cfg.input, err = cliutil.InputOptions(c); err != nil {
-		return nil, err
+		return err
 	}
 	var files jsonl.Files
 	files.Inputs(c.App.Reader, c.Args().Slice())
 	files.State("--"+flagDone, cfg.done)
 	files.Stdout(c.App.Writer)
-	if err := files.Check(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return files.Check()
 }
 
 // tally counts what happened to the records, for the summary.
@@ -70,9 +48,8 @@ type tally struct {
 	samples                                          int // --samples: the counts are samples
 }
 
-func run(c *cli.Context) (err error) {
-	cfg, err := parse(c)
-	if err != nil {
+func run(c *cli.Context, cfg *config) (err error) {
+	if err := cfg.check(c); err != nil {
 		return err
 	}
 	stderr, name := c.App.ErrWriter, c.App.Name
