@@ -8,7 +8,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
-	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -116,7 +115,6 @@ const defaultMaxRetryWait = 5 * time.Minute
 func parse(c *cli.Context, cfg *config) (err error) {
 	cfg.inputs = c.Args().Slice()
 	cfg.idPath, cfg.quiet = c.String(cliutil.FlagIDPath), c.Bool(cliutil.FlagQuiet)
-	cfg.declaration = c.String(chat.FlagToolDeclaration)
 	cfg.backoff = optionsOf(c).firstBackoff
 	if len(cfg.urls) == 0 {
 		return cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
@@ -143,9 +141,6 @@ func parse(c *cli.Context, cfg *config) (err error) {
 	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput && !cfg.turnsAll {
 		return cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
 			flagTokenizer, flaggroup.OrList(flaggroup.BackendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
-	}
-	if err := (*chat.Template)(nil).SetToolDeclaration(cfg.declaration); err != nil {
-		return err
 	}
 	if err := flaggroup.CheckSampling(&cfg.params, cfg.kind.Input == backend.Messages); err != nil {
 		return err
