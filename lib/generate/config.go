@@ -13,68 +13,26 @@ import (
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
-	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
-// config is generate's flags, checked.
+// config is generate's flags, checked. The engine's settings are bound
+// to the fields of its engine.Config, so that a flag of the engine is
+// declared in flags.go and read where the engine uses it, with nothing to
+// copy between; the fields below it are the command's own.
 type config struct {
-	kind       *backend.Kind // --backend
-	urls       []string
-	model      string
-	apiKey     string
-	apiKeyFile string // --api-key-file, "" for the environment's key
-	referer    string
-	title      string
-	params     backend.Params
-	stream     bool
-	timeout    time.Duration
-	idle       time.Duration // --idle-timeout, with --stream
-	// answerMem bounds the answers being received together, in bytes
-	// (--max-answer-memory).
-	answerMem int64
-	retries   int
-	// maxRetryWait caps every wait before a retry and every pause of a
-	// server, Retry-After included (--max-retry-wait).
-	maxRetryWait time.Duration
-	errors       string
-	inputs       []string
-	input        jsonl.Options
-	idPath       string
-	quiet        bool
-	ordered      bool
-	window       int
-	fixedConc    int // 0: auto
-	// contextLength is --context-length (0: the servers'); minRoom is
-	// --min-room. See contextFit.
-	contextLength, minRoom int
-	shared                 bool // --shared: probe servers without /metrics
+	engine.Config
 
-	tokenBudget int64 // 0: none
-	already     []string
-	countMode   record.CountMode
-	costBudget  float64 // USD, 0: none
+	apiKeyFile string // --api-key-file, "" for the environment's key
+	inputs     []string
+	input      jsonl.Options
+	already    []string
 	// overKeyLimit: go on with a cost budget above the key's credit.
 	overKeyLimit bool
 	statusFile   string  // --status-file, "" for none
 	metricsAddr  string  // --metrics-listen, "" for none
 	maxPrice     float64 // USD per million tokens, 0: unknown
-
-	progressEvery time.Duration
-	total         int64
-	drainTimeout  time.Duration
-
-	tokenizer   string // model folder for re-tokenizing answers, "" for none
-	declaration string // --tool-declaration: how tools reach the template with --tokenizer
-	turnsAll    bool   // --turns all: regenerate whole conversations
-	thinking    thinking.Mode
-	samples     int  // --samples: answers per prompt
-	sameParams  bool // --require-same-params
-
-	inputFormat, outputFormat string // engine.FormatRecords or engine.FormatOpenAIBatch
-
-	// backoff is the first retry delay; it doubles per attempt.
-	backoff time.Duration
+	sameParams   bool    // --require-same-params
 }
 
 // options holds what no flag sets and a caller of the package (its tests)
@@ -114,38 +72,38 @@ const defaultMaxRetryWait = 5 * time.Minute
 // each on its own, with what depends on several of them.
 func parse(c *cli.Context, cfg *config) (err error) {
 	cfg.inputs = c.Args().Slice()
-	cfg.idPath, cfg.quiet = c.String(cliutil.FlagIDPath), c.Bool(cliutil.FlagQuiet)
-	cfg.backoff = optionsOf(c).firstBackoff
-	if len(cfg.urls) == 0 {
+	cfg.IDPath, cfg.Quiet = c.String(cliutil.FlagIDPath), c.Bool(cliutil.FlagQuiet)
+	cfg.Backoff = optionsOf(c).firstBackoff
+	if len(cfg.URLs) == 0 {
 		return cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
 	}
 	if err := checkFormats(cfg); err != nil {
 		return err
 	}
-	batchInput := cfg.inputFormat == engine.FormatOpenAIBatch // names its model, and needs --tokenizer for a backend that takes token ids
-	if cfg.kind.NeedsModel && cfg.model == "" && !batchInput {
-		return cliutil.Usagef("--%s %s needs --%s", flagBackend, cfg.kind.Name, flagModel)
+	batchInput := cfg.InputFormat == engine.FormatOpenAIBatch // names its model, and needs --tokenizer for a backend that takes token ids
+	if cfg.Kind.NeedsModel && cfg.Model == "" && !batchInput {
+		return cliutil.Usagef("--%s %s needs --%s", flagBackend, cfg.Kind.Name, flagModel)
 	}
 	if err := checkTurns(cfg, batchInput); err != nil {
 		return err
 	}
-	if cfg.thinking, err = thinking.FromFlags(c); err != nil {
+	if cfg.Thinking, err = thinking.FromFlags(c); err != nil {
 		return err
 	}
-	if cfg.thinking.IsSet() && batchInput {
+	if cfg.Thinking.IsSet() && batchInput {
 		return cliutil.Usagef("--%s is for records (--input-format %s): an OpenAI Batch body sets its own reasoning", thinking.FlagThinking, engine.FormatRecords)
 	}
 	if err := checkSamples(cfg); err != nil {
 		return err
 	}
-	if cfg.tokenizer != "" && cfg.kind.Input == backend.TokenIDs && !batchInput && !cfg.turnsAll {
+	if cfg.Tokenizer != "" && cfg.Kind.Input == backend.TokenIDs && !batchInput && !cfg.TurnsAll {
 		return cliutil.Usagef("--%s is for backends that send messages (%s): --%s %s returns the output ids itself",
-			flagTokenizer, flaggroup.OrList(flaggroup.BackendsTaking(backend.Messages)), flagBackend, cfg.kind.Name)
+			flagTokenizer, flaggroup.OrList(flaggroup.BackendsTaking(backend.Messages)), flagBackend, cfg.Kind.Name)
 	}
-	if err := flaggroup.CheckSampling(&cfg.params, cfg.kind.Input == backend.Messages); err != nil {
+	if err := flaggroup.CheckSampling(&cfg.Params, cfg.Kind.Input == backend.Messages); err != nil {
 		return err
 	}
-	if len(cfg.already) > 0 && cfg.tokenBudget == 0 {
+	if len(cfg.already) > 0 && cfg.TokenBudget == 0 {
 		if !alreadyFromEnv(cfg.already) {
 			return cliutil.Usagef("--%s counts against --%s, which is not set", flagAlready, flagTokenBudget)
 		}
@@ -158,12 +116,12 @@ func parse(c *cli.Context, cfg *config) (err error) {
 	files.Inputs(c.App.Reader, cfg.inputs)
 	files.State("--"+flagAlready, cfg.already)
 	files.Stdout(c.App.Writer)
-	files.Output("--"+flagErrors, cfg.errors, false)
+	files.Output("--"+flagErrors, cfg.Errors, false)
 	files.Output("--"+flagStatusFile, cfg.statusFile, false)
 	if err := files.Check(); err != nil {
 		return err
 	}
-	cfg.apiKey, err = readAPIKey(cfg.apiKeyFile)
+	cfg.APIKey, err = readAPIKey(cfg.apiKeyFile)
 	return err
 }
 

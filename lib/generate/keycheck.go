@@ -16,28 +16,28 @@ import (
 // the key can still spend is refused (77) unless --over-key-limit: the run
 // would stop halfway on HTTP 402 with the budget meant for the rest.
 func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*engine.Key, error) {
-	if !cfg.kind.KeyInfo || len(cfg.urls) == 0 {
+	if !cfg.Kind.KeyInfo || len(cfg.URLs) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, engine.ServerInfoTimeout)
 	defer cancel()
-	k, err := servermetrics.FetchKey(ctx, cfg.urls[0], servermetrics.Options{Client: backend.SharedClient(), APIKey: cfg.apiKey})
+	k, err := servermetrics.FetchKey(ctx, cfg.URLs[0], servermetrics.Options{Client: backend.SharedClient(), APIKey: cfg.APIKey})
 	if err != nil {
 		return nil, nil
 	}
-	ks := &engine.Key{URL: backend.WithoutUserinfo(cfg.urls[0]), Info: k}
+	ks := &engine.Key{URL: backend.WithoutUserinfo(cfg.URLs[0]), Info: k}
 	rate := ""
 	if k.RateRequests > 0 {
 		rate = fmt.Sprintf("; rate limit %d requests per %s", k.RateRequests, k.RateInterval)
 	}
 	note("%s/key: %s%s", ks.URL, k, rate)
-	if !k.Limited || cfg.costBudget <= k.Remaining {
+	if !k.Limited || cfg.CostBudget <= k.Remaining {
 		return ks, nil
 	}
-	if cfg.costBudget > 0 && !cfg.overKeyLimit {
+	if cfg.CostBudget > 0 && !cfg.overKeyLimit {
 		return nil, exitcode.NoPermf("--%s $%.2f is more than the API key can still spend: $%.2f of its $%.2f limit is left (%s/key); "+
 			"lower --%s, raise the key's limit, or give --%s to go on and stop when the key runs out",
-			flagCostBudget, cfg.costBudget, k.Remaining, k.Limit, ks.URL, flagCostBudget, flagOverKeyLimit)
+			flagCostBudget, cfg.CostBudget, k.Remaining, k.Limit, ks.URL, flagCostBudget, flagOverKeyLimit)
 	}
 	note("the run may stop when the key runs out ($%.2f left): it then exits 77 and a later run with more credit goes on", k.Remaining)
 	return ks, nil

@@ -21,15 +21,15 @@ import (
 // completion prices in the server's /models list. Without either the budget
 // could not be kept, so the run is refused.
 func worstPrice(ctx context.Context, cfg *config) (float64, error) {
-	if cfg.costBudget == 0 {
+	if cfg.CostBudget == 0 {
 		return cfg.maxPrice / engine.PerMillion, nil
 	}
 	if cfg.maxPrice > 0 {
 		return cfg.maxPrice / engine.PerMillion, nil
 	}
 	var lastErr error
-	for _, u := range cfg.urls {
-		p, err := listedPrice(ctx, u, cfg.model, cfg.apiKey)
+	for _, u := range cfg.URLs {
+		p, err := listedPrice(ctx, u, cfg.Model, cfg.APIKey)
 		if err == nil {
 			return p, nil
 		}

@@ -13,7 +13,7 @@ import (
 // values and how many records had each, or refused with
 // --require-same-params (see "Provenance" in --help).
 func checkProvenance(p *record.Provenance, cfg *config, warn func(format string, args ...any)) error {
-	run := record.Run{Backend: cfg.kind.Name, Model: cfg.model, Params: record.CanonicalParams(engine.ParamsJSON(cfg.params))}
+	run := record.Run{Backend: cfg.Kind.Name, Model: cfg.Model, Params: record.CanonicalParams(engine.ParamsJSON(cfg.Params))}
 	diffs := p.Against(run)
 	if len(diffs) == 0 {
 		return nil

@@ -31,7 +31,7 @@ func run(c *cli.Context, cfg *config) (err error) {
 	if err := parse(c, cfg); err != nil {
 		return err
 	}
-	defer limitMemory(cfg.answerMem)()
+	defer limitMemory(cfg.AnswerMem)()
 	r := &launch{c: c, cfg: cfg, stderr: c.App.ErrWriter}
 	// A run that ends before it starts (budget already reached, a key
 	// that cannot pay, a bad input) still says so in its status file.
@@ -45,7 +45,7 @@ func run(c *cli.Context, cfg *config) (err error) {
 		}()
 	}
 	// The first signal drains the requests in flight: Main must wait for it.
-	cliutil.SetSignalGrace(c.Context, cfg.drainTimeout+3*time.Second)
+	cliutil.SetSignalGrace(c.Context, cfg.DrainTimeout+3*time.Second)
 
 	// The inputs are checked first: a typo must not wait on a slow server.
 	// Reading stops when dispatching does.
@@ -94,7 +94,7 @@ func (r *launch) execute(stops *engine.Stops, in *jsonl.Reader, spent, records i
 	}
 	defer stopMetrics()
 	if cfg.statusFile != "" {
-		r.status = runview.NewStatusWriter(cfg.statusFile, e.Snapshot, cfg.progressEvery, r.statusWarn)
+		r.status = runview.NewStatusWriter(cfg.statusFile, e.Snapshot, cfg.ProgressEvery, r.statusWarn)
 	}
 	stopViews := r.startViews(e, r.status)
 	reading = true
@@ -144,7 +144,7 @@ func (r *launch) warn(format string, args ...any) {
 
 // note prints a line on stderr unless -q.
 func (r *launch) note(format string, args ...any) {
-	if !r.cfg.quiet {
+	if !r.cfg.Quiet {
 		r.warn(format, args...)
 	}
 }
@@ -176,8 +176,8 @@ func (r *launch) readAlready() (spent, records int64, full bool, err error) {
 	if len(already) == 0 {
 		return 0, 0, false, nil
 	}
-	scan := record.NewScanner(cfg.idPath, false, "")
-	sum, err := record.SumTokens(r.c.App.Reader, already, cfg.input, scan, cfg.countMode)
+	scan := record.NewScanner(cfg.IDPath, false, "")
+	sum, err := record.SumTokens(r.c.App.Reader, already, cfg.input, scan, cfg.CountMode)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -188,8 +188,8 @@ func (r *launch) readAlready() (spent, records int64, full bool, err error) {
 	if err := checkProvenance(&sum.Provenance, cfg, r.warn); err != nil {
 		return sum.Tokens, sum.Records, false, err
 	}
-	if sum.Tokens >= cfg.tokenBudget {
-		r.note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(sum.Tokens), cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
+	if sum.Tokens >= cfg.TokenBudget {
+		r.note("already at or over budget: %s of %s %s tokens spent; sending nothing", cliutil.Thousands(sum.Tokens), cliutil.Thousands(cfg.TokenBudget), cfg.CountMode)
 		return sum.Tokens, sum.Records, true, nil
 	}
 	return sum.Tokens, sum.Records, false, nil
@@ -198,10 +198,10 @@ func (r *launch) readAlready() (spent, records int64, full bool, err error) {
 // total is the records expected: --total, else counted in the input when
 // it is a regular file, times --samples; 0 unknown.
 func (r *launch) total() int64 {
-	if r.cfg.total != 0 {
-		return r.cfg.total
+	if r.cfg.Total != 0 {
+		return r.cfg.Total
 	}
-	return countRecords(r.c.App.Reader, r.cfg.inputs) * int64(r.cfg.samples)
+	return countRecords(r.c.App.Reader, r.cfg.inputs) * int64(r.cfg.Samples)
 }
 
 // newEngine reads what the run needs before its first request (the worst
@@ -219,8 +219,8 @@ func (r *launch) newEngine(stops *engine.Stops, spent, records int64, out *jsonl
 		return nil, nil, err
 	}
 	var errs *jsonl.Writer
-	if cfg.errors != "" {
-		if errsFile, err = jsonl.CreateOutput(cfg.errors, false, cliutil.Warner(c)); err != nil {
+	if cfg.Errors != "" {
+		if errsFile, err = jsonl.CreateOutput(cfg.Errors, false, cliutil.Warner(c)); err != nil {
 			return nil, nil, err
 		}
 		errs = errsFile.Writer
@@ -238,21 +238,12 @@ func (r *launch) newEngine(stops *engine.Stops, spent, records int64, out *jsonl
 	return e, errsFile, nil
 }
 
-// engineConfig translates the run's options into the engine's settings.
+// engineConfig is the engine's settings, with what the run learnt before
+// its start: the records expected and where its lines go.
 func (r *launch) engineConfig() engine.Config {
-	cfg := r.cfg
-	return engine.Config{
-		Kind: cfg.kind, URLs: cfg.urls, Model: cfg.model, APIKey: cfg.apiKey, Referer: cfg.referer, Title: cfg.title,
-		Params: cfg.params, Stream: cfg.stream, Timeout: cfg.timeout, Idle: cfg.idle, AnswerMem: cfg.answerMem,
-		Retries: cfg.retries, MaxRetryWait: cfg.maxRetryWait, Backoff: cfg.backoff,
-		Errors: cfg.errors, IDPath: cfg.idPath, Quiet: cfg.quiet, Ordered: cfg.ordered, Window: cfg.window,
-		FixedConc: cfg.fixedConc, ContextLength: cfg.contextLength, MinRoom: cfg.minRoom, Shared: cfg.shared,
-		TokenBudget: cfg.tokenBudget, CountMode: cfg.countMode, CostBudget: cfg.costBudget,
-		ProgressEvery: cfg.progressEvery, Total: r.total(), DrainTimeout: cfg.drainTimeout,
-		Tokenizer: cfg.tokenizer, Declaration: cfg.declaration, TurnsAll: cfg.turnsAll, Thinking: cfg.thinking,
-		Samples: cfg.samples, InputFormat: cfg.inputFormat, OutputFormat: cfg.outputFormat,
-		Note: r.note, Warn: r.warn,
-	}
+	ec := r.cfg.Config
+	ec.Total, ec.Note, ec.Warn = r.total(), r.note, r.warn
+	return ec
 }
 
 // serveMetrics starts --metrics-listen; the returned func stops it.
@@ -263,7 +254,7 @@ func (r *launch) serveMetrics(e *engine.Engine) (func(), error) {
 	}
 	host, _ := os.Hostname()
 	addr, stop, err := runview.ServeMetrics(cfg.metricsAddr, func() *statusfile.Status {
-		return runview.Status(e.Snapshot(), cfg.progressEvery, host, nil)
+		return runview.Status(e.Snapshot(), cfg.ProgressEvery, host, nil)
 	})
 	if err != nil {
 		return nil, exitcode.TempFailf("--%s %s: %v (try another port)", flagMetricsListen, cfg.metricsAddr, err)
@@ -276,8 +267,8 @@ func (r *launch) serveMetrics(e *engine.Engine) (func(), error) {
 // the returned func, which stops them and waits for their last write.
 func (r *launch) startViews(e *engine.Engine, status *runview.StatusWriter) func() {
 	var prog *runview.Progress
-	if !r.cfg.quiet {
-		prog = runview.NewProgress(cliutil.Streams(r.c), r.cfg.progressEvery)
+	if !r.cfg.Quiet {
+		prog = runview.NewProgress(cliutil.Streams(r.c), r.cfg.ProgressEvery)
 	}
 	stop := make(chan struct{})
 	var running sync.WaitGroup
@@ -307,12 +298,12 @@ func startLine(cfg *config, maxTokensSet bool) string {
 		src = "--max-tokens"
 	}
 	s := fmt.Sprintf("%s backend, %s, max_tokens %d (%s), retries %d, timeout %v",
-		cfg.kind.Name, cliutil.Count(int64(len(cfg.urls)), "server"), cfg.params.MaxTokens, src, cfg.retries, cfg.timeout)
-	if cfg.tokenBudget > 0 {
-		s += fmt.Sprintf(", token budget %s %s", cliutil.Thousands(cfg.tokenBudget), cfg.countMode)
+		cfg.Kind.Name, cliutil.Count(int64(len(cfg.URLs)), "server"), cfg.Params.MaxTokens, src, cfg.Retries, cfg.Timeout)
+	if cfg.TokenBudget > 0 {
+		s += fmt.Sprintf(", token budget %s %s", cliutil.Thousands(cfg.TokenBudget), cfg.CountMode)
 	}
-	if cfg.costBudget > 0 {
-		s += fmt.Sprintf(", cost budget $%.2f", cfg.costBudget)
+	if cfg.CostBudget > 0 {
+		s += fmt.Sprintf(", cost budget $%.2f", cfg.CostBudget)
 	}
 	return s
 }
@@ -321,8 +312,8 @@ func startLine(cfg *config, maxTokensSet bool) string {
 // spent tokens and records in the --already files, and why.
 func earlyStatus(cfg *config, spent, records int64, reason string) runview.Early {
 	e := runview.Early{Spent: spent, Records: records, Reason: reason,
-		TokenBudget: cfg.tokenBudget, CostBudget: cfg.costBudget, CountMode: cfg.countMode.String()}
-	for _, u := range cfg.urls {
+		TokenBudget: cfg.TokenBudget, CostBudget: cfg.CostBudget, CountMode: cfg.CountMode.String()}
+	for _, u := range cfg.URLs {
 		e.URLs = append(e.URLs, backend.WithoutUserinfo(u))
 	}
 	return e
