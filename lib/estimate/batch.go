@@ -112,128 +112,185 @@ type life struct{ steps, tokens int64 }
 // with the number of requests, not of tokens. When lives is not nil, it
 // receives each job's life (lives[i] for jobs[i]).
 func simulateBatch(jobs []job, c capacity.KV, cl client, lives []life) batchRun {
-	conc := cl.conc
-	if cl.warmupConc > 0 && cl.step.known() {
-		conc = cl.warmupConc
-	}
-	now := 0.0 // seconds, when cl.step is known
-	run := batchRun{concurrency: cl.conc}
-	var spent, reserved int64 // under a budget: answers done, reservations in flight
-	kv := c.Tokens
-	maxRunning := c.MaxRunning
-	if maxRunning <= 0 {
-		maxRunning = math.MaxInt
-	}
-	var waiting, running []*simRequest
-	next, inSystem, used := 0, 0, 0
-	hold := false
+	s := newBatchSim(jobs, c, cl, lives)
 	for {
-		for inSystem < conc && next < len(jobs) {
-			if cl.followsAt(next) {
-				next++ // sent when the turn before it is answered
-				continue
-			}
-			j := jobs[next]
-			if cl.reserving() {
-				own := int64(j.prompt + cl.reserve)
-				if spent+reserved+own > cl.budget {
-					if inSystem == 0 {
-						next = len(jobs) // the budget is reached
-					}
-					break
+		s.send()
+		s.admit()
+		s.retract()
+		if len(s.running) == 0 {
+			// All done; or only a request too large for the cache could be
+			// left waiting with nothing running, and it was refused when
+			// sent.
+			return s.run
+		}
+		s.decode()
+		s.finish()
+	}
+}
+
+// batchSim is simulateBatch's run in progress: the client's side (what it
+// has sent, what it has left under the budget) and the server's (its
+// queue, its running batch, the KV cache they use).
+type batchSim struct {
+	jobs       []job
+	cl         client
+	lives      []life
+	kv         int // the cache, in tokens
+	maxRunning int
+	conc       int     // the requests in flight the client keeps now
+	now        float64 // seconds, when cl.step is known
+	run        batchRun
+	// Under a budget: answers done, reservations in flight.
+	spent, reserved  int64
+	waiting, running []*simRequest
+	next             int // the next job to send
+	inSystem         int // sent and not answered
+	used             int // KV tokens the running requests hold
+	// hold: a request was retracted; nothing new is admitted until one
+	// finishes.
+	hold bool
+}
+
+func newBatchSim(jobs []job, c capacity.KV, cl client, lives []life) *batchSim {
+	s := &batchSim{jobs: jobs, cl: cl, lives: lives, kv: c.Tokens, maxRunning: c.MaxRunning, conc: cl.conc, run: batchRun{concurrency: cl.conc}}
+	if cl.warmupConc > 0 && cl.step.known() {
+		s.conc = cl.warmupConc
+	}
+	if s.maxRunning <= 0 {
+		s.maxRunning = math.MaxInt
+	}
+	return s
+}
+
+// send is the client sending jobs in order while it has fewer than conc
+// in flight and, under a budget, their reservations fit.
+func (s *batchSim) send() {
+	for s.inSystem < s.conc && s.next < len(s.jobs) {
+		if s.cl.followsAt(s.next) {
+			s.next++ // sent when the turn before it is answered
+			continue
+		}
+		j := s.jobs[s.next]
+		if s.cl.reserving() {
+			own := int64(j.prompt + s.cl.reserve)
+			if s.spent+s.reserved+own > s.cl.budget {
+				if s.inSystem == 0 {
+					s.next = len(s.jobs) // the budget is reached
 				}
-				reserved += own
+				return
 			}
-			next++
-			// A request that cannot fit even alone is refused by the
-			// server (prompt plus answer past the cache): not simulated.
-			if j.prompt+1 > kv {
-				continue
-			}
-			j.answer = min(max(j.answer, 1), kv-j.prompt)
-			waiting = append(waiting, &simRequest{job: j, index: next - 1, arrivedSteps: run.steps, arrivedTokens: run.tokens})
-			inSystem++
+			s.reserved += own
 		}
-		for len(waiting) > 0 && len(running) < maxRunning && !hold {
-			r := waiting[0]
-			need := r.prompt + r.generated
-			if need+1 > kv-used {
-				break
-			}
-			waiting = waiting[1:]
-			r.held = need
-			used += need
-			running = append(running, r)
+		s.next++
+		// A request that cannot fit even alone is refused by the
+		// server (prompt plus answer past the cache): not simulated.
+		if j.prompt+1 > s.kv {
+			continue
 		}
-		for used+len(running) > kv && len(running) > 1 {
-			r := running[len(running)-1]
-			running = running[:len(running)-1]
-			used -= r.held
-			r.held = 0
-			waiting = append([]*simRequest{r}, waiting...)
-			hold = true
-			run.retractions++
+		s.enqueue(j, s.next-1)
+	}
+}
+
+// enqueue puts jobs[i] (j) in the server's queue, its answer cut to what
+// the cache leaves of it.
+func (s *batchSim) enqueue(j job, i int) {
+	j.answer = min(max(j.answer, 1), s.kv-j.prompt)
+	s.waiting = append(s.waiting, &simRequest{job: j, index: i, arrivedSteps: s.run.steps, arrivedTokens: s.run.tokens})
+	s.inSystem++
+}
+
+// admit moves waiting requests to the running batch, first come first
+// served, while their prompt (and what they generated before a
+// retraction) fits in the free cache and fewer than maxRunning run.
+func (s *batchSim) admit() {
+	for len(s.waiting) > 0 && len(s.running) < s.maxRunning && !s.hold {
+		r := s.waiting[0]
+		need := r.prompt + r.generated
+		if need+1 > s.kv-s.used {
+			return
 		}
-		if len(running) == 0 {
-			if len(waiting) == 0 && next >= len(jobs) {
-				return run
-			}
-			// Only a request too large for the cache could be left
-			// waiting with nothing running; it was refused above.
-			return run
+		s.waiting = s.waiting[1:]
+		r.held = need
+		s.used += need
+		s.running = append(s.running, r)
+	}
+}
+
+// retract pushes the newest running requests back to the head of the
+// queue while the batch's next tokens would outgrow the cache.
+func (s *batchSim) retract() {
+	for s.used+len(s.running) > s.kv && len(s.running) > 1 {
+		r := s.running[len(s.running)-1]
+		s.running = s.running[:len(s.running)-1]
+		s.used -= r.held
+		r.held = 0
+		s.waiting = append([]*simRequest{r}, s.waiting...)
+		s.hold = true
+		s.run.retractions++
+	}
+}
+
+// decode runs the batch to its next event, a request finishing or the
+// cache filling up: k steps, each giving every running request a token.
+func (s *batchSim) decode() {
+	b := len(s.running)
+	k := (s.kv - s.used) / b
+	for _, r := range s.running {
+		k = min(k, r.answer-r.generated)
+	}
+	k = max(k, 1)
+	full := len(s.waiting) > 0
+	for _, r := range s.running {
+		r.generated += k
+		r.held += k
+	}
+	s.used += b * k
+	s.now += float64(k)*s.cl.step.fixed + float64(b*k)*s.cl.step.perRequest
+	if s.now >= tuneInterval {
+		s.conc = s.cl.conc
+	}
+	s.run.steps += int64(k)
+	s.run.tokens += int64(b * k)
+	if full {
+		s.run.fullSteps += int64(k)
+		s.run.fullTokens += int64(b * k)
+	}
+}
+
+// finish takes the requests whose answer is complete out of the batch.
+func (s *batchSim) finish() {
+	kept := s.running[:0]
+	for _, r := range s.running {
+		if r.generated >= r.answer {
+			s.answered(r)
+			continue
 		}
-		b := len(running)
-		k := (kv - used) / b
-		for _, r := range running {
-			k = min(k, r.answer-r.generated)
+		kept = append(kept, r)
+	}
+	clear(s.running[len(kept):])
+	s.running = kept
+}
+
+// answered frees what r held, records its life, and sends its
+// conversation's next turn.
+func (s *batchSim) answered(r *simRequest) {
+	if s.lives != nil {
+		s.lives[r.index] = life{s.run.steps - r.arrivedSteps, s.run.tokens - r.arrivedTokens}
+	}
+	s.used -= r.held
+	s.inSystem--
+	if s.cl.reserving() {
+		s.spent += int64(r.prompt + r.answer)
+		s.reserved -= int64(r.prompt + s.cl.reserve)
+	}
+	s.hold = false
+	if i := r.index + 1; s.cl.followsAt(i) && s.jobs[i].prompt+1 <= s.kv {
+		// The conversation's next turn, in its slot (generate booked it
+		// when the conversation started).
+		s.enqueue(s.jobs[i], i)
+		if s.cl.reserving() {
+			s.reserved += int64(s.jobs[i].prompt + s.cl.reserve)
 		}
-		k = max(k, 1)
-		full := len(waiting) > 0
-		for _, r := range running {
-			r.generated += k
-			r.held += k
-		}
-		used += b * k
-		now += float64(k)*cl.step.fixed + float64(b*k)*cl.step.perRequest
-		if now >= tuneInterval {
-			conc = cl.conc
-		}
-		run.steps += int64(k)
-		run.tokens += int64(b * k)
-		if full {
-			run.fullSteps += int64(k)
-			run.fullTokens += int64(b * k)
-		}
-		kept := running[:0]
-		for _, r := range running {
-			if r.generated >= r.answer {
-				if lives != nil {
-					lives[r.index] = life{run.steps - r.arrivedSteps, run.tokens - r.arrivedTokens}
-				}
-				used -= r.held
-				inSystem--
-				if cl.reserving() {
-					spent += int64(r.prompt + r.answer)
-					reserved -= int64(r.prompt + cl.reserve)
-				}
-				hold = false
-				if i := r.index + 1; cl.followsAt(i) && jobs[i].prompt+1 <= kv {
-					// The conversation's next turn, in its slot (generate
-					// booked it when the conversation started).
-					j := jobs[i]
-					j.answer = min(max(j.answer, 1), kv-j.prompt)
-					waiting = append(waiting, &simRequest{job: j, index: i, arrivedSteps: run.steps, arrivedTokens: run.tokens})
-					inSystem++
-					if cl.reserving() {
-						reserved += int64(j.prompt + cl.reserve)
-					}
-				}
-				continue
-			}
-			kept = append(kept, r)
-		}
-		clear(running[len(kept):])
-		running = kept
 	}
 }
 
