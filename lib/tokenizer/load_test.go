@@ -17,6 +17,48 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
+// TestRankFileLines: a rank file's lines are split into fields as
+// bytes.Fields splits them (any white space, blank lines skipped); a line
+// of another shape is refused with its line number.
+func TestRankFileLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		want       map[string]int // token -> rank
+		wantErr    string
+	}{
+		{"spaces and blank lines", "YQ== 0\r\n\n\tYg==\t1 \n\nYWI=  2", map[string]int{"a": 0, "b": 1, "ab": 2}, ""},
+		{"a space outside ASCII", "YQ==\u00a00\nYg==\u20031\n", map[string]int{"a": 0, "b": 1}, ""},
+		{"a rank on its own", "YQ== 0\n1\n", nil, "x.tiktoken:2: want a base64 token and a rank"},
+		{"three fields", "YQ== 0 9\n", nil, "x.tiktoken:1: want a base64 token and a rank"},
+		{"three fields outside ASCII", "YQ==\u00a00\u00a09\n", nil, "x.tiktoken:1: want a base64 token and a rank"},
+		{"negative rank", "YQ== -1\n", nil, `x.tiktoken:1: bad rank "-1"`},
+		{"no ranks", "\n \n", nil, "holds no ranks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.tiktoken")
+			writeFile(t, path, tc.file)
+			m, err := readTiktokenRanks(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.pieceID) != len(tc.want) || len(m.tokenBytes) != len(tc.want) {
+				t.Errorf("%d tokens, %d ids; want %d", len(m.pieceID), len(m.tokenBytes), len(tc.want))
+			}
+			for tok, rank := range tc.want {
+				if m.pieceID[tok] != rank || m.tokenBytes[rank] != tok || !m.tokenOK[rank] {
+					t.Errorf("%q: id %d, id %d spells %q; want %d", tok, m.pieceID[tok], rank, m.tokenBytes[rank], rank)
+				}
+			}
+		})
+	}
+}
+
 // tinyTokenizerJSON is a byte-level BPE over "abc" whose merge rules are
 // given by the caller; the pattern is Llama 3's.
 func tinyTokenizerJSON(merges, pattern string) string {

@@ -1,13 +1,13 @@
 package tokenizer
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // kimiReservedTokens is how many ids tokenization_kimi.py reserves for
@@ -82,50 +82,90 @@ func kimiSpecialTokens(numRanks int, named []AddedToken) []AddedToken {
 // adjacent pair whose concatenation has the lowest rank, so every way of
 // cutting a token into two tokens is a merge rule ranked by the token: the
 // model looks them up by concatenation (bpeModel.byConcat).
+//
+// Every tool that tokenizes loads the ranks, and most runs encode little,
+// so the load is kept cheap: the tokens are decoded into one buffer, which
+// the model's token strings share, instead of a string each.
 func readTiktokenRanks(path string) (*bpeModel, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	type entry struct {
-		tok  string
-		rank int
-	}
-	var entries []entry
+	type entry struct{ start, end, rank int }
+	entries := make([]entry, 0, bytes.Count(data, []byte{'\n'})+1)
+	raw := make([]byte, 0, base64.StdEncoding.DecodedLen(len(data)))
 	size := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) == 0 {
+	for line, rest := 1, data; len(rest) > 0; line++ {
+		var text []byte
+		text, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		tok64, rank64, n := rankFields(text)
+		if n == 0 {
 			continue
 		}
-		if len(fields) != 2 {
+		if n != 2 {
 			return nil, fmt.Errorf("tokenizer: %s:%d: want a base64 token and a rank", path, line)
 		}
-		tok, err := base64.StdEncoding.DecodeString(string(fields[0]))
-		if err != nil {
+		start := len(raw)
+		if raw, err = base64.StdEncoding.AppendDecode(raw, tok64); err != nil {
 			return nil, fmt.Errorf("tokenizer: %s:%d: %w", path, line, err)
 		}
-		rank, err := strconv.Atoi(string(fields[1]))
+		rank, err := strconv.Atoi(string(rank64))
 		if err != nil || rank < 0 {
-			return nil, fmt.Errorf("tokenizer: %s:%d: bad rank %q", path, line, fields[1])
+			return nil, fmt.Errorf("tokenizer: %s:%d: bad rank %q", path, line, rank64)
 		}
-		entries = append(entries, entry{string(tok), rank})
-		if rank+1 > size {
-			size = rank + 1
-		}
+		entries = append(entries, entry{start, len(raw), rank})
+		size = max(size, rank+1)
 	}
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("tokenizer: %s holds no ranks", path)
 	}
+	tokens := string(raw)
 	m := newBPEModel(size)
 	m.wholePieceFirst = true
 	for _, e := range entries {
-		m.tokenBytes[e.rank], m.tokenOK[e.rank] = e.tok, true
-		m.pieceID[e.tok] = e.rank
+		tok := tokens[e.start:e.end]
+		m.tokenBytes[e.rank], m.tokenOK[e.rank] = tok, true
+		m.pieceID[tok] = e.rank
 	}
 	m.indexSingleBytes()
 	m.byConcat = true // merges are looked up by concatenation (bpe.go)
 	return m, nil
+}
+
+// rankFields splits a line of a rank file as bytes.Fields does and returns
+// its first two fields and how many it has (2 at most: more are an error
+// all the same), without bytes.Fields' allocation per line.
+func rankFields(line []byte) (first, second []byte, n int) {
+	for _, c := range line {
+		if c >= utf8.RuneSelf { // a space outside ASCII: bytes.Fields' own rules
+			f := bytes.Fields(line)
+			f = append(f, nil, nil)
+			return f[0], f[1], min(len(f)-2, 3)
+		}
+	}
+	var fields [2][]byte
+	for len(line) > 0 {
+		i := 0
+		for i < len(line) && asciiSpace(line[i]) {
+			i++
+		}
+		line = line[i:]
+		if len(line) == 0 {
+			break
+		}
+		j := 0
+		for j < len(line) && !asciiSpace(line[j]) {
+			j++
+		}
+		if n == len(fields) {
+			return fields[0], fields[1], n + 1
+		}
+		fields[n], line, n = line[:j], line[j:], n+1
+	}
+	return fields[0], fields[1], n
+}
+
+// asciiSpace is bytes.Fields' ASCII white space.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
