@@ -7,11 +7,13 @@ package estimate
 
 import (
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
+	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -42,8 +44,9 @@ const defaultOpenRouterURL = "https://openrouter.ai/api/v1"
 // apiKeyEnv holds the key sent with the price list request.
 const apiKeyEnv = "OPENROUTER_API_KEY"
 
-// description is estimate's --help text.
-const description = `estimate reads the records still to do (tokenized records, such as
+// descriptionText is estimate's --help text; {{.Name}} is a constant of
+// helpConstants.
+const descriptionText = `estimate reads the records still to do (tokenized records, such as
 dedupe-resume's output; files, or stdin when none or "-"; gzip and zstd are
 read transparently) and prints, per dataset (--by PATH, e.g. dataset; a
 done record without a dataset field counts in the dataset its file's folder
@@ -99,7 +102,7 @@ Backends, any combination; each is a column of the table:
   --url URL (repeatable): an SGLang server. Its KV cache and running request
     limit come from /server_info, and the time from a model of its
     continuous batch: generate's requests in flight (as many as the cache
-    holds, plus 10%), admitted first come first served while they fit,
+    holds, plus {{.QueueMargin}}), admitted first come first served while they fit,
     every running request getting one token per decode step, the newest
     retracted when the cache is full; the steps are counted and turned into
     seconds by the server's speed. That comes from --rate (its tokens per
@@ -121,7 +124,7 @@ Backends, any combination; each is a column of the table:
     --rate (the tokens per second the provider gives the whole job), else
     from the done file's answers made with generate --backend openai (one
     request's decode rate and first-token delay) with generate's requests
-    in flight (16, one more per window of answers; --concurrency N if the
+    in flight ({{.AIMDStart}}, one more per window of answers; --concurrency N if the
     run will use a fixed N).
   Under a budget, a run of generate --token-budget reserves prompt plus
   --max-tokens per request in flight: with --max-tokens given, both models
@@ -150,6 +153,21 @@ and also counts generate's first second, sized before any answer is known.
 A done file written by a run stopped with requests in flight lacks their
 answers, the longer ones: its lengths read somewhat short.`
 
+// helpConstants are the tuning constants the description states: those of
+// generate's sizing, which estimate models (lib/capacity).
+type helpConstants struct {
+	QueueMargin string
+	AIMDStart   int
+}
+
+// description is estimate's --help text, with its constants filled in.
+func description() string {
+	return cliutil.FillHelp("estimate", descriptionText, helpConstants{
+		QueueMargin: cliutil.Percent(capacity.QueueMargin),
+		AIMDStart:   capacity.AIMDStart,
+	})
+}
+
 // NewApp returns a fresh estimate command.
 func NewApp() *cli.App {
 	cfg := new(config)
@@ -157,7 +175,7 @@ func NewApp() *cli.App {
 		Name:        "estimate",
 		Usage:       "what the rest of a job will cost, in time, tokens and money, here or there",
 		ArgsUsage:   "[FILE...]",
-		Description: description,
+		Description: description(),
 		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: apiKeyEnv, Meaning: "API key sent with the --openrouter-url /models request (never printed)"},
@@ -253,7 +271,7 @@ func backendFlags(cfg *config) []cli.Flag {
 		&cli.Float64Flag{Name: flagHourlyCost, Destination: &cfg.hourlyCost, Action: priceAction(flagHourlyCost, maxHourlyCost),
 			Usage: "what an hour of each --url server costs, `USD` (its GPUs)"},
 		&cli.IntFlag{Name: flagConcurrency, Destination: &cfg.concurrency,
-			Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from 16 up)",
+			Usage: "requests in flight on a --model backend timed from per-request rates, `N` (default: generate's adaptive concurrency, from " + strconv.Itoa(capacity.AIMDStart) + " up)",
 			Action: func(_ *cli.Context, n int) error {
 				if n < 0 {
 					return cliutil.Usagef("--%s must not be negative (0: as generate's adaptive concurrency grows)", flagConcurrency)

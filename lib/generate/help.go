@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
@@ -29,7 +28,7 @@ type helpConstants struct {
 // helpValues formats the constants for the description.
 func helpValues() helpConstants {
 	return helpConstants{
-		QueueMargin: percent(capacity.QueueMargin),
+		QueueMargin: cliutil.Percent(capacity.QueueMargin),
 		// A run alone sends its margin beyond what the server runs: that
 		// share of all it holds is queued.
 		AloneQueued:      fmt.Sprintf("%.0f%%", 100*capacity.QueueMargin/(1+capacity.QueueMargin)),
@@ -38,17 +37,17 @@ func helpValues() helpConstants {
 		IdleTimeout:      seconds(defaultIdleTimeout),
 		MaxAnswer:        fmt.Sprintf("%d MiB", backend.DefaultMaxResponseBytes>>20),
 		MetricsEvery:     seconds(engine.DefaultMetricsEvery),
-		KVFull:           percent(engine.DefaultKVFull),
+		KVFull:           cliutil.Percent(engine.DefaultKVFull),
 		LimitFor:         seconds(engine.DefaultLimitFor),
 		LiveRedraw:       every(runview.LiveRedraw),
 		ShareStart:       portion(capacity.ShareStart),
-		ShareQueueOver:   percent(capacity.ShareQueueOver),
-		ShareQueueTarget: percent(capacity.ShareQueueTarget),
+		ShareQueueOver:   cliutil.Percent(capacity.ShareQueueOver),
+		ShareQueueTarget: cliutil.Percent(capacity.ShareQueueTarget),
 		ReportChange:     portion(capacity.ReportChange),
 		ProbeEvery:       fractionNames[capacity.ProbesPerLatency],
-		ProbeOver:        percent(capacity.ProbeOver),
-		ProbeTarget:      percent(capacity.ProbeTarget),
-		ProbeUnder:       percent(capacity.ProbeUnder),
+		ProbeOver:        cliutil.Percent(capacity.ProbeOver),
+		ProbeTarget:      cliutil.Percent(capacity.ProbeTarget),
+		ProbeUnder:       cliutil.Percent(capacity.ProbeUnder),
 		ProbeDeepest:     portion(capacity.ProbeDeepest),
 		AIMDStart:        capacity.AIMDStart,
 		ETASamples:       engine.MinETASamples,
@@ -66,7 +65,7 @@ func portion(share float64) string {
 	n := int(math.Round(1 / share))
 	name, ok := fractionNames[n]
 	if !ok || math.Abs(share*float64(n)-1) > 1e-9 {
-		return percent(share)
+		return cliutil.Percent(share)
 	}
 	if strings.ContainsRune("aeiou", rune(name[0])) {
 		return "an " + name
@@ -82,11 +81,6 @@ func every(d time.Duration) string {
 	return seconds(d)
 }
 
-// percent is a share as the help writes it: 0.1 is "10%".
-func percent(share float64) string {
-	return strconv.FormatFloat(share*100, 'f', -1, 64) + "%"
-}
-
 // seconds is a duration as the help writes it: "0.5s", "20s", "5m".
 func seconds(d time.Duration) string {
 	if d >= time.Minute && d%time.Minute == 0 {
@@ -97,11 +91,7 @@ func seconds(d time.Duration) string {
 
 // description is generate's long help, with its constants filled in.
 func description() string {
-	var b strings.Builder
-	if err := template.Must(template.New("generate").Parse(descriptionText)).Execute(&b, helpValues()); err != nil {
-		panic(fmt.Sprintf("generate: help: %v", err)) // the template and its values are the code's own
-	}
-	return b.String()
+	return cliutil.FillHelp("generate", descriptionText, helpValues())
 }
 
 // environment lists the variables generate reads besides its flags'.

@@ -59,7 +59,6 @@ func TestHelpNamesConstants(t *testing.T) {
 
 func TestHelpFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
-		{percent(0.1), "10%"}, {percent(0.9), "90%"}, {percent(0.05), "5%"},
 		{portion(1.0 / 8), "an eighth"}, {portion(0.25), "a quarter"}, {portion(0.3), "30%"},
 		{every(1e9), "second"}, {every(2e9), "2s"},
 		{seconds(500e6), "0.5s"}, {seconds(20e9), "20s"}, {seconds(5 * 60e9), "5m"}, {seconds(90e9), "90s"},
