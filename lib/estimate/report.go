@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -118,14 +118,15 @@ func ptr[T any](v T) *T { return &v }
 // 0.09999999999999999 for a price of 0.1.
 func roundTo(v, unit float64) float64 { return math.Round(v/unit) * unit }
 
-// lengthsFor picks what a dataset's answers are drawn from.
-func lengthsFor(g *group, cfg *config, flag lengths, pooled *empirical) (lengths, error) {
+// lengthsFor picks what a dataset's answers are drawn from: its own done
+// answers when there are enough, else --lengths, else every dataset's.
+func lengthsFor(g *group, cfg *config, pooled *empirical) (lengths, error) {
 	own := &empirical{values: g.done.answers, truncated: g.done.truncated, limit: cfg.maxTokens, source: "done file"}
 	switch {
 	case len(own.values) >= minDoneAnswers:
 		return own, nil
-	case flag != nil:
-		return flag, nil
+	case cfg.lengths != nil:
+		return cfg.lengths, nil
 	case pooled != nil && len(pooled.values) > 0:
 		return pooled, nil
 	case len(own.values) > 0:
@@ -134,7 +135,23 @@ func lengthsFor(g *group, cfg *config, flag lengths, pooled *empirical) (lengths
 	return nil, cliutil.Usagef("dataset %q: no answer lengths known (no answers in the done file): give --lengths SPEC", g.name)
 }
 
-func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag lengths, backends []*backendModel) (*report, error) {
+// pooledLengths is every dataset's done answers, the datasets in name
+// order; nil without a done record.
+func pooledLengths(done map[string]*doneStats, maxTokens int) *empirical {
+	var pooled *empirical
+	// The same pooled sample, and so the same draws, every time.
+	for _, name := range slices.Sorted(maps.Keys(done)) {
+		d := done[name]
+		if pooled == nil {
+			pooled = &empirical{limit: maxTokens, source: "done file, all datasets"}
+		}
+		pooled.values = append(pooled.values, d.answers...)
+		pooled.truncated += d.truncated
+	}
+	return pooled
+}
+
+func buildReport(cfg *config, groups []*group, done map[string]*doneStats, backends []*backendModel) (*report, error) {
 	rep := &report{Seed: cfg.seed, Draws: cfg.draws}
 	if cfg.maxTrainLength > 0 {
 		rep.MaxTrainLength = ptr(cfg.maxTrainLength)
@@ -145,20 +162,7 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 	if len(groups) == 0 {
 		return nil, exitcode.NoInputf("no records to do in the input: nothing to estimate")
 	}
-	var pooled *empirical
-	names := make([]string, 0, len(done))
-	for name := range done {
-		names = append(names, name)
-	}
-	sort.Strings(names) // the same pooled sample, and so the same draws, every time
-	for _, name := range names {
-		d := done[name]
-		if pooled == nil {
-			pooled = &empirical{limit: cfg.maxTokens, source: "done file, all datasets"}
-		}
-		pooled.values = append(pooled.values, d.answers...)
-		pooled.truncated += d.truncated
-	}
+	pooled := pooledLengths(done, cfg.maxTokens)
 	for _, b := range backends {
 		rep.Backends = append(rep.Backends, describeBackend(b))
 	}
@@ -168,66 +172,89 @@ func buildReport(cfg *config, groups []*group, done map[string]*doneStats, flag 
 	}
 	total.totals = make([]int64, cfg.draws)
 	total.uncuts = make([]int64, cfg.draws)
-	var totalLeft int64
 	for _, g := range groups {
-		dist, err := lengthsFor(g, cfg, flag, pooled)
+		dist, err := lengthsFor(g, cfg, pooled)
 		if err != nil {
 			return nil, err
 		}
-		row := &datasetRow{Dataset: g.name, Records: int64(len(g.todo)), Conversations: g.convs, DoneRecords: g.done.records, Spent: g.done.spent,
-			Lengths: &lengthReport{Source: dist.String(), Mean: dist.mean(), TruncatedShare: dist.truncatedShare()}}
-		left := int64(-1)
-		if cfg.budget >= 0 {
-			left = max(cfg.budget-g.done.spent, 0)
-			row.BudgetLeft = ptr(left)
-			totalLeft += left
-		}
-		draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens, cfg.maxTrainLength)
-		var fit, prompt, completion, turns, prefill, pastTrain, pastTrainRecords []int64
-		for _, d := range draws {
-			pastTrain = append(pastTrain, d.pastTrain)
-			pastTrainRecords = append(pastTrainRecords, d.pastTrainRecords)
-			fit = append(fit, d.fit)
-			prompt = append(prompt, d.prompt)
-			completion = append(completion, d.completion)
-			turns = append(turns, d.turns)
-			prefill = append(prefill, d.prefill)
-			row.totals = append(row.totals, d.total())
-			row.uncuts = append(row.uncuts, d.uncut)
-		}
-		row.Fit, row.Prompt, row.Completion = mean(fit), mean(prompt), mean(completion)
-		row.turns, row.prefill = mean(turns), mean(prefill)
-		if cfg.maxTrainLength > 0 {
-			row.PastTrain, row.PastTrainRecords = ptr(mean(pastTrain)), ptr(mean(pastTrainRecords))
-		}
-		row.TotalTokens, row.Uncut = spreadOf(row.totals), spreadOf(row.uncuts)
-		if left >= 0 {
-			past := make([]int64, len(draws))
-			for i, d := range draws {
-				past[i] = max(d.uncut-left, 0)
-			}
-			row.PastBudget = mean(past)
-		}
-		for _, b := range backends {
-			row.Backends = append(row.Backends, costOf(b, draws, left, cfg.maxTokens))
-		}
+		row := estimateRow(cfg, g, dist, backends)
 		addRow(total, row)
 		rep.Datasets = append(rep.Datasets, row)
 	}
+	rep.Total = total
+	rep.finishTotal(cfg.budget >= 0)
+	return rep, nil
+}
+
+// estimateRow is a dataset's row: its futures drawn with answers from
+// dist, and their time and money on each backend.
+func estimateRow(cfg *config, g *group, dist lengths, backends []*backendModel) *datasetRow {
+	row := &datasetRow{Dataset: g.name, Records: int64(len(g.todo)), Conversations: g.convs, DoneRecords: g.done.records, Spent: g.done.spent,
+		Lengths: &lengthReport{Source: dist.String(), Mean: dist.mean(), TruncatedShare: dist.truncatedShare()}}
+	left := int64(-1)
+	if cfg.budget >= 0 {
+		left = max(cfg.budget-g.done.spent, 0)
+		row.BudgetLeft = ptr(left)
+	}
+	draws := simulate(g, dist, left, cfg.draws, cfg.seed, cfg.maxTokens, cfg.maxTrainLength)
+	row.addDraws(draws, cfg.maxTrainLength > 0)
+	if left >= 0 {
+		past := make([]int64, len(draws))
+		for i, d := range draws {
+			past[i] = max(d.uncut-left, 0)
+		}
+		row.PastBudget = mean(past)
+	}
+	for _, b := range backends {
+		row.Backends = append(row.Backends, costOf(b, draws, left, cfg.maxTokens))
+	}
+	return row
+}
+
+// addDraws gives the row the means and spreads of its draws' tokens, and
+// with pastTrain what a trainer cuts off.
+func (row *datasetRow) addDraws(draws []draw, pastTrain bool) {
+	var fit, prompt, completion, turns, prefill, trainCut, trainCutRecords []int64
+	for _, d := range draws {
+		trainCut = append(trainCut, d.pastTrain)
+		trainCutRecords = append(trainCutRecords, d.pastTrainRecords)
+		fit = append(fit, d.fit)
+		prompt = append(prompt, d.prompt)
+		completion = append(completion, d.completion)
+		turns = append(turns, d.turns)
+		prefill = append(prefill, d.prefill)
+		row.totals = append(row.totals, d.total())
+		row.uncuts = append(row.uncuts, d.uncut)
+	}
+	row.Fit, row.Prompt, row.Completion = mean(fit), mean(prompt), mean(completion)
+	row.turns, row.prefill = mean(turns), mean(prefill)
+	if pastTrain {
+		row.PastTrain, row.PastTrainRecords = ptr(mean(trainCut)), ptr(mean(trainCutRecords))
+	}
+	row.TotalTokens, row.Uncut = spreadOf(row.totals), spreadOf(row.uncuts)
+}
+
+// finishTotal completes the total row once every dataset is added: its
+// spreads, what is left of the budgets (with a budget), and the
+// conversation columns of every row when any dataset holds conversations.
+func (rep *report) finishTotal(hasBudget bool) {
+	total := rep.Total
 	for i := range total.Backends {
 		total.Backends[i].dropNotComputed()
 	}
 	total.TotalTokens, total.Uncut = spreadOf(total.totals), spreadOf(total.uncuts)
-	if cfg.budget >= 0 {
-		total.BudgetLeft = ptr(totalLeft)
+	if hasBudget {
+		var left int64
+		for _, r := range rep.Datasets {
+			left += *r.BudgetLeft
+		}
+		total.BudgetLeft = ptr(left)
 	}
-	rep.Total = total
 	if total.Conversations > 0 {
 		for _, r := range append(rep.Datasets, total) {
 			r.Turns, r.Prefill = ptr(r.turns), ptr(r.prefill)
 		}
 	}
-	return rep, nil
 }
 
 // costOf is a dataset's time and money on a backend, the mean over the

@@ -59,7 +59,7 @@ func run(c *cli.Context, cfg *config) error {
 	if err != nil {
 		return err
 	}
-	rep, err := buildReport(cfg, groups, done, cfg.lengths, backends)
+	rep, err := buildReport(cfg, groups, done, backends)
 	if err != nil {
 		return err
 	}
