@@ -34,3 +34,34 @@ func BenchmarkCumulativeStream4k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSGLangBody writes the /generate body of a 512-token prompt with
+// the usual sampling parameters: appended to a buffer the loop reuses (the
+// sampling parameters' own cost), and as Do builds it.
+func BenchmarkSGLangBody(b *testing.B) {
+	req := &Request{ID: "rec-7", Attempt: 1, InputIDs: make([]int, 512), Params: Params{
+		MaxTokens: 4096, Temperature: ptr(0.6), TopP: ptr(0.95), TopK: ptr(20), MinP: ptr(0.0),
+		Stop: []string{"</answer>"}, Seed: ptr(int64(42)),
+	}}
+	for i := range req.InputIDs {
+		req.InputIDs[i] = 1000 + 37*i
+	}
+	rid := RID(req.ID, req.Attempt)
+	b.Run("append", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = appendSGLangBody(buf[:0], req, rid, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("request", func(b *testing.B) {
+		s := &sglang{}
+		for b.Loop() {
+			if _, err := s.requestBody(req, rid); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
