@@ -54,20 +54,11 @@ type Request struct {
 	Thinking *thinking.Choice
 }
 
-// Params are the sampling parameters common to the backends. nil pointers
-// mean "not set": the server's default applies.
+// Params are the sampling parameters common to the backends.
 type Params struct {
-	MaxTokens          int // always sent: SGLang's default of 128 truncates silently
-	Temperature        *float64
-	TopP               *float64
-	TopK               *int
-	MinP               *float64
-	Stop               []string
-	StopTokenIDs       []int
-	Seed               *int64
-	ReasoningEffort    string          // OpenAI-style: reasoning.effort
-	ReasoningMaxTokens int             // OpenAI-style: reasoning.max_tokens
-	Extra              json.RawMessage // object merged into the request body (--extra)
+	MaxTokens int             // always sent: SGLang's default of 128 truncates silently
+	Sampling                  // sent when set, else the server's default applies
+	Extra     json.RawMessage // object merged into the request body (--extra)
 }
 
 // Result is a successful answer. Soft failures (truncated, empty) are

@@ -40,8 +40,8 @@ func BenchmarkCumulativeStream4k(b *testing.B) {
 // sampling parameters' own cost), and as Do builds it.
 func BenchmarkSGLangBody(b *testing.B) {
 	req := &Request{ID: "rec-7", Attempt: 1, InputIDs: make([]int, 512), Params: Params{
-		MaxTokens: 4096, Temperature: ptr(0.6), TopP: ptr(0.95), TopK: ptr(20), MinP: ptr(0.0),
-		Stop: []string{"</answer>"}, Seed: ptr(int64(42)),
+		MaxTokens: 4096, Sampling: Sampling{Temperature: ptr(0.6), TopP: ptr(0.95), TopK: ptr(20), MinP: ptr(0.0),
+			Stop: []string{"</answer>"}, Seed: ptr(int64(42))},
 	}}
 	for i := range req.InputIDs {
 		req.InputIDs[i] = 1000 + 37*i

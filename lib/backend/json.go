@@ -3,6 +3,9 @@ package backend
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -10,32 +13,56 @@ import (
 // JSON helpers shared by both backends: building request bodies and
 // reading answers whose fields moved between server versions.
 
-// samplingFields are the sampling parameters that SGLang's sampling_params
-// and the chat completions body name alike; embedded, they flatten into
-// either.
-type samplingFields struct {
-	Temperature  *float64 `json:"temperature,omitempty"`
-	TopP         *float64 `json:"top_p,omitempty"`
-	TopK         *int     `json:"top_k,omitempty"`
-	MinP         *float64 `json:"min_p,omitempty"`
-	Stop         []string `json:"stop,omitempty"`
-	StopTokenIDs []int    `json:"stop_token_ids,omitempty"`
-}
-
-// zero reports that f sets nothing: it would be written as {}.
-func (f *samplingFields) zero() bool {
-	return f.Temperature == nil && f.TopP == nil && f.TopK == nil && f.MinP == nil && len(f.Stop) == 0 && len(f.StopTokenIDs) == 0
-}
-
-func samplingFieldsOf(p *Params) samplingFields {
-	return samplingFields{
-		Temperature:  p.Temperature,
-		TopP:         p.TopP,
-		TopK:         p.TopK,
-		MinP:         p.MinP,
-		Stop:         p.Stop,
-		StopTokenIDs: p.StopTokenIDs,
+// appendJSONString appends s as encoding/json writes it, without its
+// reflection and allocations: ASCII by jsonEscapes, a string with
+// non-ASCII (which may be invalid UTF-8, or U+2028) by json.Marshal.
+func appendJSONString(dst []byte, s string) []byte {
+	mark := len(dst)
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s)
+			return append(dst[:mark], q...)
+		}
+		if e := jsonEscapes[c]; e != "" {
+			dst = append(append(dst, s[start:i]...), e...)
+			start = i + 1
+		}
 	}
+	return append(append(dst, s[start:]...), '"')
+}
+
+// jsonEscapes are what encoding/json writes for each ASCII byte that it
+// escapes (quotes, backslashes, controls, HTML's <>&), asked of it once.
+var jsonEscapes = func() (escapes [utf8.RuneSelf]string) {
+	for c := range escapes {
+		q, _ := json.Marshal(string(rune(c)))
+		if e := string(q[1 : len(q)-1]); e != string(rune(c)) {
+			escapes[c] = e
+		}
+	}
+	return escapes
+}()
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest decimal, with an exponent below 1e-6 and from 1e21 on (e-7,
+// not e-07). NaN and the infinities are not JSON.
+func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst, nil
 }
 
 // mergeExtra merges a user-supplied object into a request body: each

@@ -42,10 +42,12 @@ func NewOpenAI(opts Options) Backend { return OpenAI.New(opts) }
 
 func (b *openAI) Name() string { return b.kind.Name }
 
-// chatRequest is the chat completions body: OpenAI's fields, plus top_k,
-// min_p and stop_token_ids (vLLM, SGLang and OpenRouter accept them) and
-// OpenRouter's reasoning and usage.
-type chatRequest struct {
+// The chat completions body: OpenAI's fields, plus top_k, min_p and
+// stop_token_ids (vLLM, SGLang and OpenRouter accept them) and
+// OpenRouter's reasoning and usage. chatHead's members come first, then
+// the sampling parameters (Sampling's chat names: the top-level ones, then
+// each object, reasoning among them), then appendChatTail's.
+type chatHead struct {
 	Model    string          `json:"model,omitempty"`
 	Messages json.RawMessage `json:"messages"`
 	Tools    json.RawMessage `json:"tools,omitempty"`
@@ -54,93 +56,111 @@ type chatRequest struct {
 	// not know the newer name. --extra can send the other. 0 leaves the
 	// limit to the server.
 	MaxTokens int `json:"max_tokens,omitempty"`
-	samplingFields
-	Seed      *int64         `json:"seed,omitempty"`
-	Reasoning *chatReasoning `json:"reasoning,omitempty"`
-	// ChatTemplateKwargs carries a record's thinking setting to servers
-	// that render the chat template themselves (vLLM, SGLang): the
-	// variables enable_thinking and thinking, or reasoning_effort.
-	// OpenRouter reads the reasoning switch instead.
-	ChatTemplateKwargs map[string]json.RawMessage `json:"chat_template_kwargs,omitempty"`
-	Stream             bool                       `json:"stream,omitempty"`
-	// StreamOptions asks for usage in the last chunk; without it OpenAI and
-	// vLLM streams carry no token counts.
-	StreamOptions *chatStreamOptions `json:"stream_options,omitempty"`
-	// Usage is OpenRouter's usage accounting switch (cost, cached and
-	// reasoning tokens). OpenRouter now always includes them and ignores
-	// it; other servers ignore unknown fields. {"usage": null} in --extra
-	// removes it.
-	Usage chatUsageRequest `json:"usage"`
 }
 
-type chatReasoning struct {
-	// Enabled is OpenRouter's reasoning switch: sent only for a record's
-	// thinking setting (false turns reasoning off on models that can).
-	Enabled   *bool  `json:"enabled,omitempty"`
-	Effort    string `json:"effort,omitempty"`
-	MaxTokens int    `json:"max_tokens,omitempty"`
-}
+// chatObjects are the objects that Sampling's chat names put members in,
+// in the order of their first field.
+var chatObjects = func() []string {
+	var objects []string
+	for _, f := range samplingFields {
+		if o := f.object[wireChat]; o != "" && !slices.Contains(objects, o) {
+			objects = append(objects, o)
+		}
+	}
+	return objects
+}()
 
-type chatStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type chatUsageRequest struct {
-	Include bool `json:"include"`
-}
+// reasoningObject is OpenRouter's reasoning object, which a record's
+// thinking setting switches on or off (enabled).
+const reasoningObject = "reasoning"
 
 func (b *openAI) requestBody(req *Request) ([]byte, error) {
 	p := &req.Params
 	if len(bytes.TrimSpace(req.Messages)) == 0 {
 		return nil, &Error{Kind: KindRequest, Message: "no messages: the OpenAI-compatible backend sends the conversation"}
 	}
-	body := chatRequest{
-		Model:          b.opts.Model,
-		Messages:       req.Messages,
-		MaxTokens:      p.MaxTokens,
-		samplingFields: samplingFieldsOf(p),
-		Seed:           p.Seed,
-		Stream:         b.opts.Stream,
-		Usage:          chatUsageRequest{Include: true},
-	}
+	head := chatHead{Model: b.opts.Model, Messages: req.Messages, MaxTokens: p.MaxTokens}
 	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
-		body.Tools = req.Tools
+		head.Tools = req.Tools
 	}
-	if p.ReasoningEffort != "" || p.ReasoningMaxTokens > 0 {
-		body.Reasoning = &chatReasoning{Effort: p.ReasoningEffort, MaxTokens: p.ReasoningMaxTokens}
+	sampling := p.Sampling
+	if c := req.Thinking; c != nil && c.Effort != "" { // --thinking effort:... replaces --reasoning-effort
+		sampling.ReasoningEffort = c.Effort
 	}
-	if req.Thinking != nil {
-		body.Reasoning = thinkingReasoning(req.Thinking, body.Reasoning)
-		body.ChatTemplateKwargs = req.Thinking.TemplateArgs()
+	out, err := json.Marshal(head)
+	if err == nil { // open for the sampling parameters' members
+		out, err = appendChatSampling(out[:len(out)-1], &sampling, req.Thinking)
 	}
-	if b.opts.Stream {
-		body.StreamOptions = &chatStreamOptions{IncludeUsage: true}
+	if err == nil {
+		out, err = appendChatTail(out, req.Thinking, b.opts.Stream)
 	}
-	out, err := json.Marshal(body)
 	if err != nil {
 		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
 	}
 	return mergeExtra(out, p.Extra)
 }
 
-// thinkingReasoning is the reasoning object of a record's thinking setting
-// (OpenRouter's reasoning.enabled and reasoning.effort): off sends
-// {"enabled": false} alone, since an effort or a token limit would turn
-// reasoning back on; on keeps --reasoning-effort and --reasoning-max-tokens;
-// a level chosen by --thinking effort:... replaces --reasoning-effort.
-func thinkingReasoning(c *thinking.Choice, flags *chatReasoning) *chatReasoning {
-	on := c.Thinking
-	r := &chatReasoning{Enabled: &on}
-	if !on {
-		return r
+// appendChatTail appends the members that follow the sampling parameters
+// and closes the body. chat_template_kwargs carries a record's thinking
+// setting to servers that render the chat template themselves (vLLM,
+// SGLang): the variables enable_thinking and thinking, or
+// reasoning_effort; OpenRouter reads the reasoning switch instead.
+// stream_options asks for usage in the last chunk: without it OpenAI and
+// vLLM streams carry no token counts. usage is OpenRouter's usage
+// accounting switch (cost, cached and reasoning tokens): OpenRouter now
+// always includes them and ignores it; other servers ignore unknown
+// fields; {"usage": null} in --extra removes it.
+func appendChatTail(dst []byte, c *thinking.Choice, stream bool) ([]byte, error) {
+	if c != nil {
+		kwargs, err := json.Marshal(c.TemplateArgs()) // keys sorted, as a struct's member would be
+		if err != nil {
+			return nil, err
+		}
+		dst = append(append(dst, `,"chat_template_kwargs":`...), kwargs...)
 	}
-	if flags != nil {
-		r.Effort, r.MaxTokens = flags.Effort, flags.MaxTokens
+	if stream {
+		dst = append(dst, `,"stream":true,"stream_options":{"include_usage":true}`...)
 	}
-	if c.Effort != "" {
-		r.Effort = c.Effort
+	return append(dst, `,"usage":{"include":true}}`...), nil
+}
+
+// appendChatSampling appends the sampling parameters' members: the
+// top-level ones, then each of chatObjects that has members. A record's
+// thinking setting (OpenRouter's reasoning.enabled) leads the reasoning
+// object: off sends {"enabled": false} alone, since an effort or a token
+// limit would turn reasoning back on; on keeps them.
+func appendChatSampling(dst []byte, s *Sampling, c *thinking.Choice) ([]byte, error) {
+	dst, err := s.appendMembers(dst, wireChat, "")
+	if err != nil {
+		return nil, err
 	}
-	return r
+	for _, object := range chatObjects {
+		before := len(dst)
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, object)
+		dst = append(dst, ":{"...)
+		open := len(dst)
+		if object == reasoningObject && c != nil {
+			dst = append(dst, `"enabled":`...)
+			dst = strconv.AppendBool(dst, c.Thinking)
+			if !c.Thinking {
+				dst = append(dst, '}')
+				continue
+			}
+		}
+		if dst, err = s.appendMembers(dst, wireChat, object); err != nil {
+			return nil, err
+		}
+		switch {
+		case len(dst) == open: // nothing to send in it
+			dst = dst[:before]
+			continue
+		case dst[open] == ',': // the first member's comma
+			dst = append(dst[:open], dst[open+1:]...)
+		}
+		dst = append(dst, '}')
+	}
+	return dst, nil
 }
 
 // Do sends req to POST {base}/chat/completions. finish_reason "error" (a

@@ -25,9 +25,9 @@ func TestOpenAIRequestBody(t *testing.T) {
 		Messages: json.RawMessage(`[{"role":"user","content":"What is the capital of France?"}]`),
 		Tools:    json.RawMessage(`[{"type":"function","function":{"name":"search","parameters":{"type":"object"}}}]`),
 		Params: Params{
-			MaxTokens: 4096, Temperature: ptr(0.6), TopP: ptr(0.95), TopK: ptr(20), MinP: ptr(0.0),
-			Stop: []string{"<|im_end|>"}, Seed: ptr(int64(7)),
-			ReasoningEffort: "high", ReasoningMaxTokens: 2000,
+			MaxTokens: 4096, Sampling: Sampling{Temperature: ptr(0.6), TopP: ptr(0.95), TopK: ptr(20), MinP: ptr(0.0),
+				Stop: []string{"<|im_end|>"}, Seed: ptr(int64(7)),
+				ReasoningEffort: "high", ReasoningMaxTokens: 2000},
 		},
 	}
 	common := `"model":"qwen/qwen3-8b","messages":[{"role":"user","content":"What is the capital of France?"}],

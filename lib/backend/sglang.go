@@ -114,8 +114,8 @@ func (b *sglang) requestBody(req *Request, rid string) ([]byte, error) {
 
 // appendSGLangBody appends the /generate body of req to dst, fields as in
 // SGLang's GenerateReqInput and SamplingParams: what json.Marshal writes
-// for the struct of TestSGLangBodyIsMarshal, without reflection (the ids
-// are most of the body and of the client's work per request).
+// for the struct of TestSGLangBodyIsMarshal, without its reflection (the
+// ids are most of the body and of the client's work per request).
 // max_new_tokens is always sent: SGLang's default of 128 would truncate
 // answers without anyone asking for it. skip_special_tokens false and
 // no_stop_trim true keep special tokens, tool-call markers and the matched
@@ -134,39 +134,15 @@ func appendSGLangBody(dst []byte, req *Request, rid string, stream bool) ([]byte
 	dst = appendJSONString(dst, rid)
 	dst = append(dst, `,"sampling_params":{"max_new_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(p.MaxTokens), 10)
-	if f := samplingFieldsOf(p); !f.zero() {
-		fields, err := json.Marshal(f)
-		if err != nil {
-			return nil, err
-		}
-		if len(fields) > 2 { // {"temperature":0.7,...}: its members
-			dst = append(append(dst, ','), fields[1:len(fields)-1]...)
-		}
-	}
-	if p.Seed != nil {
-		dst = append(dst, `,"sampling_seed":`...)
-		dst = strconv.AppendInt(dst, *p.Seed, 10)
+	dst, err := p.appendMembers(dst, wireSGLang, "")
+	if err != nil {
+		return nil, err
 	}
 	dst = append(dst, `,"skip_special_tokens":false,"no_stop_trim":true}`...)
 	if stream {
 		dst = append(dst, `,"stream":true`...)
 	}
 	return append(dst, '}'), nil
-}
-
-// appendJSONString appends s as encoding/json writes it: a plain string
-// as it is, anything else (quotes, controls, HTML's <>&, non-ASCII) by
-// json.Marshal.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
 }
 
 // Do sends req to POST {base}/generate.

@@ -13,8 +13,7 @@ import (
 func TestSGLangRequestBody(t *testing.T) {
 	req := &Request{
 		ID: "rec-7", Attempt: 3, InputIDs: []int{101, 102, 103},
-		Params: Params{
-			MaxTokens:    2048,
+		Params: Params{MaxTokens: 2048, Sampling: Sampling{
 			Temperature:  ptr(0.7),
 			TopP:         ptr(0.95),
 			TopK:         ptr(40),
@@ -22,7 +21,7 @@ func TestSGLangRequestBody(t *testing.T) {
 			Stop:         []string{"</answer>"},
 			StopTokenIDs: []int{151645},
 			Seed:         ptr(int64(42)),
-		},
+		}},
 	}
 	rid := RID("rec-7", 3)
 	for _, stream := range []bool{false, true} {
@@ -328,11 +327,16 @@ type sglangRequest struct {
 }
 
 type sglangSampling struct {
-	MaxNewTokens int `json:"max_new_tokens"`
-	samplingFields
-	SamplingSeed      *int64 `json:"sampling_seed,omitempty"`
-	SkipSpecialTokens bool   `json:"skip_special_tokens"`
-	NoStopTrim        bool   `json:"no_stop_trim"`
+	MaxNewTokens      int      `json:"max_new_tokens"`
+	Temperature       *float64 `json:"temperature,omitempty"`
+	TopP              *float64 `json:"top_p,omitempty"`
+	TopK              *int     `json:"top_k,omitempty"`
+	MinP              *float64 `json:"min_p,omitempty"`
+	Stop              []string `json:"stop,omitempty"`
+	StopTokenIDs      []int    `json:"stop_token_ids,omitempty"`
+	SamplingSeed      *int64   `json:"sampling_seed,omitempty"`
+	SkipSpecialTokens bool     `json:"skip_special_tokens"`
+	NoStopTrim        bool     `json:"no_stop_trim"`
 }
 
 func TestSGLangBodyIsMarshal(t *testing.T) {
@@ -344,11 +348,11 @@ func TestSGLangBodyIsMarshal(t *testing.T) {
 		{"big ids", Request{ID: "x", Attempt: 12, InputIDs: []int{0, 151645, 1 << 40, 7}, Params: Params{MaxTokens: 1 << 20}}},
 		{"id to escape", Request{ID: "a\"b\\c<d>&e\u00e9\u2028\x01", Attempt: 2, InputIDs: []int{5, 6}, Params: Params{MaxTokens: 3}}},
 		{"every parameter", Request{ID: "rec-7", Attempt: 3, InputIDs: []int{101, 102, 103}, Params: Params{
-			MaxTokens: 2048, Temperature: ptr(0.7), TopP: ptr(0.95), TopK: ptr(40), MinP: ptr(1e-7),
-			Stop: []string{"</answer>", "\n\n"}, StopTokenIDs: []int{151645}, Seed: ptr(int64(-42)),
+			MaxTokens: 2048, Sampling: Sampling{Temperature: ptr(0.7), TopP: ptr(0.95), TopK: ptr(40), MinP: ptr(1e-7),
+				Stop: []string{"</answer>", "\n\n"}, StopTokenIDs: []int{151645}, Seed: ptr(int64(-42))},
 		}}},
-		{"zero temperature", Request{ID: "z", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Temperature: ptr(0.0)}}},
-		{"seed alone", Request{ID: "s", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Seed: ptr(int64(0))}}},
+		{"zero temperature", Request{ID: "z", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Sampling: Sampling{Temperature: ptr(0.0)}}}},
+		{"seed alone", Request{ID: "s", Attempt: 1, InputIDs: []int{9}, Params: Params{MaxTokens: 1, Sampling: Sampling{Seed: ptr(int64(0))}}}},
 	}
 	for _, tc := range cases {
 		for _, stream := range []bool{false, true} {
@@ -357,7 +361,8 @@ func TestSGLangBodyIsMarshal(t *testing.T) {
 				p := &tc.req.Params
 				want, err := json.Marshal(sglangRequest{
 					InputIDs: tc.req.InputIDs, RID: rid, Stream: stream,
-					SamplingParams: sglangSampling{MaxNewTokens: p.MaxTokens, samplingFields: samplingFieldsOf(p), SamplingSeed: p.Seed, NoStopTrim: true},
+					SamplingParams: sglangSampling{MaxNewTokens: p.MaxTokens, Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,
+						Stop: p.Stop, StopTokenIDs: p.StopTokenIDs, SamplingSeed: p.Seed, NoStopTrim: true},
 				})
 				if err != nil {
 					t.Fatal(err)

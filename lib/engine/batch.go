@@ -45,28 +45,19 @@ type batchLine struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// bodyParams are the sampling fields of a chat completions body that
-// generate sends itself; the body's other fields go along as extra fields.
-type bodyParams struct {
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	TopK                *int            `json:"top_k"`
-	MinP                *float64        `json:"min_p"`
-	Seed                *int64          `json:"seed"`
-	Stop                json.RawMessage `json:"stop"` // a string or an array of strings
-	StopTokenIDs        []int           `json:"stop_token_ids"`
-	ReasoningEffort     *string         `json:"reasoning_effort"`
-	N                   *int            `json:"n"`
+// bodyLimits are the members of a chat completions body that size its
+// answer; the sampling parameters are backend.Sampling's (Override), and
+// the body's other members go along as extra fields.
+type bodyLimits struct {
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	N                   *int `json:"n"`
 }
 
-// bodyOwnKeys are the body members generate sets from the record or its
-// own flags rather than passing along.
+// bodyOwnKeys are the body members besides the sampling parameters that
+// generate sets from the record or its own flags rather than passing along.
 var bodyOwnKeys = map[string]bool{
-	"messages": true, "tools": true, "model": true, "max_tokens": true, "max_completion_tokens": true,
-	"temperature": true, "top_p": true, "top_k": true, "min_p": true, "seed": true, "stop": true,
-	"stop_token_ids": true, "reasoning_effort": true, "n": true,
+	"messages": true, "tools": true, "model": true, "max_tokens": true, "max_completion_tokens": true, "n": true,
 	// generate chooses streaming (--stream) and asks for usage itself.
 	"stream": true, "stream_options": true,
 }
@@ -127,46 +118,27 @@ func (b *batchInput) parse(line []byte) (*job, error) {
 func (b *batchInput) requestParams(body map[string]json.RawMessage) (backend.Params, error) {
 	p := b.params
 	raw, _ := json.Marshal(body) // a map of raw members: cannot fail
-	var bp bodyParams
-	if err := json.Unmarshal(raw, &bp); err != nil {
+	var bl bodyLimits
+	if err := json.Unmarshal(raw, &bl); err != nil {
 		return p, fmt.Errorf(`"body": %v`, err)
 	}
 	switch {
-	case bp.MaxCompletionTokens != nil: // the newer name wins, as on OpenAI
-		p.MaxTokens = *bp.MaxCompletionTokens
-	case bp.MaxTokens != nil:
-		p.MaxTokens = *bp.MaxTokens
+	case bl.MaxCompletionTokens != nil: // the newer name wins, as on OpenAI
+		p.MaxTokens = *bl.MaxCompletionTokens
+	case bl.MaxTokens != nil:
+		p.MaxTokens = *bl.MaxTokens
 	}
 	if p.MaxTokens < 1 {
 		return p, fmt.Errorf(`"body" asks for %d tokens: want at least 1`, p.MaxTokens)
 	}
-	if bp.N != nil && *bp.N != 1 {
+	if bl.N != nil && *bl.N != 1 {
 		// A record is one answer: the others would be paid for and lost.
-		return p, fmt.Errorf(`"body" asks for n=%d answers: generate writes one per line (repeat the line with other custom_ids)`, *bp.N)
+		return p, fmt.Errorf(`"body" asks for n=%d answers: generate writes one per line (repeat the line with other custom_ids)`, *bl.N)
 	}
-	p.Temperature = override(p.Temperature, bp.Temperature)
-	p.TopP = override(p.TopP, bp.TopP)
-	p.TopK = override(p.TopK, bp.TopK)
-	p.MinP = override(p.MinP, bp.MinP)
-	p.Seed = override(p.Seed, bp.Seed)
-	if bp.ReasoningEffort != nil {
-		p.ReasoningEffort = *bp.ReasoningEffort
-	}
-	if bp.StopTokenIDs != nil {
-		p.StopTokenIDs = bp.StopTokenIDs
-	}
-	if stop := bytes.TrimSpace(bp.Stop); len(stop) > 0 && string(stop) != "null" {
-		// Into a slice of its own: decoded into p.Stop, the array would
-		// overwrite the command line's --stop, which p shares with every
-		// other line.
-		var one string
-		var many []string
-		if json.Unmarshal(stop, &one) == nil {
-			many = []string{one}
-		} else if err := json.Unmarshal(stop, &many); err != nil {
-			return p, errors.New(`"body" "stop" must be a string or an array of strings`)
-		}
-		p.Stop = many
+	// Override gives each of the body's values memory of its own: p
+	// shares the command line's slices with every other line.
+	if err := p.Override(body); err != nil {
+		return p, fmt.Errorf(`"body" %v`, err)
 	}
 	if b.kind.NeedsModel && b.model == "" && len(body["model"]) == 0 {
 		return p, errors.New(`"body" has no "model" and --model is not set`)
@@ -177,14 +149,6 @@ func (b *batchInput) requestParams(body map[string]json.RawMessage) (backend.Par
 	}
 	p.Extra = extra
 	return p, nil
-}
-
-// override is the body's value when it has one, else the command line's.
-func override[T any](flag, body *T) *T {
-	if body != nil {
-		return body
-	}
-	return flag
 }
 
 // extraFields are --extra with the body's own other fields over it: the
@@ -200,7 +164,7 @@ func (b *batchInput) extraFields(body map[string]json.RawMessage) (json.RawMessa
 	}
 	sampling := map[string]json.RawMessage{}
 	for k, v := range body {
-		if bodyOwnKeys[k] {
+		if bodyOwnKeys[k] || backend.IsBatchSamplingKey(k) {
 			continue
 		}
 		where, err := b.kind.BatchBody(k, v)

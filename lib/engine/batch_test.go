@@ -15,7 +15,7 @@ import (
 
 func TestBatchInputToRequest(t *testing.T) {
 	temp := 0.7
-	flagParams := backend.Params{MaxTokens: 64, Temperature: &temp, Extra: json.RawMessage(`{"top_a":0.1}`)}
+	flagParams := backend.Params{MaxTokens: 64, Sampling: backend.Sampling{Temperature: &temp}, Extra: json.RawMessage(`{"top_a":0.1}`)}
 	tests := []struct {
 		name    string
 		model   string // --model
@@ -216,7 +216,7 @@ func testChatModel(t *testing.T) *chat.Model {
 // fields reach its request only: the next line, without them, is sent with
 // the command line's, as given.
 func TestBatchBodyLeavesTheCommandLineAlone(t *testing.T) {
-	in := &batchInput{kind: backend.OpenAI, model: "m", params: backend.Params{MaxTokens: 8, Stop: []string{"A", "B"}, StopTokenIDs: []int{1, 2}}}
+	in := &batchInput{kind: backend.OpenAI, model: "m", params: backend.Params{MaxTokens: 8, Sampling: backend.Sampling{Stop: []string{"A", "B"}, StopTokenIDs: []int{1, 2}}}}
 	own, err := in.parse([]byte(`{"custom_id":"own","url":"/v1/chat/completions","body":{"messages":[],"stop":["X"],"stop_token_ids":[9]}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ func ptrTo[T any](v T) *T { return &v }
 // TestParamsJSONByteForByte pins gen.params with every sampling parameter
 // set, and with none: members in key order, as json.Marshal writes a map.
 func TestParamsJSONByteForByte(t *testing.T) {
-	every := backend.Params{MaxTokens: 2048, Temperature: ptrTo(0.7), TopP: ptrTo(0.95), TopK: ptrTo(-1), MinP: ptrTo(1e-7),
+	every := backend.Params{MaxTokens: 2048, Sampling: backend.Sampling{Temperature: ptrTo(0.7), TopP: ptrTo(0.95), TopK: ptrTo(-1), MinP: ptrTo(1e-7),
 		Stop: []string{"</answer>", "<&>\n"}, StopTokenIDs: []int{151645, 0}, Seed: ptrTo(int64(-42)),
-		ReasoningEffort: "high", ReasoningMaxTokens: 2000, Extra: json.RawMessage(`{"b": 1, "a": "<"}`)}
+		ReasoningEffort: "high", ReasoningMaxTokens: 2000}, Extra: json.RawMessage(`{"b": 1, "a": "<"}`)}
 	for _, tc := range []struct {
 		params backend.Params
 		want   string
@@ -33,7 +33,7 @@ func TestParamsJSONByteForByte(t *testing.T) {
 // body overrides the command line's, and that reasoning_max_tokens, which
 // chat completions bodies do not have, goes along as an extra field.
 func TestBatchBodyEveryParameter(t *testing.T) {
-	in := &batchInput{kind: backend.OpenAI, model: "m", params: backend.Params{MaxTokens: 8, ReasoningMaxTokens: 5, Temperature: ptrTo(1.0)}}
+	in := &batchInput{kind: backend.OpenAI, model: "m", params: backend.Params{MaxTokens: 8, Sampling: backend.Sampling{ReasoningMaxTokens: 5, Temperature: ptrTo(1.0)}}}
 	j, err := in.parse([]byte(`{"custom_id":"own","url":"/v1/chat/completions","body":{"messages":[],"temperature":0.5,"top_p":0.9,"top_k":3,"min_p":0.1,` +
 		`"seed":7,"stop":"S","stop_token_ids":[4],"reasoning_effort":"low","reasoning_max_tokens":99,"max_tokens":12}}`))
 	if err != nil {

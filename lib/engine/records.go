@@ -175,21 +175,10 @@ func errorMember(e *backend.Error, attempts int, chargedUSD float64) []byte {
 // once: every record of a run shares them.
 func ParamsJSON(p backend.Params) json.RawMessage {
 	m := map[string]any{"max_tokens": p.MaxTokens}
-	put := func(k string, v any, set bool) {
-		if set {
-			m[k] = v
-		}
+	p.EachSet(func(name string, v any) { m[name] = v })
+	if len(p.Extra) > 0 {
+		m["extra"] = p.Extra
 	}
-	put("temperature", p.Temperature, p.Temperature != nil)
-	put("top_p", p.TopP, p.TopP != nil)
-	put("top_k", p.TopK, p.TopK != nil)
-	put("min_p", p.MinP, p.MinP != nil)
-	put("seed", p.Seed, p.Seed != nil)
-	put("stop", p.Stop, len(p.Stop) > 0)
-	put("stop_token_ids", p.StopTokenIDs, len(p.StopTokenIDs) > 0)
-	put("reasoning_effort", p.ReasoningEffort, p.ReasoningEffort != "")
-	put("reasoning_max_tokens", p.ReasoningMaxTokens, p.ReasoningMaxTokens > 0)
-	put("extra", p.Extra, len(p.Extra) > 0)
 	b, err := json.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("generate: sampling parameters: %v", err)) // only plain values: cannot fail

@@ -60,7 +60,7 @@ func TestSampling(t *testing.T) {
 
 func TestCheckSampling(t *testing.T) {
 	three := 3.0
-	p := backend.Params{Temperature: &three}
+	p := backend.Params{Sampling: backend.Sampling{Temperature: &three}}
 	if err := CheckSampling(&p, false); err != nil {
 		t.Errorf("native API: %v", err)
 	}

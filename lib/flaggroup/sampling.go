@@ -44,6 +44,9 @@ var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high"}
 // refuses the values no server takes, which would turn every record into
 // an HTTP 400 error (NaN and infinities could not even be sent as JSON);
 // --temperature's bound depends on the backend: see CheckSampling.
+//
+// A new sampling parameter is a field of backend.Sampling, whose tags name
+// it in each request body, and its flag here: nothing else names it.
 func Sampling(p *backend.Params) []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: FlagMaxTokens, Value: capacity.DefaultMaxTokens, EnvVars: cliutil.EnvVars(FlagMaxTokens), Destination: &p.MaxTokens,
