@@ -216,15 +216,9 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 	in.Counted = !isNull(promptTok) || !isNull(complTok) || !isNull(inIDs) || !isNull(outIDs) ||
 		!isNull(usageMember(usage, FieldPromptTokens)) || !isNull(usageMember(usage, FieldCompletionTokens)) || isConversation(turns, ended)
 	if s.useCount != "" {
-		r := gjson.GetBytes(line, s.useCount)
-		if !r.Exists() {
-			return in, fmt.Errorf("no value at --path %q", s.useCount)
+		if err := s.readCustom(&in, line); err != nil {
+			return in, err
 		}
-		n, err := parseCount([]byte(r.Raw))
-		if err != nil {
-			return in, fmt.Errorf("value at --path %q is %s, %w", s.useCount, r.Raw, err)
-		}
-		in.Custom, in.HasCustom = n, true
 	}
 	if in.CompletionTokens, err = countSide(FieldCompletionTokens, complTok, FieldOutputIDs, outIDs, usage); err != nil {
 		return in, err
@@ -239,6 +233,20 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		return in, readConversation(&in, turns, ended)
 	}
 	return in, nil
+}
+
+// readCustom reads the count at budget-cut --path.
+func (s *Scanner) readCustom(in *Info, line []byte) error {
+	r := gjson.GetBytes(line, s.useCount)
+	if !r.Exists() {
+		return fmt.Errorf("no value at --path %q", s.useCount)
+	}
+	n, err := parseCount([]byte(r.Raw))
+	if err != nil {
+		return fmt.Errorf("value at --path %q is %s, %w", s.useCount, r.Raw, err)
+	}
+	in.Custom, in.HasCustom = n, true
+	return nil
 }
 
 // readConversation counts a regenerated conversation from its turns, by
