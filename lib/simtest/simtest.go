@@ -1,8 +1,8 @@
 // Package simtest starts the simulated inference server of lib/sim for a
 // test: on a free loopback port, closed when the test ends. The tests of
-// lib/backend, lib/generate and the end-to-end tests share it; lib/sim's own
-// tests cannot (a package's tests may not import what imports it) and keep
-// a helper of their own.
+// lib/backend, lib/engine, lib/estimate, lib/generate and the end-to-end
+// tests share it; lib/sim's own tests cannot (a package's tests may not
+// import what imports it) and keep a helper of their own.
 package simtest
 
 import (
