@@ -49,10 +49,11 @@ func QuietFlag() cli.Flag {
 		Usage: "print no summary on stderr (errors and warnings still are)"}
 }
 
-// MaxLineFlag is --max-line: the longest line read.
+// MaxLineFlag is --max-line: the longest line read; its default and its
+// cap are jsonl's.
 func MaxLineFlag() cli.Flag {
-	return &cli.StringFlag{Name: FlagMaxLine, Value: "64Mi", EnvVars: []string{EnvName(FlagMaxLine)},
-		Usage: "longest input line accepted, in bytes (`SIZE`: 64Mi, 256Mi, 1Gi at most)"}
+	return &cli.StringFlag{Name: FlagMaxLine, Value: ByteSize(jsonl.DefaultMaxLine), EnvVars: []string{EnvName(FlagMaxLine)},
+		Usage: "longest input line accepted, in bytes (`SIZE`: " + ByteSize(jsonl.DefaultMaxLine) + ", 256Mi, " + ByteSize(jsonl.MaxLineLimit) + " at most)"}
 }
 
 // SkipInvalidFlag is --skip-invalid: count and skip bad lines.
@@ -77,10 +78,10 @@ func InputOptions(c *cli.Context) (jsonl.Options, error) {
 		n, err := ParseCount(s)
 		if err != nil {
 			// ParseCount's hints are token counts (250k, 10M); this is bytes.
-			return opt, Usagef("--%s %q: not a size in bytes (try 64Mi, 256Mi or 1Gi)", FlagMaxLine, s)
+			return opt, Usagef("--%s %q: not a size in bytes (try %s, 256Mi or %s)", FlagMaxLine, s, ByteSize(jsonl.DefaultMaxLine), ByteSize(jsonl.MaxLineLimit))
 		}
 		if n < 1 || n > jsonl.MaxLineLimit {
-			return opt, Usagef("--%s %s: must be between 1 and 1Gi", FlagMaxLine, s)
+			return opt, Usagef("--%s %s: must be between 1 and %s", FlagMaxLine, s, ByteSize(jsonl.MaxLineLimit))
 		}
 		opt.MaxLine = int(n)
 	}

@@ -23,3 +23,29 @@ func FillHelp(tool, text string, values any) string {
 func Percent(share float64) string {
 	return strconv.FormatFloat(share*100, 'f', -1, 64) + "%"
 }
+
+// ByteSize is a size in bytes as help text writes it and ParseCount reads
+// it back: in the largest binary unit that divides it, 64<<20 is "64Mi"
+// and 1<<30 "1Gi"; a size no unit divides is a plain number.
+func ByteSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"Ti", 40}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// smallNumbers are the counts help prose writes in words.
+var smallNumbers = [...]string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+
+// Word is a count as help prose writes it: 5 is "five"; past ten, digits.
+func Word(n int) string {
+	if n >= 0 && n < len(smallNumbers) {
+		return smallNumbers[n]
+	}
+	return strconv.Itoa(n)
+}

@@ -1,8 +1,11 @@
 package cliutil
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 func TestPercent(t *testing.T) {
@@ -27,4 +30,33 @@ func TestFillHelp(t *testing.T) {
 		}
 	}()
 	FillHelp("tool", "{{.Missing}}", struct{}{})
+}
+
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{64 << 20: "64Mi", 1 << 30: "1Gi", 512 << 20: "512Mi", 3 << 10: "3Ki", 1536 << 20: "1536Mi", 1 << 40: "1Ti", 1000: "1000", 0: "0"} {
+		got := ByteSize(n)
+		if got != want {
+			t.Errorf("ByteSize(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := ParseCount(got); err != nil || back != n {
+			t.Errorf("ParseCount(%q) = %d, %v: want %d back", got, back, err, n)
+		}
+	}
+}
+
+func TestWord(t *testing.T) {
+	for n, want := range map[int]string{0: "zero", 3: "three", 5: "five", 10: "ten", 11: "11", -1: "-1"} {
+		if got := Word(n); got != want {
+			t.Errorf("Word(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// --max-line's help states the default and the cap the reader applies.
+func TestMaxLineFlagNamesLimits(t *testing.T) {
+	help := fmt.Sprint(MaxLineFlag())
+	want := fmt.Sprintf("(SIZE: %dMi, 256Mi, %dGi at most) (default: %dMi)", jsonl.DefaultMaxLine>>20, jsonl.MaxLineLimit>>30, jsonl.DefaultMaxLine>>20)
+	if !strings.Contains(help, want) {
+		t.Errorf("--%s's help does not say %q: %s", FlagMaxLine, want, help)
+	}
 }
