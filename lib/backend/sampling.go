@@ -32,9 +32,7 @@ type Sampling struct {
 	StopTokenIDs       []int    `json:"stop_token_ids"`
 	Seed               *int64   `json:"seed" sglang:"sampling_seed"`
 	ReasoningEffort    string   `json:"reasoning_effort" sglang:"-" chat:"reasoning.effort"`
-	// No chat completions body has reasoning_max_tokens: a Batch body's
-	// goes along as an extra field.
-	ReasoningMaxTokens int `json:"reasoning_max_tokens" sglang:"-" chat:"reasoning.max_tokens" batch:"-"`
+	ReasoningMaxTokens int      `json:"reasoning_max_tokens" sglang:"-" chat:"reasoning.max_tokens" batch:"-"` // no chat completions body has it: a Batch body's goes along as an extra field
 }
 
 // wire is a format that names the sampling parameters.
