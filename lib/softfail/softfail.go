@@ -50,9 +50,9 @@ const (
 	// checked when none is known, or the server matched a stop string.
 	NoEndToken = "no_end_token"
 	// Repetition: an answer cut at its token limit (finish_reason "length")
-	// whose last max(32, 4p) tokens repeat with a period p of at most 64:
-	// a loop that ran to max_tokens. Tokens are the output_ids, else the
-	// text's whitespace-separated words.
+	// whose last max(MinLoop, LoopRepeats*p) tokens repeat with a period p
+	// of at most MaxPeriod: a loop that ran to max_tokens. Tokens are the
+	// output_ids, else the text's whitespace-separated words.
 	Repetition = "repetition"
 	// Empty: no content (blank after the reasoning) and no tool call, in an
 	// answer that was not cut at its limit; a record with no "text" (token
@@ -63,11 +63,13 @@ const (
 // Kinds lists every kind, in the order the documentation gives them.
 var Kinds = []string{MarkerLeak, EmptyReasoning, ReasoningWhenOff, BadToolCall, NoEndToken, Repetition, Empty}
 
-// MaxPeriod and MinLoop shape the Repetition rule: a period of at most
-// MaxPeriod tokens, repeated over the last max(MinLoop, 4*period) tokens.
+// MaxPeriod, MinLoop and LoopRepeats shape the Repetition rule: a period
+// of at most MaxPeriod tokens, repeated over the last max(MinLoop,
+// LoopRepeats*period) tokens. tokstat's help states them.
 const (
-	MaxPeriod = 64
-	MinLoop   = 32
+	MaxPeriod   = 64
+	MinLoop     = 32
+	LoopRepeats = 4
 )
 
 // Options is what a caller knows beyond the record.
@@ -311,12 +313,12 @@ func tokens(ids gjson.Result, text string) []string {
 	return strings.Fields(text)
 }
 
-// looping reports whether the last max(MinLoop, 4p) tokens repeat with a
-// period p <= MaxPeriod.
+// looping reports whether the last max(MinLoop, LoopRepeats*p) tokens
+// repeat with a period p <= MaxPeriod.
 func looping(toks []string) bool {
 	n := len(toks)
 	for p := 1; p <= MaxPeriod; p++ {
-		w := max(MinLoop, 4*p)
+		w := max(MinLoop, LoopRepeats*p)
 		if w > n {
 			break
 		}

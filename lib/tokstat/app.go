@@ -6,10 +6,12 @@ package tokstat
 
 import (
 	"io"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/softfail"
 )
 
 const (
@@ -25,8 +27,9 @@ const (
 	flagEndID          = "end-id"
 )
 
-// description is tokstat's --help text.
-const description = `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
+// descriptionText is tokstat's --help text; {{.Name}} is a constant of
+// helpConstants.
+const descriptionText = `tokstat reads records (files, or stdin when none or "-"; gzip and zstd are
 read transparently) and reports, for the whole input and for each group:
 records; prompt, completion and total tokens (prompt_tokens and
 completion_tokens, falling back to the lengths of input_ids and output_ids,
@@ -49,7 +52,7 @@ read from a file, counts in the dataset its file's folder names
 --by they are counted in the total only. For a file-by-value breakdown run
 tokstat --by once per file.
 
-tokstat never stops at a bad line: it counts it, and names the first five
+tokstat never stops at a bad line: it counts it, and names the first {{.ShownInvalid}}
 with their FILE:LINE on stderr.
 
 Output: an aligned table (the default), --tsv (one header line, one line per
@@ -97,8 +100,8 @@ The rules, token ids where the record has them (output_ids), text where not:
                       (native_finish_reason.matched), gen.params.stop_token_ids
                       or --end-id (not checked when none is known, or the
                       server matched a stop string)
-  repetition          finish_reason length, and the last max(32, 4p) tokens
-                      repeat with a period p of at most 64 (output ids, else
+  repetition          finish_reason length, and the last max({{.MinLoop}}, {{.LoopRepeats}}p) tokens
+                      repeat with a period p of at most {{.MaxPeriod}} (output ids, else
                       the text's words): a loop that ran to max_tokens
   empty               a "text" with no content (blank after the reasoning) and
                       no tool call, in an answer not cut at its limit
@@ -113,7 +116,7 @@ dataset under them (a folder with status.json, written by generate
 only an out.jsonl) and prints the whole job on one screen: per dataset its
 state (running, finished, stopped by a signal, failed; died when the status says running but its
 process is gone, stale when a run on another host has not rewritten it for
-three intervals and a minute; complete when the status is not finished but
+{{.StaleIntervals}} intervals and {{.StaleGrace}}; complete when the status is not finished but
 the output, written after it, answers every prompt; no status), records ok of the total, errors,
 soft failures, retries (errors and retries of the latest run), tokens against the
 budget (earlier runs' included), the ETA and how old the status file is.
@@ -137,6 +140,33 @@ per conversation and why they ended. Given folders, the page shows the whole
 job: each dataset's state from its status file, its budget, and the charts
 of its output.`
 
+// helpConstants are the tuning constants the description states, formatted
+// from the code that applies them.
+type helpConstants struct {
+	ShownInvalid, StaleIntervals, StaleGrace string
+	MinLoop, LoopRepeats, MaxPeriod          int
+}
+
+// description is tokstat's --help text, with its constants filled in.
+func description() string {
+	return cliutil.FillHelp("tokstat", descriptionText, helpConstants{
+		ShownInvalid:   cliutil.Word(cliutil.ShownInvalid),
+		StaleIntervals: cliutil.Word(staleIntervals),
+		StaleGrace:     aDuration(staleGrace),
+		MinLoop:        softfail.MinLoop,
+		LoopRepeats:    softfail.LoopRepeats,
+		MaxPeriod:      softfail.MaxPeriod,
+	})
+}
+
+// aDuration is a duration as the help writes it: a minute is "a minute".
+func aDuration(d time.Duration) string {
+	if d == time.Minute {
+		return "a minute"
+	}
+	return d.String()
+}
+
 // NewApp returns a fresh tokstat command.
 func NewApp() *cli.App {
 	cfg := new(config)
@@ -144,7 +174,7 @@ func NewApp() *cli.App {
 		Name:        "tokstat",
 		Usage:       "count the records and tokens of a JSONL dataset and check its health",
 		ArgsUsage:   "[FILE...] | DIR...",
-		Description: description,
+		Description: description(),
 		Flags:       flags(cfg),
 		Environment: []cliutil.EnvVar{
 			{Name: "NO_COLOR", Meaning: "when set and not empty, --hist draws its bars with \"#\""},
