@@ -31,9 +31,10 @@ func Key(seed, id string) uint64 {
 	return binary.BigEndian.Uint64(h.Sum(sum[:0])[:8])
 }
 
-// recOverhead is what a held record costs beside its bytes: the slice
-// header, key and sequence number, and the allocator's rounding.
-const recOverhead = 64
+// RecordOverhead is what a held record costs beside its bytes, counted
+// against the Sorter's limit: the slice header, key and sequence number,
+// and the allocator's rounding. tokenize-prompts' help states it.
+const RecordOverhead = 64
 
 type rec struct {
 	key  uint64
@@ -71,7 +72,7 @@ func New(limit int64, dir string) *Sorter {
 func (s *Sorter) Add(key uint64, line []byte) error {
 	s.held = append(s.held, rec{key: key, seq: s.seq, line: append([]byte(nil), line...)})
 	s.seq++
-	s.bytes += int64(len(line)) + recOverhead
+	s.bytes += int64(len(line)) + RecordOverhead
 	if s.bytes >= s.limit {
 		return s.spill()
 	}

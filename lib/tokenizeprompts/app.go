@@ -12,6 +12,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
+	"github.com/synthpipe/synthpipe/lib/shuffle"
 	"github.com/synthpipe/synthpipe/lib/thinking"
 )
 
@@ -32,8 +33,9 @@ const (
 	flagDataset           = "dataset"
 )
 
-// description is tokenize-prompts' --help text.
-const description = `tokenize-prompts reads prompt records (files, or stdin when none or "-";
+// descriptionText is tokenize-prompts' --help text; {{.Name}} is a constant
+// of helpConstants.
+const descriptionText = `tokenize-prompts reads prompt records (files, or stdin when none or "-";
 gzip and zstd are read transparently), renders each conversation with the chat
 template and tokenizer of --tokenizer, with the generation prompt, and writes
 one record per prompt: id, messages, tools (when present), input_ids and
@@ -127,10 +129,25 @@ input order, so a resumed run (dedupe-resume) continues the same sample;
 tokstat --by FIELD shows the mix it kept. The order is known only once the
 whole input is read: nothing is written before then, and nothing after a
 failure or a signal. Memory: the records are held up to --shuffle-memory
-(512Mi; each record costs its bytes plus about 64), and past it are sorted
+({{.ShuffleMemory}}; each record costs its bytes plus about {{.RecordOverhead}}), and past it are sorted
 and written to temporary files in $TMPDIR, unlinked at once (they need as
 much disk as the output), and merged at the end. With --limit N, the first
 N of the order are written: a seeded random sample.`
+
+// helpConstants are the tuning constants the description states, formatted
+// from the code that applies them.
+type helpConstants struct {
+	ShuffleMemory  string
+	RecordOverhead int
+}
+
+// description is tokenize-prompts' --help text, with its constants filled in.
+func description() string {
+	return cliutil.FillHelp("tokenize-prompts", descriptionText, helpConstants{
+		ShuffleMemory:  cliutil.ByteSize(defaultShuffleMemory),
+		RecordOverhead: shuffle.RecordOverhead,
+	})
+}
 
 // NewApp returns a fresh tokenize-prompts command.
 func NewApp() *cli.App {
@@ -139,10 +156,10 @@ func NewApp() *cli.App {
 		Name:        "tokenize-prompts",
 		Usage:       "render prompts with a chat template and write their token ids",
 		ArgsUsage:   "[FILE...]",
-		Description: description,
+		Description: description(),
 		Flags:       flags(cfg),
 		ExitCodes: []cliutil.ExitStatus{
-			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records, naming the first five on stderr)"},
+			{Code: 65, Meaning: "invalid input data: a record in no known shape, a bad message, a template error; the message names the file and line (--skip-invalid counts and skips such records, naming the first " + cliutil.Word(cliutil.ShownInvalid) + " on stderr)"},
 			{Code: 66, Meaning: "an input file, the tokenizer or the template file does not exist or cannot be read"},
 		},
 		Examples: []cliutil.Example{
@@ -228,11 +245,11 @@ func outputFlags(cfg *config) []cli.Flag {
 				}
 				return nil
 			}},
-		&cli.StringFlag{Name: flagShuffleMemory, Value: "512Mi", EnvVars: cliutil.EnvVars(flagShuffleMemory),
+		&cli.StringFlag{Name: flagShuffleMemory, Value: cliutil.ByteSize(defaultShuffleMemory), EnvVars: cliutil.EnvVars(flagShuffleMemory),
 			Usage: "with --shuffle: hold at most `SIZE` of records in memory; beyond it, sorted runs go to unlinked files in $TMPDIR (as much disk as the output) and are merged at the end",
 			Action: func(_ *cli.Context, s string) (err error) {
-				if cfg.shuffleMemory, err = cliutil.ParseCount(s); err != nil || cfg.shuffleMemory < 1<<20 {
-					return cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (512Mi, 4Gi)", flagShuffleMemory, s)
+				if cfg.shuffleMemory, err = cliutil.ParseCount(s); err != nil || cfg.shuffleMemory < minShuffleMemory {
+					return cliutil.Usagef("--%s %q: want a size in bytes of at least %s (%s, 4Gi)", flagShuffleMemory, s, cliutil.ByteSize(minShuffleMemory), cliutil.ByteSize(defaultShuffleMemory))
 				}
 				return nil
 			}},

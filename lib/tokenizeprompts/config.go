@@ -42,8 +42,12 @@ type config struct {
 	maxTokens     int64 // --max-prompt-tokens, 0 for no limit
 }
 
-// defaultShuffleMemory is --shuffle-memory's default, 512Mi.
-const defaultShuffleMemory = 512 << 20
+// defaultShuffleMemory is --shuffle-memory's default, 512Mi, and
+// minShuffleMemory the least it may be.
+const (
+	defaultShuffleMemory = 512 << 20
+	minShuffleMemory     = 1 << 20
+)
 
 // check checks what depends on several flags, reads the shared ones
 // (--thinking, --id-path, input options) and loads the tokenizer and the

@@ -1,0 +1,37 @@
+package tokenizeprompts
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/shuffle"
+)
+
+// TestHelpNamesConstants: the help states the constants the code applies:
+// --shuffle-memory's default and a held record's cost, and how many bad
+// lines --skip-invalid names.
+func TestHelpNamesConstants(t *testing.T) {
+	app := NewApp()
+	help := strings.Join(strings.Fields(app.Description), " ")
+	if want := fmt.Sprintf("held up to --shuffle-memory (%dMi; each record costs its bytes plus about %d)", defaultShuffleMemory>>20, shuffle.RecordOverhead); !strings.Contains(help, want) {
+		t.Errorf("the description does not say %q", want)
+	}
+	for _, f := range app.Flags {
+		if f.Names()[0] == flagShuffleMemory {
+			if usage, want := fmt.Sprint(f), fmt.Sprintf("(default: %dMi)", defaultShuffleMemory>>20); !strings.Contains(usage, want) {
+				t.Errorf("--%s's help does not say %q: %s", flagShuffleMemory, want, usage)
+			}
+		}
+	}
+	var exit65 string
+	for _, e := range cliutil.SpecOf(app).ExitStatuses() {
+		if e.Code == 65 {
+			exit65 = e.Meaning
+		}
+	}
+	if want := fmt.Sprintf("naming the first %s on stderr", cliutil.Word(cliutil.ShownInvalid)); !strings.Contains(exit65, want) {
+		t.Errorf("exit status 65 does not say %q: %q", want, exit65)
+	}
+}
