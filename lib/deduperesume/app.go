@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/idset"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -21,8 +22,9 @@ const (
 	flagSameParams  = "require-same-params"
 )
 
-// description is dedupe-resume's --help text.
-const description = `dedupe-resume reads records (files, or stdin when none or "-"; gzip and zstd
+// descriptionText is dedupe-resume's --help text; {{.IDOverhead}} is
+// idset.IDOverhead.
+const descriptionText = `dedupe-resume reads records (files, or stdin when none or "-"; gzip and zstd
 are read transparently) and passes unchanged those still to do: a record is
 dropped when its id is in one of the --done files (earlier outputs, read whole
 before the first record passes) or appeared earlier in this stream. Ids are
@@ -46,7 +48,7 @@ Each record passes as soon as it is read (output is flushed whenever the
 input would block), so dedupe-resume can sit between a slow producer and
 generate. Unless -q, a summary on stderr counts the records to do, already
 done, repeated in the stream, skipped as other shards' and the torn lines
-ignored. Done ids take about their length plus 20 bytes of memory each.
+ignored. Done ids take about their length plus {{.IDOverhead}} bytes of memory each.
 
 Samples. generate --samples N writes N answers per prompt, sample k under
 the id ID#k (sample 1 keeps ID; see synthpipe-records(7)). With --samples N,
@@ -72,6 +74,12 @@ any record passes. generate compares its --already files with its own
 settings (generate(1), "Provenance"): the two together catch a resume with
 another model, backend or sampling parameters than the output holds.`
 
+// description is dedupe-resume's --help text, with the memory a done id
+// costs filled in from the set that holds them.
+func description() string {
+	return cliutil.FillHelp("dedupe-resume", descriptionText, struct{ IDOverhead int }{idset.IDOverhead})
+}
+
 // NewApp returns a fresh dedupe-resume command.
 func NewApp() *cli.App {
 	cfg := new(config)
@@ -79,7 +87,7 @@ func NewApp() *cli.App {
 		Name:        "dedupe-resume",
 		Usage:       "drop JSONL records that are already done or already seen",
 		ArgsUsage:   "[FILE...]",
-		Description: description,
+		Description: description(),
 		Flags:       flags(cfg),
 		Examples: []cliutil.Example{
 			{Comment: "resume a run: only the prompts not yet in out.jsonl are generated",

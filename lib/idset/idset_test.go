@@ -157,3 +157,29 @@ func FuzzSet(f *testing.F) {
 		}
 	})
 }
+
+// TestIDOverhead: the memory an id costs beside its bytes, over the table's
+// doublings, ranges from just before a doubling (the table fullest) to just
+// after it (emptiest); IDOverhead, which the help states, must lie in the
+// upper half of that range: "about", and not below what a set mostly costs.
+func TestIDOverhead(t *testing.T) {
+	s := New(0)
+	idBytes, lo, hi := 0, 1e9, 0.0
+	for i := 0; i < 1<<18; i++ {
+		id := fmt.Sprintf("id-%07d", i)
+		s.AddString(id)
+		idBytes += len(id)
+		if s.n < 1<<12 {
+			continue
+		}
+		arena := 0
+		for _, c := range s.chunks {
+			arena += len(c)
+		}
+		per := float64(len(s.slots)*8+arena-idBytes) / float64(s.n)
+		lo, hi = min(lo, per), max(hi, per)
+	}
+	if mid := (lo + hi) / 2; IDOverhead < mid || IDOverhead > hi {
+		t.Errorf("IDOverhead is %d; an id costs %.1f to %.1f bytes beside its own: want %.1f to %.1f", IDOverhead, lo, hi, mid, hi)
+	}
+}
