@@ -197,7 +197,7 @@ func answerFlags(cfg *config) []cli.Flag {
 			}},
 		&cli.IntFlag{Name: flagEOSTokenID, Value: def.EOSTokenID, Destination: &s.EOSTokenID, Usage: "end-of-sequence token `ID`"},
 		&cli.Uint64Flag{Name: flagSeed, Value: def.Seed, Destination: &s.Seed, Usage: "`SEED` for answer lengths and injected faults"},
-		&cli.StringFlag{Name: flagLengths, Value: "fixed:64", Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX], file:PATH or figures such as mean=800,p90=1800",
+		&cli.StringFlag{Name: flagLengths, Value: def.Lengths.String(), Usage: "answer lengths (`DIST`): fixed:N, uniform:MIN,MAX, lognormal:MEDIAN,SIGMA[,MAX], file:PATH or figures such as mean=800,p90=1800",
 			Action: func(_ *cli.Context, spec string) (err error) {
 				if s.Lengths, err = sim.ParseLengthDist(spec); err != nil {
 					return cliutil.Usagef("--%s: %v", flagLengths, strings.TrimPrefix(err.Error(), "sim: "))
@@ -219,7 +219,7 @@ func accountFlags(cfg *config) []cli.Flag {
 		&cli.Float64Flag{Name: flagReasoningShare, Value: def.ReasoningShare, Destination: &s.ReasoningShare, Usage: "share of a chat answer spent on reasoning (`FRACTION`)"},
 		&cli.Float64Flag{Name: flagKeyLimit, Destination: &s.KeyLimit, Usage: "the API key's credit limit in `USD`, reported by GET /api/v1/key; chat answers 402 once usage reaches it (0: no limit)"},
 		&cli.Float64Flag{Name: flagKeyUsage, Destination: &s.KeyUsage, Usage: "what the key had spent before, in `USD`; chat answers' usage.cost adds to it"},
-		&cli.IntFlag{Name: flagKeyRateLimit, Destination: &s.KeyRateLimit, Usage: "requests per 10s that GET /api/v1/key reports, `N` (reported only)"},
+		&cli.IntFlag{Name: flagKeyRateLimit, Destination: &s.KeyRateLimit, Usage: "requests per " + sim.KeyRateInterval + " that GET /api/v1/key reports, `N` (reported only)"},
 	}
 }
 

@@ -109,7 +109,7 @@ type Config struct {
 	// KeyUsage is what the key had spent, in USD, before the server
 	// started; usage.cost of every chat answer adds to it.
 	KeyUsage float64
-	// KeyRateLimit is the requests per 10 seconds /api/v1/key reports
+	// KeyRateLimit is the requests per KeyRateInterval /api/v1/key reports
 	// (reported only, not enforced; 0 reports -1, no limit).
 	KeyRateLimit int
 	// ReasoningShare is the share of a chat answer spent on reasoning tokens

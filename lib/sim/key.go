@@ -36,6 +36,11 @@ func (s *Server) keyExhausted() bool {
 	return s.cfg.KeyLimit > 0 && s.Spent() >= s.cfg.KeyLimit
 }
 
+// KeyRateInterval is the interval of the rate limit GET /api/v1/key
+// reports: Config.KeyRateLimit requests per KeyRateInterval, as OpenRouter
+// writes it. llm-sim's --key-rate-limit help states it.
+const KeyRateInterval = "10s"
+
 // handleKey answers GET /api/v1/key (and /key, /v1/key) in OpenRouter's
 // shape: {"data": {"label", "limit", "usage", "limit_remaining",
 // "limit_reset", "is_free_tier", "rate_limit": {"requests", "interval"}}}.
@@ -47,7 +52,7 @@ func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
 		limit = s.cfg.KeyLimit
 		remaining = round12(max(s.cfg.KeyLimit-usage, 0))
 	}
-	rate := map[string]any{"requests": -1, "interval": "10s"}
+	rate := map[string]any{"requests": -1, "interval": KeyRateInterval}
 	if s.cfg.KeyRateLimit > 0 {
 		rate["requests"] = s.cfg.KeyRateLimit
 	}
