@@ -101,7 +101,7 @@ func environment() []cliutil.EnvVar {
 		{Name: "OPENAI_API_KEY", Meaning: "API key, when OPENROUTER_API_KEY is not set"},
 		{Name: "TERM", Meaning: "dumb: progress as plain lines every --progress-interval, never redrawn"},
 		{Name: "NO_COLOR", Meaning: "set and not empty: the progress bar without colours"},
-		{Name: "COLUMNS", Meaning: "the width the progress bar fits in when the terminal does not tell its own (default 100)"},
+		{Name: "COLUMNS", Meaning: "the width the progress bar fits in when the terminal does not tell its own (default " + strconv.Itoa(runview.DefaultColumns) + ")"},
 	}
 }
 

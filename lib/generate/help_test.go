@@ -8,6 +8,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/engine"
+	"github.com/synthpipe/synthpipe/lib/runview"
 )
 
 // TestHelpNamesConstants: the description states the tuning constants the
@@ -51,6 +52,15 @@ func TestHelpNamesConstants(t *testing.T) {
 	}
 	if want := fmt.Sprintf("every %s of an answer's latency", fractionNames[capacity.ProbesPerLatency]); !strings.Contains(help, want) {
 		t.Errorf("the description does not say %q", want)
+	}
+	var columns string
+	for _, e := range environment() {
+		if e.Name == "COLUMNS" {
+			columns = e.Meaning
+		}
+	}
+	if want := fmt.Sprintf("(default %d)", runview.DefaultColumns); !strings.Contains(columns, want) {
+		t.Errorf("COLUMNS's meaning does not say %q: %q", want, columns)
 	}
 	if strings.Contains(help, "{{") {
 		t.Errorf("the description holds a template action: %q", help[strings.Index(help, "{{"):])

@@ -83,9 +83,9 @@ const (
 // LiveRedraw is how often a terminal line is redrawn.
 const LiveRedraw = time.Second
 
-// defaultColumns is the width assumed when neither the terminal nor $COLUMNS
-// says.
-const defaultColumns = 100
+// DefaultColumns is the width assumed when neither the terminal nor $COLUMNS
+// says; generate's help states it.
+const DefaultColumns = 100
 
 // NewProgress reports on the run's stderr every interval: s.Err is the
 // console that owns stderr, or a writer it wraps in one. On a terminal
@@ -118,7 +118,7 @@ func progressMode(terminal bool, term, noColor string) (live, colour bool) {
 
 // terminalColumns is the width of the terminal, as the kernel knows it
 // (kernel, 0 when it does not say); else $COLUMNS, which a shell sets for
-// itself but rarely exports; else defaultColumns.
+// itself but rarely exports; else DefaultColumns.
 func terminalColumns(kernel int) int {
 	if kernel > 0 {
 		return kernel
@@ -126,7 +126,7 @@ func terminalColumns(kernel int) int {
 	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
-	return defaultColumns
+	return DefaultColumns
 }
 
 // Run prints what snapshot says every interval until stop is closed; a

@@ -32,7 +32,7 @@ func TestRenderBar(t *testing.T) {
 	}{
 		{"a fifth of 120 columns for the bar", running, 119, false,
 			"[" + strings.Repeat("#", 10) + strings.Repeat(".", 13) + "]  " + numbers},
-		{"the default width: the rates go first", running, defaultColumns - 1, false,
+		{"the default width: the rates go first", running, DefaultColumns - 1, false,
 			"[" + strings.Repeat("#", 8) + strings.Repeat(".", 11) + "]  45% 812/1,800 ok 800 err 12 trunc 3 | 48 in flight | ETA 12m"},
 		{"a wide terminal: the bar stops at 40", running, 250, false,
 			"[" + strings.Repeat("#", 18) + strings.Repeat(".", 22) + "]  " + numbers},

@@ -32,9 +32,9 @@ func TestProgressTerminalWithoutSize(t *testing.T) {
 		columns string
 		want    int
 	}{
-		{"", defaultColumns - 1},
+		{"", DefaultColumns - 1},
 		{"150", 149},
-		{"wide", defaultColumns - 1},
+		{"wide", DefaultColumns - 1},
 	} {
 		t.Run("COLUMNS="+tc.columns, func(t *testing.T) {
 			t.Setenv("COLUMNS", tc.columns)
