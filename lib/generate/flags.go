@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/flaggroup"
@@ -110,8 +111,8 @@ func failureFlags(cfg *config) []cli.Flag {
 		&cli.DurationFlag{Name: flagIdleTimeout, Value: defaultIdleTimeout, Destination: &cfg.Idle,
 			Usage:  "with --stream: retry an attempt whose server sent nothing for `DURATION`; it must outlast the server's queueing (0: no limit)",
 			Action: notNegative[time.Duration](flagIdleTimeout)},
-		&cli.StringFlag{Name: flagMaxAnswerMemory, Value: "1Gi",
-			Usage: "the answers being received hold at most `SIZE` bytes together (one alone at most 256Mi); one that would pass it fails and is retried",
+		&cli.StringFlag{Name: flagMaxAnswerMemory, Value: cliutil.ByteSize(defaultAnswerMemory),
+			Usage: "the answers being received hold at most `SIZE` bytes together (one alone at most " + cliutil.ByteSize(backend.DefaultMaxResponseBytes) + "); one that would pass it fails and is retried",
 			Action: func(_ *cli.Context, s string) (err error) {
 				if cfg.AnswerMem, err = cliutil.ParseCount(s); err != nil || cfg.AnswerMem < 1<<20 {
 					return cliutil.Usagef("--%s %q: want a size in bytes of at least 1Mi (1Gi, 512Mi)", flagMaxAnswerMemory, s)

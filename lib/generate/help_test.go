@@ -53,6 +53,14 @@ func TestHelpNamesConstants(t *testing.T) {
 	if want := fmt.Sprintf("every %s of an answer's latency", fractionNames[capacity.ProbesPerLatency]); !strings.Contains(help, want) {
 		t.Errorf("the description does not say %q", want)
 	}
+	for _, f := range NewApp().Flags {
+		if f.Names()[0] == flagMaxAnswerMemory {
+			want := fmt.Sprintf("(one alone at most %dMi); one that would pass it fails and is retried (default: %dGi)", backend.DefaultMaxResponseBytes>>20, defaultAnswerMemory>>30)
+			if usage := fmt.Sprint(f); !strings.Contains(usage, want) {
+				t.Errorf("--%s's help does not say %q: %s", flagMaxAnswerMemory, want, usage)
+			}
+		}
+	}
 	var columns string
 	for _, e := range environment() {
 		if e.Name == "COLUMNS" {
