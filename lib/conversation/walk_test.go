@@ -24,7 +24,9 @@ func sourceOf(c turnstest.Conversation) json.RawMessage {
 // answering each turn with the reference's answer read back from its
 // tokens: every prompt must be, id for id, the reference's rendering of
 // the conversation so far (tool results under the model's call ids,
-// earlier reasoning kept or dropped as the template decides).
+// earlier reasoning kept or dropped as the template decides), and
+// chat.TurnPrompts, which encodes only where a prompt parts from the last
+// one, must give the ids of encoding it whole.
 func TestKimiTurnsPrompts(t *testing.T) {
 	m, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
 	if err != nil {
@@ -52,6 +54,7 @@ func TestKimiTurnsPrompts(t *testing.T) {
 				t.Fatalf("%d turns, want %d", src.Turns(), len(c.Turns))
 			}
 			w := src.Walk(Options{})
+			var prompts chat.TurnPrompts
 			for i, turn := range c.Turns {
 				if w.Ended() != "" {
 					t.Fatalf("ended %q before turn %d", w.Ended(), i)
@@ -63,6 +66,13 @@ func TestKimiTurnsPrompts(t *testing.T) {
 				got, want := m.Encode(text), m.Encode(turn.ExpectedPromptText)
 				if !slices.Equal(got, want) {
 					t.Fatalf("turn %d: prompt differs\n got %q\nwant %q", i, text, turn.ExpectedPromptText)
+				}
+				inc, err := prompts.Next(m, w.Messages(), w.Tools())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(inc, got) {
+					t.Fatalf("turn %d: the ids encoded from the last prompt's differ from the whole prompt's\n got %v\nwant %v", i, inc, got)
 				}
 				out := m.Encode(turn.AnswerText)
 				a, err := f.Read(got, out)
