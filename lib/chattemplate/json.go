@@ -1,11 +1,12 @@
 package chattemplate
 
 import (
-	"encoding/json"
 	"math/big"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
@@ -223,8 +224,8 @@ func (d *jsonDecoder) str() (string, error) {
 			if !escaped {
 				return raw[1 : len(raw)-1], nil
 			}
-			var s string
-			if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			s, ok := unquote(raw[1 : len(raw)-1])
+			if !ok {
 				return "", d.errorf("bad string")
 			}
 			return s, nil
@@ -234,6 +235,94 @@ func (d *jsonDecoder) str() (string, error) {
 		d.pos++
 	}
 	return "", d.errorf("unterminated string")
+}
+
+// unquote decodes the escapes of a JSON string's body, as encoding/json
+// does: \uXXXX pairs of surrogates give their rune, a lone surrogate and
+// bytes that are not UTF-8 give U+FFFD. ok is false for an escape JSON does
+// not have and for a control character.
+func unquote(body string) (s string, ok bool) {
+	b := make([]byte, 0, len(body))
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\':
+			if i+1 == len(body) {
+				return "", false
+			}
+			if e := jsonEscapes[body[i+1]]; e != 0 {
+				b = append(b, e)
+				i += 2
+				continue
+			}
+			if body[i+1] != 'u' {
+				return "", false
+			}
+			r, n, ok := unquoteU(body[i:])
+			if !ok {
+				return "", false
+			}
+			b = utf8.AppendRune(b, r)
+			i += n
+		case c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, n := utf8.DecodeRuneInString(body[i:])
+			b = utf8.AppendRune(b, r) // U+FFFD for a byte that is not UTF-8
+			i += n
+		}
+	}
+	return string(b), true
+}
+
+// jsonEscapes are the one-letter escapes of JSON strings and what they stand for.
+var jsonEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unquoteU reads the \uXXXX escape s begins with, and the one after it
+// when the two are a surrogate pair: the rune and the bytes read.
+func unquoteU(s string) (r rune, n int, ok bool) {
+	r, ok = readHex4(s)
+	if !ok {
+		return 0, 0, false
+	}
+	if !utf16.IsSurrogate(r) {
+		return r, 6, true
+	}
+	if len(s) >= 12 && s[6] == '\\' && s[7] == 'u' {
+		if r2, ok := readHex4(s[6:]); ok {
+			if pair := utf16.DecodeRune(r, r2); pair != unicode.ReplacementChar {
+				return pair, 12, true
+			}
+		} else {
+			return 0, 0, false
+		}
+	}
+	return unicode.ReplacementChar, 6, true
+}
+
+// readHex4 reads the four hex digits of the \uXXXX escape s begins with.
+func readHex4(s string) (rune, bool) {
+	if len(s) < 6 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[2:6]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // jsonOptions are the arguments of transformers' tojson filter, which calls

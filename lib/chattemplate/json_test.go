@@ -1,0 +1,62 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// checkStringDecoding decodes the JSON string literal lit, which holds an
+// escape, with decodeJSON and with encoding/json, which it must agree with:
+// the same string, or both an error. (A string without escapes is a slice
+// of the input, its bytes kept as they are.)
+func checkStringDecoding(t *testing.T, lit string) {
+	t.Helper()
+	var want string
+	wantErr := json.Unmarshal([]byte(lit), &want)
+	got, err := decodeJSON([]byte(lit))
+	switch {
+	case (err != nil) != (wantErr != nil):
+		t.Fatalf("%q: error %v, encoding/json's %v", lit, err, wantErr)
+	case err == nil && got != want:
+		t.Fatalf("%q: decoded %q, encoding/json %q", lit, got, want)
+	}
+}
+
+// TestStringEscapes decodes strings made of every kind of escape, surrogate
+// pairs, lone and reversed surrogates, bytes that are not UTF-8, control
+// characters and bad escapes, as encoding/json decodes them.
+func TestStringEscapes(t *testing.T) {
+	pieces := []string{
+		`a`, `é`, `東京`, `😀`, ` `, `\n`, `\r`, `\t`, `\b`, `\f`, `\/`, `\\`, `\"`,
+		`\u0041`, `\u00e9`, `\u6771`, `\u003c`, `\uFFFD`, `\u0000`, `\ud83d\ude00`, `\uD83D\uDE00`,
+		`\ud83d`, `\ude00`, `\ude00\ud83d`, `\ud83d\u0041`, `\ud83d\ud83d`, `\ud83dx`,
+		"\xff", "\xe6\x9d", "\xc0\x80", "\xed\xa0\x80",
+		// Errors: bad escapes, short or bad \u, a control character.
+		`\'`, `\x`, `\u12`, `\u12g4`, `\ud83d\u12`, "\x01", "\\\n", `\`,
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, p := range pieces {
+		checkStringDecoding(t, `"x\n`+p+`"`)
+	}
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString(`"\n`) // an escape, so that the string is unquoted
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteByte('"')
+		checkStringDecoding(t, b.String())
+	}
+}
+
+// FuzzStringEscapes: decodeJSON reads any string literal as encoding/json does.
+func FuzzStringEscapes(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\ud83d\ude00`, `\ud83d`, "\xff\\t", `\u12`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		checkStringDecoding(t, `"\n`+body+`"`)
+	})
+}
