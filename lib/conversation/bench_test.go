@@ -1,0 +1,98 @@
+package conversation
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/answerformat"
+	"github.com/synthpipe/synthpipe/lib/chat"
+)
+
+// benchTurns is the number of assistant turns of the conversation the
+// benchmarks below regenerate.
+const benchTurns = 20
+
+// benchConversation is a chat of benchTurns turns: a system prompt, a first
+// user turn holding a document of ~800 words, then short questions; and the
+// answers a thinking model gives, reasoning (which Kimi-K2.5's template
+// drops from earlier turns) and ~100 words of content each.
+func benchConversation(b *testing.B) (*Source, []answerformat.Answer) {
+	words := strings.Fields("model token data batch prompt answer cache queue alpha beta gamma delta sigma omega lambda kappa")
+	text := func(seed, n int) string {
+		var s strings.Builder
+		for k := range n {
+			s.WriteString(words[(seed*31+k*k*7+k)%len(words)])
+			s.WriteByte(" .,\n"[k%7%4])
+		}
+		return s.String()
+	}
+	msgs := []string{`{"role":"system","content":"You answer questions about documents."}`}
+	var answers []answerformat.Answer
+	for k := range benchTurns {
+		user := fmt.Sprintf("And what of point %d in the document?", k)
+		if k == 0 {
+			user = "Read this document: " + text(k, 800)
+		}
+		q, _ := json.Marshal(user)
+		msgs = append(msgs, `{"role":"user","content":`+string(q)+`}`, `{"role":"assistant","content":"source answer"}`)
+		answers = append(answers, answerformat.Answer{Reasoning: text(k+1, 60), Content: text(k+2, 100), Closed: true})
+	}
+	src, err := Parse(json.RawMessage("["+strings.Join(msgs, ",")+"]"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src, answers
+}
+
+// BenchmarkTurnPrompts regenerates a conversation of benchTurns turns with
+// Kimi-K2.5's template and tokenizer, as generate --turns all does on a
+// token-id backend: each turn, the conversation so far is rendered whole and
+// encoded. One op is the whole conversation. incremental encodes each
+// prompt from where it parts from the last one (chat.TurnPrompts, what
+// generate does); whole encodes every prompt from its start; render only
+// renders.
+func BenchmarkTurnPrompts(b *testing.B) {
+	m, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, answers := benchConversation(b)
+	ways := []struct {
+		name   string
+		prompt func(p *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error)
+	}{
+		{"incremental", func(p *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
+			ids, err := p.Next(m, msgs, tools)
+			return len(ids), err
+		}},
+		{"whole", func(_ *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
+			text, err := m.Render(msgs, tools, true)
+			return len(m.Encode(text)), err
+		}},
+		{"render", func(_ *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
+			text, err := m.Render(msgs, tools, true)
+			return len(text), err
+		}},
+	}
+	for _, way := range ways {
+		b.Run(way.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := src.Walk(Options{})
+				var p chat.TurnPrompts
+				for _, a := range answers {
+					n, err := way.prompt(&p, w.Messages(), w.Tools())
+					if err != nil {
+						b.Fatal(err)
+					}
+					w.Add(Turn{Answer: a, FinishReason: "stop", PromptTokens: n})
+				}
+				if w.Ended() != EndDone {
+					b.Fatalf("ended %q", w.Ended())
+				}
+			}
+		})
+	}
+}
