@@ -94,6 +94,11 @@ func ParseDate(date string) (func() time.Time, error) {
 
 // Render renders a conversation (a JSON array of messages) and its tools.
 func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool) (string, error) {
+	return m.render(messages, tools, addGenerationPrompt, nil)
+}
+
+// render is Render with the messages decoded through cache (nil: none).
+func (m *Model) render(messages, tools json.RawMessage, addGenerationPrompt bool, cache *chattemplate.MessageCache) (string, error) {
 	if m.Template == nil {
 		return "", fmt.Errorf("no chat template (--template none)")
 	}
@@ -105,6 +110,7 @@ func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool
 		EOSToken:            m.eos,
 		Extra:               m.Extra,
 		Now:                 m.Now,
+		Cache:               cache,
 	})
 }
 
@@ -140,16 +146,20 @@ func (m *Model) Encode(rendered string) []int {
 // the last prompt sooner). Only what follows the part they share is encoded
 // again (tokenizer.Extend), so that a conversation of n turns costs about
 // one encoding of its text, not n; the ids are exactly those of encoding
-// each prompt whole. The zero value is ready for a conversation's first turn.
+// each prompt whole. Each prompt is rendered whole (templates rewrite
+// earlier turns), but the messages it shares with the last prompt are not
+// decoded again (chattemplate.MessageCache). The zero value is ready for a
+// conversation's first turn.
 type TurnPrompts struct {
 	last *tokenizer.Encoding
+	msgs chattemplate.MessageCache
 }
 
 // Next renders the conversation so far with the generation prompt and
 // returns its ids. m may differ from turn to turn in its template arguments
 // only, never in its tokenizer.
 func (p *TurnPrompts) Next(m *Model, messages, tools json.RawMessage) ([]int, error) {
-	text, err := m.Render(messages, tools, true)
+	text, err := m.render(messages, tools, true, &p.msgs)
 	if err != nil {
 		return nil, err
 	}

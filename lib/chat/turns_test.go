@@ -27,7 +27,8 @@ var turnTemplates = map[string][]string{
 // long conversation with tools, reasoning and tool calls turn after turn,
 // each prompt the conversation up to the next assistant message, and checks
 // that TurnPrompts gives exactly the ids of encoding each prompt whole, and
-// that it reused ids where the prompts share their beginning.
+// that it reused ids and decoded messages where the prompts share their
+// beginning.
 func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 	const testdata = "../chattemplate/testdata/conformance"
 	raw, err := os.ReadFile(filepath.Join(testdata, "cases.json"))
@@ -58,7 +59,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reused, total := 0, 0
+			reused, total, msgsReused := 0, 0, 0
 			walk := func(name string, msgs []json.RawMessage, tools json.RawMessage) {
 				var p TurnPrompts
 				for i := 1; i <= len(msgs); i++ {
@@ -78,6 +79,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 						t.Fatalf("%s, %d messages: ids differ from the whole prompt's:\n got %v\nwant %v", name, i, got, want)
 					}
 					reused, total = reused+p.last.Reused, total+len(got)
+					msgsReused += p.msgs.Reused
 				}
 			}
 			for _, c := range cases.Cases {
@@ -86,6 +88,9 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 			walk("long conversation", long, tools)
 			if reused == 0 {
 				t.Errorf("no ids reused from one turn to the next")
+			}
+			if msgsReused == 0 {
+				t.Errorf("no decoded messages reused from one turn to the next")
 			}
 			t.Logf("%s: %d of %d prompt ids reused", tmpl, reused, total)
 		})

@@ -32,6 +32,9 @@ type Options struct {
 	Extra map[string]json.RawMessage
 	// Now is the clock behind strftime_now; nil means time.Now.
 	Now func() time.Time
+	// Cache, when not nil, keeps Messages decoded for the next render of
+	// the same conversation, grown (see MessageCache).
+	Cache *MessageCache
 }
 
 // Name returns the name the template was parsed with.
@@ -45,7 +48,7 @@ func (t *Template) Render(o Options) (string, error) {
 	// The root holds the fixed variables below, Extra and the undefined
 	// names: sized once rather than grown.
 	root.vars = make([]binding, 0, 6+len(o.Extra)+len(t.undef))
-	messages, err := decodeOption("messages", o.Messages)
+	messages, err := o.Cache.decode(o.Messages)
 	if err != nil {
 		return "", err
 	}
