@@ -145,13 +145,14 @@ func (s *Source) Turns() int { return len(s.turns) }
 // Tools are the conversation's tools, as given to Parse.
 func (s *Source) Tools() json.RawMessage { return s.tools }
 
-// bytesPerToken is about how many bytes of a message's JSON make a token,
-// its markers included.
-const bytesPerToken = 3
+// BytesPerToken is about how many bytes of a message's JSON make a token,
+// its markers included: what generate sizes a prompt without token ids by,
+// and estimate's help states.
+const BytesPerToken = 3
 
 // Growth is the tokens the source's user and tool turns are expected to add
-// to each later prompt, besides the model's answers: LaterBytes at about 3
-// bytes a token, spread evenly over the turns after the first (0 for a
+// to each later prompt, besides the model's answers: LaterBytes at about
+// BytesPerToken bytes a token, spread evenly over the turns after the first (0 for a
 // conversation of one turn). generate's budgets and estimate expect a
 // conversation's prompts to grow by it.
 func (s *Source) Growth() float64 {
@@ -159,7 +160,7 @@ func (s *Source) Growth() float64 {
 	if later <= 0 {
 		return 0
 	}
-	return float64(s.LaterBytes()) / bytesPerToken / float64(later)
+	return float64(s.LaterBytes()) / BytesPerToken / float64(later)
 }
 
 // LaterBytes is the size in bytes of the source's turns that later prompts

@@ -14,6 +14,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/conversation"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
@@ -107,9 +108,9 @@ func (b *batchInput) parse(line []byte) (*job, error) {
 		return j, nil
 	}
 	j.req.Messages, j.req.Tools = messages, tools
-	// About three bytes of JSON a token, as for synthpipe records: this
-	// only sizes reservations.
-	j.promptTokens = (len(messages) + len(tools)) / 3
+	// About conversation.BytesPerToken bytes of JSON a token: this only
+	// sizes reservations.
+	j.promptTokens = (len(messages) + len(tools)) / conversation.BytesPerToken
 	return j, nil
 }
 

@@ -246,9 +246,9 @@ func (p *parser) setPrompt(j *job, m *members) error {
 			case ok && len(m.inputIDs) > 0:
 				j.promptTokens, j.exactPrompt = n, true
 			default:
-				// About three bytes of JSON a token: rather high than low,
-				// since this only sizes reservations.
-				j.promptTokens = (len(m.messages) + len(m.tools)) / 3
+				// About conversation.BytesPerToken bytes of JSON a token:
+				// rather high than low, since this only sizes reservations.
+				j.promptTokens = (len(m.messages) + len(m.tools)) / conversation.BytesPerToken
 			}
 		}
 	}

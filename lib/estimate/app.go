@@ -15,6 +15,8 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/conversation"
+	"github.com/synthpipe/synthpipe/lib/lengthdist"
 )
 
 const (
@@ -58,18 +60,18 @@ Answer lengths. The answers to come are drawn from those already made:
 --done FILE (the output so far, e.g. out.jsonl; repeatable) gives each
 dataset its completion lengths and truncation share, and the tokens it
 already holds, which count against --budget as budget-cut --append counts
-them. Without a done file, or for a dataset with fewer than 20 answers in
+them. Without a done file, or for a dataset with fewer than {{.MinDoneAnswers}} answers in
 it, --lengths SPEC says what answers are expected to look like:
   mean=800,p90=1800     a lognormal with that mean and 90th percentile
   median=300,sigma=0.7  any two of mean, median (p50), p90, p99, sigma
-  mean=800              one figure: sigma 0.6 (p90 about 2.2 x the median)
+  mean=800              one figure: sigma {{.DefaultSigma}} (p90 about {{.P90Ratio}} x the median)
   mean=800,max=4096     answers stop at 4,096 tokens (counted as truncated)
   lognormal:300,0.7,1500, fixed:N, uniform:MIN,MAX   llm-sim's forms
   file:PATH             lengths one per line, drawn at random
 When neither says anything of a dataset, the answers of the other datasets
 in the done file serve. --max-tokens caps every answer (generate's limit).
 
-Tokens. Each of --draws futures (default 200, seeded by --seed so that the
+Tokens. Each of --draws futures (default {{.Draws}}, seeded by --seed so that the
 estimate is the same every time) draws one answer length per record and
 takes the records in input order until the next would pass what is left of
 --budget (total tokens, as budget-cut counts them). The report gives the
@@ -81,7 +83,7 @@ Conversations (tokenize-prompts --turns all records, for generate --turns
 all): each assistant turn of the source is a request, its answer drawn as
 any answer (a done file's conversations give each turn's length). A turn's
 prompt is the conversation so far: the turn before's prompt, its answer,
-and what the source adds between them (its user and tool turns, at about 3
+and what the source adds between them (its user and tool turns, at about {{.BytesPerToken}}
 bytes of their JSON a token, spread evenly over the turns after the first,
 as generate's budget expects). Every turn's prompt is counted as sent
 (prompt_tokens, budgets and prices: what was spent, synthpipe-records(7));
@@ -154,17 +156,23 @@ A done file written by a run stopped with requests in flight lacks their
 answers, the longer ones: its lengths read somewhat short.`
 
 // helpConstants are the tuning constants the description states: those of
-// generate's sizing, which estimate models (lib/capacity).
+// generate's sizing, which estimate models (lib/capacity, lib/conversation),
+// and estimate's own.
 type helpConstants struct {
-	QueueMargin string
-	AIMDStart   int
+	QueueMargin, DefaultSigma, P90Ratio             string
+	AIMDStart, MinDoneAnswers, Draws, BytesPerToken int
 }
 
 // description is estimate's --help text, with its constants filled in.
 func description() string {
 	return cliutil.FillHelp("estimate", descriptionText, helpConstants{
-		QueueMargin: cliutil.Percent(capacity.QueueMargin),
-		AIMDStart:   capacity.AIMDStart,
+		QueueMargin:    cliutil.Percent(capacity.QueueMargin),
+		DefaultSigma:   strconv.FormatFloat(lengthdist.DefaultSigma, 'g', -1, 64),
+		P90Ratio:       strconv.FormatFloat(lengthdist.P90Ratio(lengthdist.DefaultSigma), 'f', 1, 64),
+		AIMDStart:      capacity.AIMDStart,
+		MinDoneAnswers: minDoneAnswers,
+		Draws:          defaultDraws,
+		BytesPerToken:  conversation.BytesPerToken,
 	})
 }
 
@@ -295,7 +303,7 @@ func priceAction(name string, most float64) func(*cli.Context, float64) error {
 // runFlags are the options for the simulated futures and the report.
 func runFlags(cfg *config) []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: flagDraws, Value: 200, Destination: &cfg.draws, Usage: "simulated futures per dataset, `N`",
+		&cli.IntFlag{Name: flagDraws, Value: defaultDraws, Destination: &cfg.draws, Usage: "simulated futures per dataset, `N`",
 			Action: func(_ *cli.Context, n int) error {
 				if n < 1 || n > maxDraws {
 					return cliutil.Usagef("--%s must be between 1 and %d", flagDraws, maxDraws)

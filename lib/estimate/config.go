@@ -14,8 +14,11 @@ import (
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
-// maxDraws is the most --draws takes.
-const maxDraws = 100000
+// defaultDraws is --draws' default, and maxDraws the most it takes.
+const (
+	defaultDraws = 200
+	maxDraws     = 100000
+)
 
 // config is estimate's options: flags sets its fields from the flags, each
 // checked where it is declared, and check what depends on several of them,

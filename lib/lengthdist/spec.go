@@ -33,6 +33,10 @@ const MaxSigma = 3
 // about what answer lengths of one dataset show (p90 2.2 times the median).
 const DefaultSigma = 0.6
 
+// P90Ratio is how many times its median a lognormal's 90th percentile is,
+// for a spread sigma: DefaultSigma's is about 2.2.
+func P90Ratio(sigma float64) float64 { return math.Exp(z90 * sigma) }
+
 // MaxFigure bounds each KEY=N figure: no answer is a billion tokens.
 const MaxFigure = 1e9
 
