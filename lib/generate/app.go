@@ -36,8 +36,12 @@ import (
 var apiKeyEnv = []string{"OPENROUTER_API_KEY", "OPENAI_API_KEY"}
 
 // NewApp returns a fresh generate command.
-func NewApp() *cli.App {
+func NewApp() *cli.App { return newApp(defaultOptions) }
+
+// newApp is NewApp with options no flag sets (tests retry sooner).
+func newApp(opt options) *cli.App {
 	cfg := new(config)
+	cfg.Backoff = opt.firstBackoff
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "generate",
 		Usage:       "send request records to inference servers and write the answers as records",
@@ -63,8 +67,7 @@ func mainWith(opt options, args []string, stdin io.Reader, stdout, stderr io.Wri
 		return exitcode.Usage
 	}
 	warnURLPassword(args, stderr)
-	app := NewApp()
-	app.Metadata[optionsKey] = opt
+	app := newApp(opt)
 	// Every line generate prints, the signal messages included, goes
 	// through the console, which keeps the live bar off them; the facts
 	// are those of stderr itself.

@@ -36,7 +36,7 @@ type config struct {
 }
 
 // options holds what no flag sets and a caller of the package (its tests)
-// may: they pass their own in the app's Metadata (see optionsOf) instead of
+// may: they build the app with their own (newApp, mainWith) instead of
 // patching package state.
 type options struct {
 	firstBackoff time.Duration // the first retry delay
@@ -44,17 +44,6 @@ type options struct {
 
 // defaultOptions are what generate runs with.
 var defaultOptions = options{firstBackoff: 500 * time.Millisecond}
-
-// optionsKey finds the options in a cli.App's Metadata.
-const optionsKey = "generate.options"
-
-// optionsOf returns the options the app was given, else defaultOptions.
-func optionsOf(c *cli.Context) options {
-	if o, ok := c.App.Metadata[optionsKey].(options); ok {
-		return o
-	}
-	return defaultOptions
-}
 
 // defaultIdleTimeout is --idle-timeout: a streaming server that says
 // nothing for two minutes is taken for stuck (a stopped process, a dead
@@ -73,7 +62,6 @@ const defaultMaxRetryWait = 5 * time.Minute
 func parse(c *cli.Context, cfg *config) (err error) {
 	cfg.inputs = c.Args().Slice()
 	cfg.IDPath, cfg.Quiet = c.String(cliutil.FlagIDPath), c.Bool(cliutil.FlagQuiet)
-	cfg.Backoff = optionsOf(c).firstBackoff
 	if len(cfg.URLs) == 0 {
 		return cliutil.Usagef("--%s is required (e.g. --url http://localhost:30000)", flagURL)
 	}
