@@ -25,7 +25,6 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
-	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/sim"
 	"github.com/synthpipe/synthpipe/lib/simtest"
@@ -93,7 +92,7 @@ type example struct {
 func helpExamples() []example {
 	var out []example
 	for _, tool := range toolset.All() {
-		exs := cliutil.SpecOf(tool.NewApp()).Examples
+		exs := tool.NewApp().Spec.Examples
 		if tool.Name == "llm-sim" {
 			var b strings.Builder
 			for _, ex := range exs {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
-	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 	"github.com/synthpipe/synthpipe/lib/simtest"
@@ -27,7 +26,7 @@ import (
 func documentedPipelines() map[string]string {
 	found := map[string]string{}
 	for _, tool := range toolset.All() {
-		for _, ex := range cliutil.SpecOf(tool.NewApp()).Examples {
+		for _, ex := range tool.NewApp().Spec.Examples {
 			if strings.Contains(ex.Command, "budget-cut --tokens") && strings.Contains(ex.Command, "out.jsonl") &&
 				strings.Contains(ex.Command, "generate") {
 				found[tool.Name+": "+ex.Comment] = ex.Command

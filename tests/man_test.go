@@ -13,10 +13,7 @@ import (
 // `make man` and commit the result.
 func TestManPagesFresh(t *testing.T) {
 	t.Parallel()
-	pages, err := toolset.ManPages()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages := toolset.ManPages()
 	for name, want := range pages {
 		have, err := os.ReadFile(filepath.Join("..", "man", name))
 		if err != nil {
@@ -38,10 +35,7 @@ func TestManPagesFresh(t *testing.T) {
 // TestManPagesSections checks that every page has the sections users look for.
 func TestManPagesSections(t *testing.T) {
 	t.Parallel()
-	pages, err := toolset.ManPages()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pages := toolset.ManPages()
 	for _, tool := range toolset.All() {
 		page := pages[tool.Name+".1"]
 		for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT", "EXIT STATUS", "EXAMPLES", "SEE ALSO"} {

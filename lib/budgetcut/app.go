@@ -52,7 +52,7 @@ by the first holds. A compressed FILE (gzip, zstd) is refused with 64 and
 left as it is: records appended to it would be plain text.`
 
 // NewApp returns a fresh budget-cut command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "budget-cut",

@@ -29,8 +29,9 @@ type EnvVar struct {
 	Meaning string
 }
 
-// Spec describes a tool once; NewApp turns it into a cli.App and the man page
-// generator reads it back, so help and man page cannot disagree.
+// Spec describes a tool once; NewApp turns it into a cli.App and keeps it
+// beside it (App), where the man page generator reads it back, so help and
+// man page cannot disagree.
 type Spec struct {
 	Name        string
 	Usage       string // one line for NAME
@@ -52,8 +53,6 @@ type Spec struct {
 	FinishPipedInput bool
 }
 
-const specKey = "synthpipe.spec"
-
 // finishPipedInputHelp ends the description of a Spec.FinishPipedInput tool.
 const finishPipedInputHelp = `Signals. Ctrl-C signals every stage of a pipeline at once. Reading a pipe,
 this tool then reads on until the stages before it have stopped and closed
@@ -64,10 +63,18 @@ at once. Reading files, it stops at once, after flushing whole records.`
 // Version is the toolkit version printed by --version.
 var Version = "0.1.0"
 
-// NewApp builds a fresh cli.App from s with the settings every tool shares:
+// App is a tool: the cli.App that parses its command line and runs it, and
+// the Spec it was built from, which its man page, its completions and
+// Run read.
+type App struct {
+	*cli.App
+	Spec *Spec
+}
+
+// NewApp builds a fresh App from s with the settings every tool shares:
 // usage errors returned (not printed to stdout), no os.Exit inside the
 // library, no comma splitting of list flags (file names may hold commas).
-func NewApp(s Spec) *cli.App {
+func NewApp(s Spec) *App {
 	if s.FinishPipedInput {
 		s.Description = strings.TrimRight(s.Description, "\n") + "\n\n" + finishPipedInputHelp
 	}
@@ -82,14 +89,13 @@ func NewApp(s Spec) *cli.App {
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true,
 		UseShortOptionHandling:    false,
-		Metadata:                  map[string]any{specKey: &s},
 		CustomAppHelpTemplate:     helpTemplate(&s),
 		ExitErrHandler:            func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return Usagef("%s (see --help)", longFlagDashes(err.Error()))
 		},
 	}
-	return app
+	return &App{App: app, Spec: &s}
 }
 
 // flagInMessage is a flag as Go's flag package names it in its errors: with
@@ -100,12 +106,6 @@ var flagInMessage = regexp.MustCompile(`(not defined: |for (?:flag )?)-([A-Za-z0
 // --help shows them and users type them ("-timeout" becomes "--timeout").
 func longFlagDashes(msg string) string {
 	return flagInMessage.ReplaceAllString(msg, "$1--$2")
-}
-
-// SpecOf returns the Spec an app was built from, or nil.
-func SpecOf(app *cli.App) *Spec {
-	s, _ := app.Metadata[specKey].(*Spec)
-	return s
 }
 
 // ExitStatuses lists the codes a tool documents: the common ones and its own,
@@ -205,25 +205,25 @@ func indentBlock(s string) string {
 // reading a pipe, into a status once its input ends: see
 // Spec.FinishPipedInput), and prints any error once, prefixed with the
 // tool's name.
-func Main(app *cli.App, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Main(app *App, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return Run(app, args, iostreams.System(stdin, stdout, stderr))
 }
 
 // Run is Main with streams whose terminal facts the caller gives: a test
 // says "stdout is a terminal" with iostreams.Test and SetStdoutTTY. The tool
 // finds them with Streams.
-func Run(app *cli.App, args []string, streams *iostreams.IOStreams) int {
+func Run(app *App, args []string, streams *iostreams.IOStreams) int {
 	stdin, stderr := streams.In, streams.Err
 	watched := &watchedWriter{w: streams.Out, terminal: streams.IsStdoutTTY()}
 	streams = streams.WithOut(watched)
 	app.Reader, app.Writer, app.ErrWriter = stdin, watched, stderr
-	if err := checkFlagOrder(app, args); err != nil {
-		return report(app, stderr, err)
+	if err := checkFlagOrder(app.App, args); err != nil {
+		return report(app.App, stderr, err)
 	}
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
-	ctx, sigs := signalContext(context.WithValue(context.Background(), streamsKey{}, streams), stderr, app.Name)
+	ctx, sigs := signalContext(context.WithValue(context.Background(), streamsKey{}, streams), stderr, app.Name, app.Spec.FinishPipedInput)
 	defer sigs.stop()
 	// The tool runs in a goroutine so that a second signal, or a tool that
 	// outlives its grace period, ends Main with a status to return instead
@@ -260,7 +260,7 @@ func Run(app *cli.App, args []string, streams *iostreams.IOStreams) int {
 	if errors.As(context.Cause(ctx), &sig) && IsBrokenPipe(err) {
 		err = sig
 	}
-	return report(app, stderr, err)
+	return report(app.App, stderr, err)
 }
 
 func report(app *cli.App, stderr io.Writer, err error) int {

@@ -12,11 +12,8 @@ import (
 // ENVIRONMENT, EXIT STATUS, EXAMPLES, SEE ALSO. toolset renders it to roff:
 // the tools themselves never render a man page, so they do not link the
 // Markdown renderer (whose package init every run would pay).
-func ManMarkdown(app *cli.App) (string, error) {
-	s := SpecOf(app)
-	if s == nil {
-		return "", fmt.Errorf("%s: not built with cliutil.NewApp", app.Name)
-	}
+func ManMarkdown(app *App) string {
+	s := app.Spec
 	var b strings.Builder
 	fmt.Fprintf(&b, "%% %s 1 \"\" \"synthpipe %s\" \"synthpipe manual\"\n\n", strings.ToUpper(s.Name), Version)
 	fmt.Fprintf(&b, "# NAME\n\n%s - %s\n\n", s.Name, mdEscape(s.Usage))
@@ -56,7 +53,7 @@ func ManMarkdown(app *cli.App) (string, error) {
 		}
 		fmt.Fprintf(&b, "# SEE ALSO\n\n%s\n", strings.Join(refs, ", "))
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 func writeFlag(b *strings.Builder, f cli.Flag) {

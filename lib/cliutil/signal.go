@@ -28,7 +28,8 @@ type signals struct {
 	grace atomic.Int64 // time.Duration
 	// finish is set by InputOptions for a consumer reading a pipe: the
 	// first signal then waits in pending instead of cancelling the run.
-	finish atomic.Bool
+	finish   atomic.Bool
+	consumer bool // the tool's Spec.FinishPipedInput
 
 	mu      sync.Mutex
 	first   syscall.Signal
@@ -53,8 +54,8 @@ type signalsKey struct{}
 // (see forced): the readers flush output before every blocking read, so
 // nothing finished is lost. A signal the tool was started with ignored (nohup, a background job
 // of a script) stays ignored.
-func signalContext(parent context.Context, stderr io.Writer, name string) (context.Context, *signals) {
-	s := &signals{ch: make(chan os.Signal, 2), done: make(chan struct{}), forced: make(chan int, 1)}
+func signalContext(parent context.Context, stderr io.Writer, name string, consumer bool) (context.Context, *signals) {
+	s := &signals{ch: make(chan os.Signal, 2), done: make(chan struct{}), forced: make(chan int, 1), consumer: consumer}
 	s.grace.Store(int64(signalGrace))
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, signalsKey{}, s))
 	for _, sig := range stopSignals {
@@ -147,8 +148,8 @@ func SetSignalGrace(ctx context.Context, d time.Duration) {
 // is a pipe, a FIFO or a socket: the stages before it were signalled too
 // and will close it. It must be called before the tool starts reading.
 func finishPipedInput(c *cli.Context) {
-	spec, s := SpecOf(c.App), signalsOf(c.Context)
-	if spec == nil || !spec.FinishPipedInput || s == nil {
+	s := signalsOf(c.Context)
+	if s == nil || !s.consumer {
 		return
 	}
 	inputs := c.Args().Slice()

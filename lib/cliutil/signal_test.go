@@ -12,7 +12,7 @@ import (
 
 // stuckApp is a tool that ignores its context: it returns only when release
 // is closed, as a tool blocked in a read of a quiet pipe would.
-func stuckApp(started, cancelled chan<- struct{}, release <-chan struct{}, grace time.Duration) *cli.App {
+func stuckApp(started, cancelled chan<- struct{}, release <-chan struct{}, grace time.Duration) *App {
 	return NewApp(Spec{Name: "stuck", Action: func(c *cli.Context) error {
 		if grace > 0 {
 			SetSignalGrace(c.Context, grace)

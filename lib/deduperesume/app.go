@@ -81,7 +81,7 @@ func description() string {
 }
 
 // NewApp returns a fresh dedupe-resume command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "dedupe-resume",

@@ -177,7 +177,7 @@ func description() string {
 }
 
 // NewApp returns a fresh estimate command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "estimate",

@@ -36,10 +36,10 @@ import (
 var apiKeyEnv = []string{"OPENROUTER_API_KEY", "OPENAI_API_KEY"}
 
 // NewApp returns a fresh generate command.
-func NewApp() *cli.App { return newApp(defaultOptions) }
+func NewApp() *cliutil.App { return newApp(defaultOptions) }
 
 // newApp is NewApp with options no flag sets (tests retry sooner).
-func newApp(opt options) *cli.App {
+func newApp(opt options) *cliutil.App {
 	cfg := new(config)
 	cfg.Backoff = opt.firstBackoff
 	return cliutil.NewApp(cliutil.Spec{

@@ -89,7 +89,7 @@ the file). SIGINT, SIGTERM or SIGHUP stop it gracefully (requests in flight are
 aborted) and it exits 0.`
 
 // NewApp returns a fresh llm-sim command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "llm-sim",

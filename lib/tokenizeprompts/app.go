@@ -150,7 +150,7 @@ func description() string {
 }
 
 // NewApp returns a fresh tokenize-prompts command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "tokenize-prompts",

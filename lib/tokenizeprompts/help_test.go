@@ -26,7 +26,7 @@ func TestHelpNamesConstants(t *testing.T) {
 		}
 	}
 	var exit65 string
-	for _, e := range cliutil.SpecOf(app).ExitStatuses() {
+	for _, e := range app.Spec.ExitStatuses() {
 		if e.Code == 65 {
 			exit65 = e.Meaning
 		}

@@ -168,7 +168,7 @@ func aDuration(d time.Duration) string {
 }
 
 // NewApp returns a fresh tokstat command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "tokstat",

@@ -5,8 +5,6 @@ import (
 
 	md2man "github.com/cpuguy83/go-md2man/v2/md2man"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 )
 
@@ -17,26 +15,18 @@ var recordsPage []byte
 var statusPage []byte
 
 // ManPages renders every man page, keyed by file name (budget-cut.1, ...).
-func ManPages() (map[string][]byte, error) {
+func ManPages() map[string][]byte {
 	pages := map[string][]byte{
 		"synthpipe-records.7": md2man.Render(recordsPage),
 		"synthpipe-status.7":  md2man.Render(statusPage),
 	}
 	for _, t := range All() {
-		page, err := ManPage(t.NewApp())
-		if err != nil {
-			return nil, err
-		}
-		pages[t.Name+".1"] = page
+		pages[t.Name+".1"] = ManPage(t.NewApp())
 	}
-	return pages, nil
+	return pages
 }
 
 // ManPage renders app's section-1 man page (cliutil.ManMarkdown) to roff.
-func ManPage(app *cli.App) ([]byte, error) {
-	md, err := cliutil.ManMarkdown(app)
-	if err != nil {
-		return nil, err
-	}
-	return md2man.Render([]byte(md)), nil
+func ManPage(app *cliutil.App) []byte {
+	return md2man.Render([]byte(cliutil.ManMarkdown(app)))
 }

@@ -5,9 +5,8 @@ package toolset
 import (
 	"io"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/synthpipe/synthpipe/lib/budgetcut"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/deduperesume"
 	"github.com/synthpipe/synthpipe/lib/estimate"
 	"github.com/synthpipe/synthpipe/lib/generate"
@@ -20,7 +19,7 @@ import (
 // Tool is one binary of the toolkit.
 type Tool struct {
 	Name   string
-	NewApp func() *cli.App
+	NewApp func() *cliutil.App
 	Main   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 

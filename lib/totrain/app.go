@@ -116,7 +116,7 @@ whole when the run ends. SpecForge loads a .pt made from it by
 training scripts that have --vocab-mapping-path take it there).`
 
 // NewApp returns a fresh to-train command.
-func NewApp() *cli.App {
+func NewApp() *cliutil.App {
 	cfg := new(config)
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "to-train",

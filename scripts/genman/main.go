@@ -17,12 +17,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: genman DIR")
 		os.Exit(64)
 	}
-	pages, err := toolset.ManPages()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "genman:", err)
-		os.Exit(1)
-	}
-	for name, page := range pages {
+	for name, page := range toolset.ManPages() {
 		if err := os.WriteFile(filepath.Join(os.Args[1], name), page, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "genman:", err)
 			os.Exit(74)
