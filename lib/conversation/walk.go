@@ -83,16 +83,19 @@ func (s *Source) Walk(opts Options) *Walk {
 // Messages is the conversation so far as a JSON array: the prompt of the
 // next turn, or the regenerated conversation once it ended.
 func (w *Walk) Messages() json.RawMessage {
-	var b bytes.Buffer
-	b.WriteByte('[')
+	n := len(w.msgs) + 2 // brackets and commas
+	for _, m := range w.msgs {
+		n += len(m)
+	}
+	b := make([]byte, 0, n) // sized once: it is made again every turn
+	b = append(b, '[')
 	for i, m := range w.msgs {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(m)
+		b = append(b, m...)
 	}
-	b.WriteByte(']')
-	return b.Bytes()
+	return append(b, ']')
 }
 
 // Tools are the conversation's tools.
