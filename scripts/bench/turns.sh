@@ -37,20 +37,7 @@ SIM_FLAGS=(--answer-format kimi-k2.5 --prefix-cache "$CACHE" --prefill-time-per-
   --step-time 2ms --per-token-time 20us --lengths lognormal:120,0.5,600 --seed 7 --stats)
 GEN_FLAGS=(--backend sglang --max-tokens 1024 --concurrency "$CONC" --progress-interval 0)
 
-# CONVS chats: a shared system prompt, a first user turn of ~800 tokens of
-# its own (a document, as agent and tool trajectories start with long
-# context), then short user turns; the source's answers are never sent.
-awk -v n="$CONVS" -v t="$TURNS" 'BEGIN {
-  split("model token data batch prompt answer cache queue alpha beta gamma delta sigma omega lambda kappa", w, " ")
-  for (i = 0; i < n; i++) {
-    doc = ""
-    for (k = 0; k < 800; k++) doc = doc " " w[1 + (i * 31 + k * k * 7 + k) % 16]
-    line = "{\"id\":\"c" i "\",\"messages\":[{\"role\":\"system\",\"content\":\"You answer questions about documents.\"},"
-    line = line "{\"role\":\"user\",\"content\":\"Read document " i ":" doc "\"}"
-    for (k = 2; k <= t; k++) line = line ",{\"role\":\"assistant\",\"content\":\"source answer\"},{\"role\":\"user\",\"content\":\"And what of point " k " in document " i "?\"}"
-    print line "]}"
-  }
-}' > "$WORK/source.jsonl"
+chats "$CONVS" "$TURNS" > "$WORK/source.jsonl"
 bin/tokenize-prompts --tokenizer builtin:kimi-k2.5 --turns all "$WORK/source.jsonl" > "$WORK/convs.jsonl" 2>/dev/null
 
 # sim_start: a fresh llm-sim; sim_stop: its counters, as "prompt cached prefilled".
