@@ -903,7 +903,10 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 			varargs = append(varargs, a)
 		}
 	}
-	extra := newDict(0)
+	var extra *pyDict // **kwargs, for a macro that reads kwargs
+	if def.catchKwargs {
+		extra = newDict(0)
+	}
 	var caller value
 	if kw != nil {
 		for i, name := range kw.names {
