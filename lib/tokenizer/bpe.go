@@ -9,7 +9,7 @@ import (
 // alphabet is undone at load time) and its merge table.
 type bpeModel struct {
 	// pieceID maps the raw bytes of every vocabulary token to its id.
-	pieceID map[string]int
+	pieceID *pieceTable
 	// tokenBytes maps an id below len(tokenBytes) to its raw bytes; ok
 	// tells the ids that exist.
 	tokenBytes []string
@@ -68,7 +68,7 @@ func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
 	}
 	var buf [64]byte
 	b := append(append(buf[:0], m.tokenBytes[left]...), m.tokenBytes[right]...)
-	id, ok := m.pieceID[string(b)]
+	id, ok := m.pieceID.getBytes(b)
 	if !ok {
 		return noRank, 0
 	}
@@ -79,19 +79,19 @@ func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
 // (each its id's, where several ids spell the same bytes) and every way of
 // cutting it into two tokens, a rule ranked by the token.
 func (m *bpeModel) concatMerges() *pairTable {
-	t := newPairTable(2 * len(m.pieceID))
+	t := newPairTable(2 * m.pieceID.len())
 	for id, tok := range m.tokenBytes {
-		if !m.tokenOK[id] || m.pieceID[tok] != id {
+		if first, _ := m.pieceID.get(tok); !m.tokenOK[id] || first != id {
 			continue
 		}
 		for cut := 1; cut < len(tok); cut++ {
 			// Most prefixes are no token: look the rest up only for
 			// those that are (most of the build's time is these lookups).
-			left, ok := m.pieceID[tok[:cut]]
+			left, ok := m.pieceID.get(tok[:cut])
 			if !ok {
 				continue
 			}
-			if right, ok := m.pieceID[tok[cut:]]; ok {
+			if right, ok := m.pieceID.get(tok[cut:]); ok {
 				t.put(pairKey(uint32(left), uint32(right)), uint64(id)<<32|uint64(id))
 			}
 		}
@@ -124,7 +124,7 @@ func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
 		return dst
 	}
 	if m.wholePieceFirst {
-		if id, ok := m.pieceID[piece]; ok {
+		if id, ok := m.pieceID.get(piece); ok {
 			return append(dst, id)
 		}
 	}

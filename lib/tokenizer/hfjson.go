@@ -223,7 +223,7 @@ func (m *hfModel) build() (*bpeModel, error) {
 		raw, ok := fromByteLevel(tok)
 		b.tokenBytes[id], b.tokenOK[id] = raw, true
 		if ok {
-			b.pieceID[raw] = id
+			b.pieceID.put(id)
 		}
 	}
 	b.indexSingleBytes()
@@ -245,19 +245,20 @@ func (m *hfModel) build() (*bpeModel, error) {
 }
 
 func newBPEModel(size int) *bpeModel {
-	return &bpeModel{
-		pieceID:    make(map[string]int, size),
+	m := &bpeModel{
 		tokenBytes: make([]string, size),
 		tokenOK:    make([]bool, size),
 		cache:      newPieceCache(),
 	}
+	m.pieceID = newPieceTable(m.tokenBytes, size)
+	return m
 }
 
 // indexSingleBytes fills byteID from the vocabulary.
 func (b *bpeModel) indexSingleBytes() {
 	for i := range b.byteID {
 		b.byteID[i] = -1
-		if id, ok := b.pieceID[string([]byte{byte(i)})]; ok {
+		if id, ok := b.pieceID.get(string([]byte{byte(i)})); ok {
 			b.byteID[i] = int32(id)
 		}
 	}

@@ -47,12 +47,12 @@ func TestRankFileLines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m.pieceID) != len(tc.want) || len(m.tokenBytes) != len(tc.want) {
-				t.Errorf("%d tokens, %d ids; want %d", len(m.pieceID), len(m.tokenBytes), len(tc.want))
+			if m.pieceID.len() != len(tc.want) || len(m.tokenBytes) != len(tc.want) {
+				t.Errorf("%d tokens, %d ids; want %d", m.pieceID.len(), len(m.tokenBytes), len(tc.want))
 			}
 			for tok, rank := range tc.want {
-				if m.pieceID[tok] != rank || m.tokenBytes[rank] != tok || !m.tokenOK[rank] {
-					t.Errorf("%q: id %d, id %d spells %q; want %d", tok, m.pieceID[tok], rank, m.tokenBytes[rank], rank)
+				if id, _ := m.pieceID.get(tok); id != rank || m.tokenBytes[rank] != tok || !m.tokenOK[rank] {
+					t.Errorf("%q: id %d, id %d spells %q; want %d", tok, id, rank, m.tokenBytes[rank], rank)
 				}
 			}
 		})

@@ -125,7 +125,7 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 	for _, e := range entries {
 		tok := tokens[e.start:e.end]
 		m.tokenBytes[e.rank], m.tokenOK[e.rank] = tok, true
-		m.pieceID[tok] = e.rank
+		m.pieceID.put(e.rank)
 	}
 	m.indexSingleBytes()
 	m.byConcat = true // merges are looked up by concatenation (bpe.go)
@@ -133,39 +133,49 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 }
 
 // rankFields splits a line of a rank file as bytes.Fields does and returns
-// its first two fields and how many it has (2 at most: more are an error
+// its first two fields and how many it has (3 for three or more: an error
 // all the same), without bytes.Fields' allocation per line.
 func rankFields(line []byte) (first, second []byte, n int) {
-	for _, c := range line {
-		if c >= utf8.RuneSelf { // a space outside ASCII: bytes.Fields' own rules
-			f := bytes.Fields(line)
-			f = append(f, nil, nil)
+	var fields [2][]byte
+	start := -1
+	for i, c := range line {
+		switch rankByteClass[c] {
+		case rankFieldByte:
+			if start < 0 {
+				if n == len(fields) {
+					return fields[0], fields[1], n + 1
+				}
+				start = i
+			}
+		case rankSpaceByte:
+			if start >= 0 {
+				fields[n], n, start = line[start:i], n+1, -1
+			}
+		default: // a space outside ASCII: bytes.Fields' own rules
+			f := append(bytes.Fields(line), nil, nil)
 			return f[0], f[1], min(len(f)-2, 3)
 		}
 	}
-	var fields [2][]byte
-	for len(line) > 0 {
-		i := 0
-		for i < len(line) && asciiSpace(line[i]) {
-			i++
-		}
-		line = line[i:]
-		if len(line) == 0 {
-			break
-		}
-		j := 0
-		for j < len(line) && !asciiSpace(line[j]) {
-			j++
-		}
-		if n == len(fields) {
-			return fields[0], fields[1], n + 1
-		}
-		fields[n], line, n = line[:j], line[j:], n+1
+	if start >= 0 {
+		fields[n], n = line[start:], n+1
 	}
 	return fields[0], fields[1], n
 }
 
-// asciiSpace is bytes.Fields' ASCII white space.
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
+// rankByteClass sorts bytes for rankFields: ASCII white space as
+// bytes.Fields has it, other ASCII, and bytes outside ASCII.
+var rankByteClass = func() (class [256]uint8) {
+	for c := utf8.RuneSelf; c < len(class); c++ {
+		class[c] = rankOtherByte
+	}
+	for _, c := range []byte(" \t\n\v\f\r") {
+		class[c] = rankSpaceByte
+	}
+	return class
+}()
+
+const (
+	rankFieldByte = iota
+	rankSpaceByte
+	rankOtherByte
+)

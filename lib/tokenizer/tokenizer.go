@@ -137,13 +137,12 @@ func (t *Tokenizer) TokenID(tok string) (int, bool) {
 	}
 	if t.byteLevelSpelling {
 		if raw, ok := fromByteLevel(tok); ok {
-			if id, ok := t.model.pieceID[raw]; ok {
+			if id, ok := t.model.pieceID.get(raw); ok {
 				return id, true
 			}
 		}
 	}
-	id, ok := t.model.pieceID[tok]
-	return id, ok
+	return t.model.pieceID.get(tok)
 }
 
 // Config returns what tokenizer_config.json says about the model.
