@@ -195,11 +195,19 @@ func (r *renderer) execBody(body []stmt, f *frame, w *strings.Builder) error {
 }
 
 func (r *renderer) write(w *strings.Builder, s string) error {
-	r.outLen += len(s)
+	if err := r.countOutput(len(s)); err != nil {
+		return err
+	}
+	w.WriteString(s)
+	return nil
+}
+
+// countOutput charges n bytes of output against the output limit.
+func (r *renderer) countOutput(n int) error {
+	r.outLen += n
 	if r.outLen > r.limits.output {
 		return &RenderError{Kind: "RuntimeError", Msg: "rendered output too large"}
 	}
-	w.WriteString(s)
 	return nil
 }
 
@@ -208,6 +216,9 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 	case *textStmt:
 		return r.write(w, s.text)
 	case *outputStmt:
+		if c, ok := s.x.(*callExpr); ok && !r.autoescape {
+			return r.outputCall(c, s.line, f, w)
+		}
 		v, err := r.eval(s.x, f)
 		if err != nil {
 			return r.withLine(err, s.line)
@@ -788,22 +799,29 @@ func (r *renderer) unpackArgs(a callArgs, f *frame, args []value, kw *kwargs) ([
 // evalCall calls functions, macros and methods; caller is set for
 // {% call %} blocks.
 func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, error) {
-	var fn value
-	var err error
+	fn, args, kw, err := r.evalCallParts(x, f, caller)
+	if err != nil {
+		return nil, err
+	}
+	return r.call(fn, args, kw)
+}
+
+// evalCallParts evaluates what the call x calls and its arguments.
+func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (fn value, args []value, kw *kwargs, err error) {
 	if a, ok := x.fn.(*attrExpr); ok {
 		obj, err := r.eval(a.obj, f)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if fn, err = getAttr(obj, a.name); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	} else if fn, err = r.eval(x.fn, f); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	args, kw, err := r.evalArgs(x.args, f)
+	args, kw, err = r.evalArgs(x.args, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if caller != nil {
 		if kw == nil {
@@ -812,7 +830,37 @@ func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, e
 		kw.names = append(kw.names, "caller")
 		kw.vals = append(kw.vals, caller)
 	}
-	return r.call(fn, args, kw)
+	return fn, args, kw, nil
+}
+
+// outputCall prints the call x on line, as {{ x }} does outside
+// autoescape. A macro writes its output straight into w rather than into a
+// string of its own that is then printed (a copy and an allocation per
+// call), charged against the limits as that string and its printing would
+// be; errors name the line as they would.
+func (r *renderer) outputCall(x *callExpr, line int, f *frame, w *strings.Builder) error {
+	fn, args, kw, err := r.evalCallParts(x, f, nil)
+	if err != nil {
+		return r.withLine(err, line)
+	}
+	m, ok := fn.(*macroValue)
+	if !ok {
+		v, err := r.call(fn, args, kw)
+		if err != nil {
+			return r.withLine(err, line)
+		}
+		return r.write(w, pyStr(v))
+	}
+	start := w.Len()
+	err = r.callMacroTo(m, args, kw, w)
+	r.calledMacro = true // as call does
+	if err == nil {
+		err = r.account(w.String()[start:]) // the string the macro returns
+	}
+	if err != nil {
+		return r.withLine(err, line)
+	}
+	return r.countOutput(w.Len() - start) // as printing the string does
 }
 
 func (r *renderer) call(fn value, args []value, kw *kwargs) (value, error) {
@@ -882,18 +930,27 @@ func (m *macroValue) attr(name string) (value, bool) {
 }
 
 func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, error) {
-	if err := r.spend(); err != nil {
+	var b strings.Builder
+	if err := r.callMacroTo(m, args, kw, &b); err != nil {
 		return nil, err
+	}
+	return b.String(), nil
+}
+
+// callMacroTo runs the macro m, writing its output into w.
+func (r *renderer) callMacroTo(m *macroValue, args []value, kw *kwargs, w *strings.Builder) error {
+	if err := r.spend(); err != nil {
+		return err
 	}
 	r.callDepth++
 	defer func() { r.callDepth-- }()
 	if r.callDepth > r.limits.callDepth {
-		return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
+		return &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 	}
 	def := m.def
 	scope := newScope(m.closure, def.undef)
 	if len(args) > len(def.params) && !def.catchVarargs {
-		return nil, typeError("macro '%s' takes not more than %d argument(s)", def.name, len(def.params))
+		return typeError("macro '%s' takes not more than %d argument(s)", def.name, len(def.params))
 	}
 	var varargs []value
 	for i, a := range args {
@@ -913,7 +970,7 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 			idx := indexOf(def.params, name)
 			switch {
 			case idx >= 0 && idx < len(args):
-				return nil, typeError("macro '%s' got multiple values for argument '%s'", def.name, name)
+				return typeError("macro '%s' got multiple values for argument '%s'", def.name, name)
 			case idx >= 0:
 				scope.set(name, kw.vals[i])
 			case name == "caller" && def.catchCaller:
@@ -921,26 +978,14 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 			case def.catchKwargs:
 				extra.set(name, kw.vals[i])
 			case name == "caller":
-				return nil, typeError("macro '%s' was invoked with two values for the special caller argument. This is most likely a bug.", def.name)
+				return typeError("macro '%s' was invoked with two values for the special caller argument. This is most likely a bug.", def.name)
 			default:
-				return nil, typeError("macro '%s' takes no keyword argument '%s'", def.name, name)
+				return typeError("macro '%s' takes no keyword argument '%s'", def.name, name)
 			}
 		}
 	}
-	firstDefault := len(def.params) - len(def.defaults)
-	for i, p := range def.params {
-		if _, ok := scope.lookupLocal(p); ok {
-			continue
-		}
-		if i >= firstDefault {
-			v, err := r.eval(def.defaults[i-firstDefault], scope)
-			if err != nil {
-				return nil, err
-			}
-			scope.set(p, v)
-		} else {
-			scope.set(p, &undefinedValue{hint: "parameter '" + p + "' was not provided", name: p})
-		}
+	if err := r.bindDefaults(def, scope); err != nil {
+		return err
 	}
 	if def.catchCaller {
 		if caller == nil {
@@ -954,14 +999,34 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 	if def.catchKwargs {
 		scope.set("kwargs", extra)
 	}
-	var b strings.Builder
-	if err := r.execBody(def.body, scope, &b); err != nil {
+	if err := r.execBody(def.body, scope, w); err != nil {
 		if err == errBreak || err == errContinue {
-			return nil, &RenderError{Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
+			return &RenderError{Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
 		}
-		return nil, err
+		return err
 	}
-	return b.String(), nil
+	return nil
+}
+
+// bindDefaults gives the macro's parameters that the call left unset
+// their defaults, or an undefined value naming them.
+func (r *renderer) bindDefaults(def *macroDef, scope *frame) error {
+	firstDefault := len(def.params) - len(def.defaults)
+	for i, p := range def.params {
+		if _, ok := scope.lookupLocal(p); ok {
+			continue
+		}
+		if i >= firstDefault {
+			v, err := r.eval(def.defaults[i-firstDefault], scope)
+			if err != nil {
+				return err
+			}
+			scope.set(p, v)
+		} else {
+			scope.set(p, &undefinedValue{hint: "parameter '" + p + "' was not provided", name: p})
+		}
+	}
+	return nil
 }
 
 func (f *frame) lookupLocal(name string) (value, bool) {
