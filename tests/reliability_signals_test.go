@@ -363,24 +363,45 @@ func closedPipe(t *testing.T) {
 // Retry-After of decades holds each request in a back-off (up to
 // --max-retry-wait, default five minutes). SIGTERM ends every back-off at
 // once: the requests are cancelled, not failed, and generate exits 143 at
-// once, not after --drain-timeout.
+// once, not after --drain-timeout. The server holds its first answers until
+// every record has been sent: a 429 that came back sooner would pause the
+// server before generate sent the rest, and the test would wait for
+// requests that never come. Its capacity (probed first) is not held.
 func signalEndsBackoff(t *testing.T) {
+	const records = 8
 	dir := t.TempDir()
-	rs := syntheticRequests(t, dir, 8, 3)
-	var seen atomic.Int64
+	rs := syntheticRequests(t, dir, records, 3)
+	var seen, refused atomic.Int64
+	allSent := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		seen.Add(1)
+		answer := r.URL.Path == "/generate" // not a probe of the server's capacity
+		if answer && seen.Add(1) == records {
+			close(allSent)
+		}
+		if answer {
+			select {
+			case <-allSent:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		w.Header().Set("Retry-After", "999999999")
 		http.Error(w, `{"error":"rate limited"}`, http.StatusTooManyRequests)
+		if answer {
+			refused.Add(1)
+		}
 	}))
 	defer srv.Close()
 	outPath, errPath := filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "errors.jsonl")
-	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", "8", "--drain-timeout", "1h", rs.path)
+	gen := generateArgs("sglang", []string{srv.URL}, signalMaxTokens, errPath, "--concurrency", strconv.Itoa(records), "--drain-timeout", "1h", rs.path)
 	p := startPipeline(t, dir, "signalled", pipelineIO{stdout: outPath}, stage("generate", gen...))
 	g := p.stages[0]
-	for deadline := time.Now().Add(signalStartLimit); seen.Load() < 8 && g.running() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(signalStartLimit); refused.Load() < records && g.running() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
+	}
+	if n := refused.Load(); n < records {
+		t.Fatalf("the server refused %d requests in %v, want every record's (%d) before the signal\n%s", n, signalStartLimit, records, p.describe())
 	}
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -398,7 +419,7 @@ func signalEndsBackoff(t *testing.T) {
 	if sum.errors != 0 || sum.cancelled+sum.notStarted != sum.read || countLines(errPath) != 0 {
 		t.Errorf("records waiting to retry must be cancelled (a later run does them), not failed: %+v, %d lines in --errors", sum, countLines(errPath))
 	}
-	t.Logf("the server saw %d requests; %+v", seen.Load(), sum)
+	t.Logf("the server saw %d requests for answers; %+v", seen.Load(), sum)
 }
 
 // passSignalsOn makes the tools this test starts begin with the default
