@@ -12,7 +12,8 @@
 # Run from anywhere: bash scripts/bench/turncost.sh
 # Settings (environment): BENCH_TURNCOST_CONVS (default 256),
 # BENCH_TURNCOST_TURNS (user turns per conversation, default 20),
-# BENCH_TURNCOST_CONCURRENCY (default 32).
+# BENCH_TURNCOST_CONCURRENCY (default 32), BENCH_TURNCOST_RUNS (profiled runs,
+# the median share is kept; default 3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,11 +21,12 @@ cd "$ROOT"
 CONVS="${BENCH_TURNCOST_CONVS:-256}"
 TURNS="${BENCH_TURNCOST_TURNS:-20}"
 CONC="${BENCH_TURNCOST_CONCURRENCY:-32}"
+RUNS="${BENCH_TURNCOST_RUNS:-3}"
 # shellcheck source=scripts/bench/sim.sh
 source scripts/bench/sim.sh # WORK, removed on exit; note; chats
 # shellcheck source=scripts/bench/anchor.sh
 source scripts/bench/anchor.sh
-bench_begin BENCH_TURNCOST_CONVS BENCH_TURNCOST_TURNS BENCH_TURNCOST_CONCURRENCY
+bench_begin BENCH_TURNCOST_CONVS BENCH_TURNCOST_TURNS BENCH_TURNCOST_CONCURRENCY BENCH_TURNCOST_RUNS
 
 note "building tokenize-prompts, llm-sim and generate with a CPU profile (genprof) from the working tree..."
 go build -o bin/ ./cmd/tokenize-prompts ./cmd/llm-sim
@@ -33,31 +35,31 @@ go build -o "$WORK/genprof" ./scripts/bench/genprof
 chats "$CONVS" "$TURNS" 60 > "$WORK/source.jsonl"
 bin/tokenize-prompts --tokenizer builtin:kimi-k2.5 --turns all "$WORK/source.jsonl" > "$WORK/convs.jsonl" 2>/dev/null
 
-note "--turns all: $CONVS conversations of $TURNS turns, concurrency $CONC, zero-latency llm-sim..."
+note "--turns all: $CONVS conversations of $TURNS turns, concurrency $CONC, zero-latency llm-sim, $RUNS runs..."
 bin/llm-sim --url-file "$WORK/url" --answer-format kimi-k2.5 --lengths lognormal:120,0.5,600 --seed 7 2>/dev/null &
 PIDS+=($!)
 for _ in $(seq 600); do [[ -s "$WORK/url" ]] && break; sleep 0.05; done
-"$WORK/genprof" "$WORK/cpu.prof" --backend sglang --max-tokens 1024 --concurrency "$CONC" --progress-interval 0 \
-  --url "$(cat "$WORK/url")" --turns all --tokenizer builtin:kimi-k2.5 "$WORK/convs.jsonl" > "$WORK/out.jsonl" 2> "$WORK/gen.err"
-turns="$(grep -o '"finish_reason"' "$WORK/out.jsonl" | wc -l)"
-
-# cum NAME: the profile's milliseconds under the function NAME (its own and its callees').
-go tool pprof -unit=ms -top -cum -nodecount=100000 "$WORK/genprof" "$WORK/cpu.prof" > "$WORK/top.txt" 2>/dev/null
-cum() { awk -v f="$1" '$NF == f { sub(/ms$/, "", $4); print $4 + 0; found = 1; exit } END { if (!found) print 0 }' "$WORK/top.txt"; }
-total="$(sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p' "$WORK/top.txt")"
-prepare="$(cum 'github.com/synthpipe/synthpipe/lib/engine.(*turnRunner).prepare')"
-render="$(cum 'github.com/synthpipe/synthpipe/lib/chattemplate.(*Template).Render')"
-encode="$(cum 'github.com/synthpipe/synthpipe/lib/tokenizer.(*Tokenizer).Extend')"
-messages="$(cum 'github.com/synthpipe/synthpipe/lib/conversation.(*Walk).Messages')"
+# cum TOP NAME: the milliseconds under the function NAME (its own and its
+# callees') in the pprof -top output TOP.
+cum() { awk -v f="$2" '{ sub(/ \(inline\)$/, "") } $NF == f { sub(/ms$/, "", $4); print $4 + 0; found = 1; exit } END { if (!found) print 0 }' "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", 100 * a / b; else print "-" }'; }
-
-printf '\n%s turns; generate CPU in the profile: %s ms\n' "$turns" "$total"
-printf '%-44s %8s %7s\n' "step" "ms" "share"
-printf '%-44s %8s %6s%%\n' "a turn's prompt, all told (prepare)" "$prepare" "$(pct "$prepare" "$total")"
-printf '%-44s %8s %6s%%\n' "  the conversation so far as JSON" "$messages" "$(pct "$messages" "$total")"
-printf '%-44s %8s %6s%%\n' "  rendering the template" "$render" "$(pct "$render" "$total")"
-printf '%-44s %8s %6s%%\n' "  encoding (from the last prompt's ids)" "$encode" "$(pct "$encode" "$total")"
-printf 'load average: %s\n' "$(bench_load)"
+lib=github.com/synthpipe/synthpipe/lib
+printf '\n%-4s %6s %9s %9s %9s %9s %7s\n' "run" "turns" "CPU ms" "prompt" "JSON" "render" "encode"
+for ((run = 1; run <= RUNS; run++)); do
+  "$WORK/genprof" "$WORK/cpu.prof" --backend sglang --max-tokens 1024 --concurrency "$CONC" --progress-interval 0 \
+    --url "$(cat "$WORK/url")" --turns all --tokenizer builtin:kimi-k2.5 "$WORK/convs.jsonl" > "$WORK/out.jsonl" 2> "$WORK/gen.err"
+  go tool pprof -unit=ms -top -cum -nodecount=100000 "$WORK/genprof" "$WORK/cpu.prof" > "$WORK/top.txt" 2>/dev/null
+  total="$(sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p' "$WORK/top.txt")"
+  prepare="$(cum "$WORK/top.txt" "$lib/engine.(*turnRunner).prepare")"
+  printf '%-4s %6s %9s %8s%% %8s%% %8s%% %6s%%\n' "$run" "$(grep -o '"finish_reason"' "$WORK/out.jsonl" | wc -l)" "$total" \
+    "$(pct "$prepare" "$total")" "$(pct "$(cum "$WORK/top.txt" "$lib/conversation.(*Walk).Messages")" "$total")" \
+    "$(pct "$(cum "$WORK/top.txt" "$lib/chattemplate.(*Template).Render")" "$total")" \
+    "$(pct "$(cum "$WORK/top.txt" "$lib/tokenizer.(*Tokenizer).Extend")" "$total")"
+  echo "$(pct "$prepare" "$total") $prepare $total" >> "$WORK/shares"
+done
+read -r share prepare total <<< "$(sort -g "$WORK/shares" | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }')"
+printf 'prompt: the whole step (JSON, render, encode); the median run: %s%% (%s of %s ms); load average: %s\n' \
+  "$share" "$prepare" "$total" "$(bench_load)"
 
 note "BenchmarkTurnPrompts (one op: a conversation of 20 turns)..."
 go test ./lib/conversation/ -run '^$' -bench 'TurnPrompts/(incremental|whole)$' -benchmem -count 1 | tee "$WORK/bench.txt" | grep '^Benchmark'
@@ -65,8 +67,8 @@ nsop() { awk -v b="$1" '$1 ~ "/" b "-" { print $3 }' "$WORK/bench.txt"; }
 inc="$(nsop incremental)"
 whole="$(nsop whole)"
 
-bench_line turncost/prompt-share "generate --turns all, $CONVS conversations of $TURNS turns: rendering and tokenizing each turn's prompt, share of generate's CPU" \
-  "$(pct "$prepare" "$total")% ($prepare ms)" "generate's CPU $total ms" "$(pct "$prepare" "$total")% of generate's CPU" "< 5%"
+bench_line turncost/prompt-share "generate --turns all, $CONVS conversations of $TURNS turns: rendering and tokenizing each turn's prompt, share of generate's CPU (median of $RUNS runs)" \
+  "$share% ($prepare ms)" "generate's CPU $total ms" "$share% of generate's CPU" "< 5%"
 bench_line turncost/turn-prompts "a 20-turn conversation's prompts rendered and encoded (BenchmarkTurnPrompts), each from the last one's ids" \
   "$(awk -v n="$inc" 'BEGIN { printf "%.2f ms", n / 1e6 }')" "encoded whole $(awk -v n="$whole" 'BEGIN { printf "%.2f ms", n / 1e6 }')" \
   "$(bench_ratio "$whole" "$inc")x less time than encoding each prompt whole"
