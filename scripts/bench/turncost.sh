@@ -67,7 +67,7 @@ nsop() { awk -v b="$1" '$1 ~ "/" b "-" { print $3 }' "$WORK/bench.txt"; }
 inc="$(nsop incremental)"
 whole="$(nsop whole)"
 
-bench_line turncost/prompt-share "generate --turns all, $CONVS conversations of $TURNS turns: rendering and tokenizing each turn's prompt, share of generate's CPU (median of $RUNS runs)" \
+bench_line turncost/prompt-share "\`generate --turns all\`, $CONVS conversations of $TURNS turns: rendering and tokenizing each turn's prompt, share of generate's CPU (median of $RUNS runs)" \
   "$share% ($prepare ms)" "generate's CPU $total ms" "$share% of generate's CPU" "< 5%"
 bench_line turncost/turn-prompts "a 20-turn conversation's prompts rendered and encoded (BenchmarkTurnPrompts), each from the last one's ids" \
   "$(awk -v n="$inc" 'BEGIN { printf "%.2f ms", n / 1e6 }')" "encoded whole $(awk -v n="$whole" 'BEGIN { printf "%.2f ms", n / 1e6 }')" \
