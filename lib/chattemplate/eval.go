@@ -799,29 +799,40 @@ func (r *renderer) unpackArgs(a callArgs, f *frame, args []value, kw *kwargs) ([
 // evalCall calls functions, macros and methods; caller is set for
 // {% call %} blocks.
 func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, error) {
-	fn, args, kw, err := r.evalCallParts(x, f, caller)
+	c, args, kw, err := r.evalCallParts(x, f, caller)
 	if err != nil {
 		return nil, err
 	}
-	return r.call(fn, args, kw)
+	return r.callCallee(c, args, kw)
+}
+
+// callee is what a call calls: fn, or for a call of a dict's method
+// (message.get('content')) the dict and the method's name, called without
+// the bound method that getAttr would make for it.
+type callee struct {
+	fn   value
+	dict *pyDict
+	name string
 }
 
 // evalCallParts evaluates what the call x calls and its arguments.
-func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (fn value, args []value, kw *kwargs, err error) {
+func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (c callee, args []value, kw *kwargs, err error) {
 	if a, ok := x.fn.(*attrExpr); ok {
 		obj, err := r.eval(a.obj, f)
 		if err != nil {
-			return nil, nil, nil, err
+			return callee{}, nil, nil, err
 		}
-		if fn, err = getAttr(obj, a.name); err != nil {
-			return nil, nil, nil, err
+		if d, ok := obj.(*pyDict); ok && dictMethods[a.name] {
+			c = callee{dict: d, name: a.name} // what getAttr gives, bound
+		} else if c.fn, err = getAttr(obj, a.name); err != nil {
+			return callee{}, nil, nil, err
 		}
-	} else if fn, err = r.eval(x.fn, f); err != nil {
-		return nil, nil, nil, err
+	} else if c.fn, err = r.eval(x.fn, f); err != nil {
+		return callee{}, nil, nil, err
 	}
 	args, kw, err = r.evalArgs(x.args, f)
 	if err != nil {
-		return nil, nil, nil, err
+		return callee{}, nil, nil, err
 	}
 	if caller != nil {
 		if kw == nil {
@@ -830,7 +841,23 @@ func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (fn 
 		kw.names = append(kw.names, "caller")
 		kw.vals = append(kw.vals, caller)
 	}
-	return fn, args, kw, nil
+	return c, args, kw, nil
+}
+
+// callCallee calls c as call calls c.fn, or the bound method of c.dict.
+func (r *renderer) callCallee(c callee, args []value, kw *kwargs) (value, error) {
+	if c.dict == nil {
+		return r.call(c.fn, args, kw)
+	}
+	v, err := callMethod(r, c.dict, c.name, args, kw)
+	if err == nil {
+		err = checkSize(v)
+	}
+	r.calledMacro = false
+	if err != nil {
+		return nil, err
+	}
+	return v, r.account(v)
 }
 
 // outputCall prints the call x on line, as {{ x }} does outside
@@ -839,13 +866,13 @@ func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (fn 
 // call), charged against the limits as that string and its printing would
 // be; errors name the line as they would.
 func (r *renderer) outputCall(x *callExpr, line int, f *frame, w *strings.Builder) error {
-	fn, args, kw, err := r.evalCallParts(x, f, nil)
+	c, args, kw, err := r.evalCallParts(x, f, nil)
 	if err != nil {
 		return r.withLine(err, line)
 	}
-	m, ok := fn.(*macroValue)
+	m, ok := c.fn.(*macroValue)
 	if !ok {
-		v, err := r.call(fn, args, kw)
+		v, err := r.callCallee(c, args, kw)
 		if err != nil {
 			return r.withLine(err, line)
 		}

@@ -37,21 +37,57 @@ func TestMacroOutputAsPrintedValue(t *testing.T) {
 			direct = strings.ReplaceAll(direct, "%%", "%")
 			printed := strings.Replace(direct, "{{ "+call+" }}", "{{ "+call+" if true }}", 1)
 			for i, lim := range lims {
-				render := func(src string) (string, string) {
-					tmpl, err := Parse("t", src)
-					if err != nil {
-						t.Fatalf("%s: %v", src, err)
-					}
-					tmpl.limits = lim
-					out, err := tmpl.Render(Options{Messages: msgs})
-					return out, errText(err)
-				}
-				got, gotErr := render(direct)
-				want, wantErr := render(printed)
+				got, gotErr := renderLimited(t, direct, lim, msgs)
+				want, wantErr := renderLimited(t, printed, lim, msgs)
 				if got != want || gotErr != wantErr {
 					t.Errorf("%s, limits %d:\n got %q, %q\nwant %q, %q", direct[len(macros)+1:], i, got, gotErr, want, wantErr)
 				}
 			}
 		}
 	}
+}
+
+// TestDictMethodCallAsBoundMethod: d.get(...) and the other methods of a
+// dict, called without the bound method getAttr makes, give what calling
+// that bound method gives ({% set f = d.get %}{{ f(...) }}): the same
+// value, the same error, the same escaping under autoescape, the same
+// memory limit.
+func TestDictMethodCallAsBoundMethod(t *testing.T) {
+	calls := []string{
+		"get('role')", "get('nope')", "get('nope', 'x')", "get('html', 1)", "get()", "get(1, 2, 3)", "get(key='role')",
+		"items()", "keys()", "values()", "copy()", "items(1)",
+	}
+	msgs := json.RawMessage(`[{"role":"user","content":"hi","html":"<b>&</b>"}]`)
+	for _, call := range calls {
+		name, args, _ := strings.Cut(call, "(")
+		for _, body := range []string{
+			"{{ %s }}",
+			"{%% autoescape true %%}{{ m() }}{{ %s }}{%% endautoescape %%}",
+			"{{ (%s)|string|length }}",
+		} {
+			direct := strings.ReplaceAll(strings.ReplaceAll(body, "%s", "d."+call), "%%", "%")
+			bound := strings.ReplaceAll(strings.ReplaceAll(body, "%s", "f("+args), "%%", "%")
+			pre := "{%- macro m() -%}<i>{%- endmacro -%}{%- set d = messages[0] -%}"
+			for _, lim := range []limits{defaultLimits, {steps: 2_000_000, callDepth: 250, output: 1 << 20, alloc: 10}} {
+				got, gotErr := renderLimited(t, pre+direct, lim, msgs)
+				want, wantErr := renderLimited(t, pre+"{%- set f = d."+name+" -%}"+bound, lim, msgs)
+				if got != want || gotErr != wantErr {
+					t.Errorf("%s (alloc limit %d):\n got %q, %q\nwant %q, %q", direct, lim.alloc, got, gotErr, want, wantErr)
+				}
+			}
+		}
+	}
+}
+
+// renderLimited renders the template src with msgs under the limits lim:
+// the text and the error's text ("" for none).
+func renderLimited(t *testing.T, src string, lim limits, msgs json.RawMessage) (string, string) {
+	t.Helper()
+	tmpl, err := Parse("t", src)
+	if err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	tmpl.limits = lim
+	out, err := tmpl.Render(Options{Messages: msgs})
+	return out, errText(err)
 }
