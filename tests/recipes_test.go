@@ -729,7 +729,7 @@ func TestRecipeFanoutRetryLater(t *testing.T) {
 // terminal. Its stderr goes to a file, read with the returned function: a
 // pipe would keep Wait from returning while the runs it started still hold
 // it.
-func startFanout(t *testing.T, srv *heldSim, group bool, data string, datasets ...string) (*exec.Cmd, <-chan int, func() string) {
+func startFanout(t *testing.T, srv *heldSim, group bool, data string, datasets ...string) (*exec.Cmd, *fanoutExit, func() string) {
 	t.Helper()
 	// Two requests in flight: the drain after a signal is short.
 	env := append(recipeEnv(data, srv.URL), "SYNTHPIPE_GENERATE_ARGS=--concurrency 2")
@@ -747,15 +747,15 @@ func startFanout(t *testing.T, srv *heldSim, group bool, data string, datasets .
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan int, 1)
-	go func() { cmd.Wait(); exited <- cmd.ProcessState.ExitCode() }()
+	exited := &fanoutExit{done: make(chan struct{})}
+	go func() { cmd.Wait(); exited.code = cmd.ProcessState.ExitCode(); close(exited.done) }()
 	t.Cleanup(func() { stopFanout(env, datasets); srv.release() }) // whatever happened, leave no run behind
 	for _, d := range datasets {
 		lock := filepath.Join(data, d, ".lock")
 		waitFor(t, recipeTimeout, d+"'s generate to start", func() bool {
 			select {
-			case code := <-exited:
-				t.Fatalf("fanout.sh exited %d before %s's generate started:\n%s", code, d, tail(stderr(), 3000))
+			case <-exited.done:
+				t.Fatalf("fanout.sh exited %d before %s's generate started:\n%s", exited.code, d, tail(stderr(), 3000))
 			default:
 			}
 			if !lockHeld(lock) {
@@ -769,15 +769,25 @@ func startFanout(t *testing.T, srv *heldSim, group bool, data string, datasets .
 	return cmd, exited, stderr
 }
 
+// fanoutExit is how fanout.sh ended: code, once done is closed.
+type fanoutExit struct {
+	done chan struct{}
+	code int
+}
+
 // awaitSaid waits until fanout.sh's stderr so far says phrase (it says
 // that it drains its runs once it has passed a signal on to them); it fails
-// the test if fanout.sh exits first.
-func awaitSaid(t *testing.T, exited <-chan int, stderr func() string, phrase string) {
+// the test if fanout.sh exits without having said it. Its stderr is read
+// again once it has exited: it may have said the phrase just before.
+func awaitSaid(t *testing.T, exited *fanoutExit, stderr func() string, phrase string) {
 	t.Helper()
 	waitFor(t, recipeTimeout, "fanout.sh to say "+strconv.Quote(phrase), func() bool {
 		select {
-		case code := <-exited:
-			t.Fatalf("fanout.sh exited %d before it said %q:\n%s", code, phrase, tail(stderr(), 3000))
+		case <-exited.done:
+			if said := stderr(); !strings.Contains(said, phrase) {
+				t.Fatalf("fanout.sh exited %d without saying %q:\n%s", exited.code, phrase, tail(said, 3000))
+			}
+			return true
 		default:
 		}
 		return strings.Contains(stderr(), phrase)
@@ -830,9 +840,9 @@ func TestRecipeFanoutStopsItsRuns(t *testing.T) {
 	awaitSaid(t, exited, stderr, "fanout.sh: SIGTERM: no new runs; draining ")
 	srv.release()
 	select {
-	case code := <-exited:
-		if code != 143 {
-			t.Errorf("fanout.sh exited %d after SIGTERM, want 143:\n%s", code, tail(stderr(), 3000))
+	case <-exited.done:
+		if exited.code != 143 {
+			t.Errorf("fanout.sh exited %d after SIGTERM, want 143:\n%s", exited.code, tail(stderr(), 3000))
 		}
 	case <-time.After(recipeTimeout):
 		t.Fatalf("fanout.sh still running %v after SIGTERM", recipeTimeout)
@@ -866,8 +876,8 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	var answered string // the dataset given the answer
 	waitFor(t, recipeTimeout, "a first answer in an out.jsonl", func() bool {
 		select {
-		case code := <-exited:
-			t.Fatalf("fanout.sh exited %d before any answer was written:\n%s", code, tail(stderr(), 3000))
+		case <-exited.done:
+			t.Fatalf("fanout.sh exited %d before any answer was written:\n%s", exited.code, tail(stderr(), 3000))
 		default:
 		}
 		for _, d := range datasets {
@@ -884,9 +894,9 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	awaitSaid(t, exited, stderr, "fanout.sh: SIGINT: no new runs; draining ")
 	srv.release()
 	select {
-	case code := <-exited:
-		if code != 130 {
-			t.Errorf("fanout.sh exited %d after Ctrl-C, want 130", code)
+	case <-exited.done:
+		if exited.code != 130 {
+			t.Errorf("fanout.sh exited %d after Ctrl-C, want 130", exited.code)
 		}
 	case <-time.After(recipeTimeout):
 		t.Fatalf("fanout.sh still running %v after Ctrl-C:\n%s", recipeTimeout, tail(stderr(), 3000))
@@ -941,7 +951,7 @@ func TestRecipeFanoutStopAfterKill(t *testing.T) {
 	srv := startHeldSim(t, 0)
 	cmd, exited, _ := startFanout(t, srv, false, data, datasets...)
 	cmd.Process.Kill()
-	<-exited
+	<-exited.done
 
 	env := recipeEnv(data, closedPortURL(t))
 	_, again := runRecipe(t, env, "fanout.sh", append([]string{"datasets"}, datasets...)...)
