@@ -115,10 +115,11 @@ run_parallel() {
 	FANOUT_STOP=$stopfile setsid parallel "${args[@]}" '[ -e "$FANOUT_STOP" ] && exit 130; exec '"$2" "${inputs[@]}" &
 	local pid=$!
 	forward() {
-		local job running=()
+		local job name running=()
 		: >"$stopfile" # no new runs
 		for job in $(pgrep -P "$pid"); do
-			kill "-$1" -- "-$job" 2>/dev/null && running+=("$(run_name "$job")") # each run is its own process group
+			name=$(run_name "$job") # before the signal: a run may end at once, and ps then names nothing
+			kill "-$1" -- "-$job" 2>/dev/null && running+=("$name") # each run is its own process group
 		done
 		if [ -z "$signalled" ]; then
 			echo "fanout.sh: SIG$1: no new runs; draining ${#running[@]} run(s) (${running[*]}): each generate sends nothing more, lets the answers in flight finish (up to its --drain-timeout, 30s unless SYNTHPIPE_GENERATE_ARGS sets it) and writes them; another SIG$1 stops them at once, cancelling those answers" >&2
