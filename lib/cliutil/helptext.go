@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/urfave/cli/v2"
 )
 
 // FillHelp fills the {{.Name}} actions of a tool's help text with values,
@@ -48,4 +50,33 @@ func Word(n int) string {
 		return smallNumbers[n]
 	}
 	return strconv.Itoa(n)
+}
+
+// Unsaid returns the phrases a help text does not say, with its white
+// space folded so that a phrase may cross the text's line breaks, and
+// names a template action left unfilled as one more. The tests that hold
+// each tool's help to the constants of its code use it.
+func Unsaid(help string, phrases ...string) []string {
+	help = strings.Join(strings.Fields(help), " ")
+	var missing []string
+	for _, p := range phrases {
+		if !strings.Contains(help, p) {
+			missing = append(missing, p)
+		}
+	}
+	if i := strings.Index(help, "{{"); i >= 0 {
+		missing = append(missing, "(a template action left unfilled: "+help[i:min(len(help), i+40)]+")")
+	}
+	return missing
+}
+
+// FlagHelp is the help line of the flag named name among flags, as --help
+// prints it (usage, default and environment), or "" when none has that name.
+func FlagHelp(flags []cli.Flag, name string) string {
+	for _, f := range flags {
+		if f.Names()[0] == name {
+			return fmt.Sprint(f)
+		}
+	}
+	return ""
 }

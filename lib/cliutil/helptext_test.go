@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
@@ -58,5 +60,28 @@ func TestMaxLineFlagNamesLimits(t *testing.T) {
 	want := fmt.Sprintf("(SIZE: %dMi, 256Mi, %dGi at most) (default: %dMi)", jsonl.DefaultMaxLine>>20, jsonl.MaxLineLimit>>30, jsonl.DefaultMaxLine>>20)
 	if !strings.Contains(help, want) {
 		t.Errorf("--%s's help does not say %q: %s", FlagMaxLine, want, help)
+	}
+}
+
+func TestUnsaid(t *testing.T) {
+	help := "starts at 16,\n   plus 10% so that"
+	if got := Unsaid(help, "starts at 16, plus 10%", "plus 10% so"); len(got) != 0 {
+		t.Errorf("phrases across a line break: unsaid %q", got)
+	}
+	if got := Unsaid(help, "starts at 32"); len(got) != 1 || got[0] != "starts at 32" {
+		t.Errorf("a phrase the help does not say: got %q", got)
+	}
+	if got := Unsaid("plus {{.Margin}} so", "plus"); len(got) != 1 || !strings.Contains(got[0], "{{.Margin}}") {
+		t.Errorf("an unfilled template action: got %q", got)
+	}
+}
+
+func TestFlagHelp(t *testing.T) {
+	flags := []cli.Flag{MaxLineFlag(), QuietFlag()}
+	if got := FlagHelp(flags, FlagMaxLine); !strings.Contains(got, "--"+FlagMaxLine) {
+		t.Errorf("FlagHelp(%s) = %q", FlagMaxLine, got)
+	}
+	if got := FlagHelp(flags, "no-such-flag"); got != "" {
+		t.Errorf("FlagHelp of a flag not there = %q, want \"\"", got)
 	}
 }

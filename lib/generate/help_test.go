@@ -7,6 +7,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
+	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/engine"
 	"github.com/synthpipe/synthpipe/lib/runview"
 )
@@ -14,8 +15,8 @@ import (
 // TestHelpNamesConstants: the description states the tuning constants the
 // code applies.
 func TestHelpNamesConstants(t *testing.T) {
-	help := strings.Join(strings.Fields(NewApp().Description), " ")
-	for _, want := range []string{
+	app := NewApp()
+	for _, p := range cliutil.Unsaid(app.Description,
 		fmt.Sprintf("plus %.0f%% so that the server never idles", 100*capacity.QueueMargin),
 		fmt.Sprintf("(its %.0f%% margin)", 100*capacity.QueueMargin),
 		fmt.Sprintf("every %gs and keeps the sum", capacity.ShareInterval.Seconds()),
@@ -31,35 +32,19 @@ func TestHelpNamesConstants(t *testing.T) {
 		fmt.Sprintf("over %.0f%% queued, every run cuts its limit in proportion, to bring the queue to %.0f%%", 100*capacity.ProbeOver, 100*capacity.ProbeTarget),
 		fmt.Sprintf("under %.0f%%, a run doubles", 100*capacity.ProbeUnder),
 		fmt.Sprintf("than --min-room tokens (default %d:", defaultMinRoom),
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("the description does not say %q", want)
-		}
+		// The shares the help writes in words ("an eighth").
+		fmt.Sprintf("a run starts at %s of that size", portion(capacity.ShareStart)),
+		fmt.Sprintf("a run doubles (from %s,", portion(capacity.ShareStart)),
+		fmt.Sprintf("(at most to %s at once)", portion(capacity.ProbeDeepest)),
+		fmt.Sprintf("when it moved by more than %s.", portion(capacity.ReportChange)),
+		fmt.Sprintf("every %s of an answer's latency", fractionNames[capacity.ProbesPerLatency]),
+	) {
+		t.Errorf("the description does not say %q", p)
 	}
-	// The shares the help writes in words ("an eighth"), from the constants.
-	for _, tc := range []struct {
-		share float64
-		says  string // %s is the share in words
-	}{
-		{capacity.ShareStart, "a run starts at %s of that size"},
-		{capacity.ShareStart, "a run doubles (from %s,"},
-		{capacity.ProbeDeepest, "(at most to %s at once)"},
-		{capacity.ReportChange, "when it moved by more than %s."},
-	} {
-		if want := fmt.Sprintf(tc.says, portion(tc.share)); !strings.Contains(help, want) {
-			t.Errorf("the description does not say %q", want)
-		}
-	}
-	if want := fmt.Sprintf("every %s of an answer's latency", fractionNames[capacity.ProbesPerLatency]); !strings.Contains(help, want) {
-		t.Errorf("the description does not say %q", want)
-	}
-	for _, f := range NewApp().Flags {
-		if f.Names()[0] == flagMaxAnswerMemory {
-			want := fmt.Sprintf("(one alone at most %dMi); one that would pass it fails and is retried (default: %dGi)", backend.DefaultMaxResponseBytes>>20, defaultAnswerMemory>>30)
-			if usage := fmt.Sprint(f); !strings.Contains(usage, want) {
-				t.Errorf("--%s's help does not say %q: %s", flagMaxAnswerMemory, want, usage)
-			}
-		}
+	help, want := cliutil.FlagHelp(app.Flags, flagMaxAnswerMemory),
+		fmt.Sprintf("(one alone at most %dMi); one that would pass it fails and is retried (default: %dGi)", backend.DefaultMaxResponseBytes>>20, defaultAnswerMemory>>30)
+	if !strings.Contains(help, want) {
+		t.Errorf("--%s's help does not say %q: %s", flagMaxAnswerMemory, want, help)
 	}
 	var columns string
 	for _, e := range environment() {
@@ -69,9 +54,6 @@ func TestHelpNamesConstants(t *testing.T) {
 	}
 	if want := fmt.Sprintf("(default %d)", runview.DefaultColumns); !strings.Contains(columns, want) {
 		t.Errorf("COLUMNS's meaning does not say %q: %q", want, columns)
-	}
-	if strings.Contains(help, "{{") {
-		t.Errorf("the description holds a template action: %q", help[strings.Index(help, "{{"):])
 	}
 }
 

@@ -14,16 +14,12 @@ import (
 // lines --skip-invalid names.
 func TestHelpNamesConstants(t *testing.T) {
 	app := NewApp()
-	help := strings.Join(strings.Fields(app.Description), " ")
-	if want := fmt.Sprintf("held up to --shuffle-memory (%dMi; each record costs its bytes plus about %d)", defaultShuffleMemory>>20, shuffle.RecordOverhead); !strings.Contains(help, want) {
-		t.Errorf("the description does not say %q", want)
+	for _, p := range cliutil.Unsaid(app.Description,
+		fmt.Sprintf("held up to --shuffle-memory (%dMi; each record costs its bytes plus about %d)", defaultShuffleMemory>>20, shuffle.RecordOverhead)) {
+		t.Errorf("the description does not say %q", p)
 	}
-	for _, f := range app.Flags {
-		if f.Names()[0] == flagShuffleMemory {
-			if usage, want := fmt.Sprint(f), fmt.Sprintf("(default: %dMi)", defaultShuffleMemory>>20); !strings.Contains(usage, want) {
-				t.Errorf("--%s's help does not say %q: %s", flagShuffleMemory, want, usage)
-			}
-		}
+	if help, want := cliutil.FlagHelp(app.Flags, flagShuffleMemory), fmt.Sprintf("(default: %dMi)", defaultShuffleMemory>>20); !strings.Contains(help, want) {
+		t.Errorf("--%s's help does not say %q: %s", flagShuffleMemory, want, help)
 	}
 	var exit65 string
 	for _, e := range app.Spec.ExitStatuses() {
