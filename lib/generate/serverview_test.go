@@ -90,14 +90,26 @@ func TestServerViewNoLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The answers wait until the load has been asked at all three places:
+	// else a run of 200 short answers can end, and cancel its first reading
+	// of the load, before that reading reaches the third (a loaded machine).
 	var asked atomic.Int64
+	allAsked := make(chan struct{})
 	inner := s.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/metrics", "/v1/loads", "/get_load":
-			asked.Add(1)
+			if asked.Add(1) == 3 {
+				close(allAsked)
+			}
 			http.NotFound(w, r)
 			return
+		case "/generate":
+			select {
+			case <-allAsked:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		inner.ServeHTTP(w, r)
 	}))
