@@ -61,6 +61,9 @@ type Config struct {
 
 	InputFormat, OutputFormat string // FormatRecords or FormatOpenAIBatch
 
+	// Tuning is what no flag sets; its zero fields take their defaults.
+	Tuning Tuning
+
 	// The run's surroundings.
 	Out  *jsonl.Writer // the results: stdout
 	Errs *jsonl.Writer // the --errors file; nil without one
@@ -95,3 +98,42 @@ const (
 	FlagTimeout         = "timeout"
 	FlagInputFormat     = "input-format"
 )
+
+// Tuning holds the engine's timings and thresholds that no flag sets:
+// generate runs with the defaults, and its tests shorten them. A zero
+// field takes its default (DefaultMetricsEvery and the others).
+type Tuning struct {
+	// MetricsEvery is how often a server's load is read; never more often
+	// than MinMetricsEvery, however often progress is printed.
+	MetricsEvery, MinMetricsEvery time.Duration
+	// KVFull, LimitPolls and LimitFor are when the server is the limit
+	// (serverview.go).
+	KVFull     float64
+	LimitPolls int
+	LimitFor   time.Duration
+	// ServerInfoTimeout bounds the capacity and price queries at start-up.
+	ServerInfoTimeout time.Duration
+}
+
+// withDefaults is t with its zero fields set to their defaults.
+func (t Tuning) withDefaults() Tuning {
+	orDefault(&t.MetricsEvery, DefaultMetricsEvery)
+	orDefault(&t.MinMetricsEvery, DefaultMinMetricsEvery)
+	orDefault(&t.KVFull, DefaultKVFull)
+	orDefault(&t.LimitPolls, DefaultLimitPolls)
+	orDefault(&t.LimitFor, DefaultLimitFor)
+	orDefault(&t.ServerInfoTimeout, DefaultServerInfoTimeout)
+	return t
+}
+
+// ServerInfoTimeoutOrDefault is t's ServerInfoTimeout, or its default: the command
+// bounds its own start-up queries (the price list, the API key) by it too.
+func (t Tuning) ServerInfoTimeoutOrDefault() time.Duration {
+	return t.withDefaults().ServerInfoTimeout
+}
+
+func orDefault[T int | float64 | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}

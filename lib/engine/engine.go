@@ -118,9 +118,8 @@ func (e *Engine) Report() {
 	}
 }
 
-// ServerInfoTimeout bounds the capacity and price queries at start-up; a
-// variable so that tests need not wait for it.
-var ServerInfoTimeout = 10 * time.Second
+// DefaultServerInfoTimeout is Tuning.ServerInfoTimeout's default.
+const DefaultServerInfoTimeout = 10 * time.Second
 
 // loadTemplate loads the --tokenizer model: the answers are re-tokenized
 // with it (retok), or with --turns all each turn's conversation is (turns);
@@ -182,7 +181,7 @@ func sizeServers(ctx context.Context, cfg *Config, be backend.Backend, p *pool, 
 		// model asks: the server's information names it, for gen.model,
 		// and says its context length.
 		if cfg.FixedConc == 0 || !cfg.Kind.NeedsModel {
-			infos[i], errs[i] = serverInfo(ctx, be, srv.base)
+			infos[i], errs[i] = serverInfo(ctx, cfg, be, srv.base)
 		}
 	}
 	p.mu.Lock()
@@ -229,7 +228,7 @@ func sizeServer(cfg *Config, srv *server, info *backend.ServerInfo, err error, n
 // sidelined, longer.
 func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server, note func(string, ...any)) {
 	pool := s.dispatcher.pool
-	info, err := serverInfo(ctx, be, srv.base)
+	info, err := serverInfo(ctx, s.cfg, be, srv.base)
 	var berr *backend.Error
 	switch {
 	case ctx.Err() != nil:
@@ -253,8 +252,10 @@ func (s *scheduler) recheck(ctx context.Context, be backend.Backend, srv *server
 	}
 }
 
-func serverInfo(ctx context.Context, be backend.Backend, url string) (*backend.ServerInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, ServerInfoTimeout)
+// serverInfo asks a server for its capacity, within the run's
+// Tuning.ServerInfoTimeout.
+func serverInfo(ctx context.Context, cfg *Config, be backend.Backend, url string) (*backend.ServerInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Tuning.withDefaults().ServerInfoTimeout)
 	defer cancel()
 	return be.ServerInfo(ctx, url)
 }

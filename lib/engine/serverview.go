@@ -16,32 +16,23 @@ import (
 
 // The server's own view: where a --url reports its load (SGLang's /metrics,
 // or its /v1/loads or /get_load, which it serves whatever its flags),
-// generate reads it every MetricsEvery for the progress line, the summary
+// generate reads it every Tuning.MetricsEvery for the progress line, the summary
 // and the status file, and says once when the server itself is the limit.
 // A server that reports none is asked once and then left alone: the run
 // goes on from its own measurements.
 
-// MetricsEvery is how often /metrics is read, or as often as progress
-// lines are printed when that is more often, but never more often than
-// MinMetricsEvery; variables for tests.
-var (
-	MetricsEvery    = DefaultMetricsEvery
-	MinMetricsEvery = 100 * time.Millisecond
+// Tuning.MetricsEvery's default: the load is read every two seconds, or as
+// often as progress lines are printed when that is more often, but never
+// more often than Tuning.MinMetricsEvery.
+const (
+	DefaultMetricsEvery    = 2 * time.Second
+	DefaultMinMetricsEvery = 100 * time.Millisecond
 )
-
-// DefaultMetricsEvery is MetricsEvery, as the help states it.
-const DefaultMetricsEvery = 2 * time.Second
 
 // The server is the limit when its KV cache stays at least KVFull occupied
 // with requests queued for LimitPolls readings in a row spanning at least
-// LimitFor: more requests in flight would only wait in its queue.
-var (
-	KVFull     = DefaultKVFull
-	LimitPolls = DefaultLimitPolls
-	LimitFor   = DefaultLimitFor
-)
-
-// The defaults of KVFull, LimitPolls and LimitFor, as the help states them.
+// LimitFor (Tuning's fields): more requests in flight would only wait in
+// its queue. Their defaults, as the help states them:
 const (
 	DefaultKVFull     = 0.9
 	DefaultLimitPolls = 5
@@ -71,8 +62,9 @@ type serverView struct {
 	apiKey string
 	note   func(string, ...any)
 	every  time.Duration
+	tuning Tuning // its limit rule
 	// share takes every reading, and may ask for them more often than
-	// MetricsEvery (share.go); nil: no server is sized by them.
+	// Tuning.MetricsEvery (share.go); nil: no server is sized by them.
 	share *shareControl
 
 	mu           sync.Mutex
@@ -82,9 +74,10 @@ type serverView struct {
 }
 
 func newServerView(cfg *Config, note func(string, ...any)) *serverView {
-	v := &serverView{apiKey: cfg.APIKey, note: note, every: MetricsEvery}
+	t := cfg.Tuning.withDefaults()
+	v := &serverView{apiKey: cfg.APIKey, note: note, every: t.MetricsEvery, tuning: t}
 	if cfg.ProgressEvery > 0 {
-		v.every = min(v.every, max(cfg.ProgressEvery, MinMetricsEvery))
+		v.every = min(v.every, max(cfg.ProgressEvery, t.MinMetricsEvery))
 	}
 	for _, u := range cfg.URLs {
 		v.servers = append(v.servers, &watchedServer{url: backend.WithoutUserinfo(u), base: u})
@@ -204,7 +197,7 @@ func (v *serverView) observe(s *watchedServer, snap servermetrics.Snapshot, now 
 		s.sumRate += snap.GenThroughput
 	}
 	atLimit := snap.Has[servermetrics.TokenUsage] && snap.Has[servermetrics.NumQueueReqs] &&
-		max(snap.TokenUsage, snap.MaxTokenUsage) >= KVFull && snap.Queued >= 1
+		max(snap.TokenUsage, snap.MaxTokenUsage) >= v.tuning.KVFull && snap.Queued >= 1
 	if !atLimit {
 		s.full = 0
 		return
@@ -213,7 +206,7 @@ func (v *serverView) observe(s *watchedServer, snap servermetrics.Snapshot, now 
 		s.fullSince = now
 	}
 	s.full++
-	if !v.said && s.full >= LimitPolls && now.Sub(s.fullSince) >= LimitFor {
+	if !v.said && s.full >= v.tuning.LimitPolls && now.Sub(s.fullSince) >= v.tuning.LimitFor {
 		v.said = true
 		rate := ""
 		if snap.GenThroughput > 0 {

@@ -41,7 +41,7 @@ func NewApp() *cliutil.App { return newApp(defaultOptions) }
 // newApp is NewApp with options no flag sets (tests retry sooner).
 func newApp(opt options) *cliutil.App {
 	cfg := new(config)
-	cfg.Backoff = opt.firstBackoff
+	cfg.Backoff, cfg.Tuning = opt.firstBackoff, opt.tuning
 	return cliutil.NewApp(cliutil.Spec{
 		Name:        "generate",
 		Usage:       "send request records to inference servers and write the answers as records",

@@ -40,6 +40,7 @@ type config struct {
 // patching package state.
 type options struct {
 	firstBackoff time.Duration // the first retry delay
+	tuning       engine.Tuning // the engine's timings; zero fields: defaults
 }
 
 // defaultOptions are what generate runs with.

@@ -60,7 +60,13 @@ func (r result) lines(t testing.TB) []gjson.Result {
 // runGenerate runs generate in-process with stdin and arguments.
 func runGenerate(t testing.TB, stdin string, args ...string) result {
 	t.Helper()
-	return runGenerateTo(t, stdin, &bytes.Buffer{}, args...)
+	return runGenerateWith(t, testOptions, stdin, args...)
+}
+
+// runGenerateWith is runGenerate with the options opt.
+func runGenerateWith(t testing.TB, opt options, stdin string, args ...string) result {
+	t.Helper()
+	return runGenerateOpt(t, opt, stdin, &bytes.Buffer{}, args...)
 }
 
 func runGenerateTo(t testing.TB, stdin string, stdout interface {
@@ -68,9 +74,18 @@ func runGenerateTo(t testing.TB, stdin string, stdout interface {
 	String() string
 }, args ...string) result {
 	t.Helper()
+	return runGenerateOpt(t, testOptions, stdin, stdout, args...)
+}
+
+// runGenerateOpt runs generate with the options opt, its output to stdout.
+func runGenerateOpt(t testing.TB, opt options, stdin string, stdout interface {
+	Write([]byte) (int, error)
+	String() string
+}, args ...string) result {
+	t.Helper()
 	var stderr syncBuffer
 	start := time.Now()
-	code := mainWith(testOptions, append([]string{"generate"}, args...), strings.NewReader(stdin), stdout, &stderr)
+	code := mainWith(opt, append([]string{"generate"}, args...), strings.NewReader(stdin), stdout, &stderr)
 	r := result{code: code, stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if testing.Verbose() {
 		t.Logf("generate %s -> %d in %v\n%s", strings.Join(args, " "), code, r.elapsed, r.stderr)

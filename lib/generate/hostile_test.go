@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/synthpipe/synthpipe/lib/engine"
 )
 
 // hangingSGLang is an SGLang /generate server that, for the requests hang
@@ -146,10 +144,10 @@ func TestModelsTimeout(t *testing.T) {
 	if r.code != 64 || !strings.Contains(r.stderr, `does not list "m"`) {
 		t.Fatalf("exit %d, want 64 for a model the list does not price: %s", r.code, r.stderr)
 	}
-	defer func(d time.Duration) { engine.ServerInfoTimeout = d }(engine.ServerInfoTimeout)
-	engine.ServerInfoTimeout = 200 * time.Millisecond
+	opt := testOptions
+	opt.tuning.ServerInfoTimeout = 200 * time.Millisecond
 	url := hangingSGLang(t, func(string) bool { return true }) // answers nothing useful, and never ends
-	r = runGenerate(t, chatRequests(1), "--backend", "openai", "--model", "m", "--url", url, "--cost-budget", "1")
+	r = runGenerateWith(t, opt, chatRequests(1), "--backend", "openai", "--model", "m", "--url", url, "--cost-budget", "1")
 	if r.code != 75 || !strings.Contains(r.stderr, "/models: no answer within 200ms") || !strings.Contains(r.stderr, "--max-price") {
 		t.Fatalf("exit %d, want 75 naming /models and --max-price: %s", r.code, r.stderr)
 	}

@@ -19,7 +19,7 @@ func readKey(ctx context.Context, cfg *config, note func(string, ...any)) (*engi
 	if !cfg.Kind.KeyInfo || len(cfg.URLs) == 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, engine.ServerInfoTimeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Tuning.ServerInfoTimeoutOrDefault())
 	defer cancel()
 	k, err := servermetrics.FetchKey(ctx, cfg.URLs[0], servermetrics.Options{Client: backend.SharedClient(), APIKey: cfg.APIKey})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
@@ -29,7 +30,7 @@ func worstPrice(ctx context.Context, cfg *config) (float64, error) {
 	}
 	var lastErr error
 	for _, u := range cfg.URLs {
-		p, err := listedPrice(ctx, u, cfg.Model, cfg.APIKey)
+		p, err := listedPrice(ctx, u, cfg.Model, cfg.APIKey, cfg.Tuning.ServerInfoTimeoutOrDefault())
 		if err == nil {
 			return p, nil
 		}
@@ -49,9 +50,10 @@ func worstPrice(ctx context.Context, cfg *config) (float64, error) {
 // now: a timeout, a refused connection, a 5xx or 429 answer.
 var errPriceUnreachable = errors.New("the model list is unreachable")
 
-// listedPrice reads OpenRouter's /models pricing (USD per token, as strings).
-func listedPrice(ctx context.Context, base, model, key string) (float64, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, engine.ServerInfoTimeout, fmt.Errorf("no answer within %v", engine.ServerInfoTimeout))
+// listedPrice reads OpenRouter's /models pricing (USD per token, as
+// strings), waiting at most timeout for it.
+func listedPrice(ctx context.Context, base, model, key string, timeout time.Duration) (float64, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no answer within %v", timeout))
 	defer cancel()
 	shown := backend.WithoutUserinfo(base) + "/models"
 	req, err := http.NewRequestWithContext(ctx, "GET", base+"/models", nil)

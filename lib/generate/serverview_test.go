@@ -17,14 +17,13 @@ import (
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
-// quickView makes the server view read often and call the server the
-// limit after three readings in a row, for the length of a test.
-func quickView(t *testing.T, full float64) {
-	every, least, polls, dur, kv := engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull
-	engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull = 5*time.Millisecond, time.Millisecond, 3, 0, full
-	t.Cleanup(func() {
-		engine.MetricsEvery, engine.MinMetricsEvery, engine.LimitPolls, engine.LimitFor, engine.KVFull = every, least, polls, dur, kv
-	})
+// quickView is the test options with a server view that reads often and
+// calls the server the limit after three readings in a row at least full.
+func quickView(full float64) options {
+	o := testOptions
+	o.tuning = engine.Tuning{MetricsEvery: 5 * time.Millisecond, MinMetricsEvery: time.Millisecond,
+		LimitPolls: 3, LimitFor: time.Nanosecond, KVFull: full}
+	return o
 }
 
 // A server with two data-parallel ranks whose small KV caches a fixed
@@ -40,7 +39,7 @@ func TestServerViewMetrics(t *testing.T) {
 }
 
 func testServerView(t *testing.T, via string) {
-	quickView(t, 0.5)
+	opt := quickView(0.5)
 	_, url := startSim(t, func(c *sim.Config) {
 		c.NoMetrics = via != viaMetrics
 		c.DataParallel = 2
@@ -49,7 +48,7 @@ func testServerView(t *testing.T, via string) {
 		c.StepTime = time.Millisecond
 	})
 	status := filepath.Join(t.TempDir(), "status.json")
-	r := runGenerate(t, sglangRequests(120, 10), "--url", url, "--max-tokens", "100", "--concurrency", "100",
+	r := runGenerateWith(t, opt, sglangRequests(120, 10), "--url", url, "--max-tokens", "100", "--concurrency", "100",
 		"--progress-interval", "20ms", "--status-file", status)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -84,7 +83,7 @@ func testServerView(t *testing.T, via string) {
 // generate asks each once, then never again, and prints what it printed
 // before.
 func TestServerViewNoLoad(t *testing.T) {
-	quickView(t, 0.9)
+	opt := quickView(0.9)
 	s, err := sim.New(sim.Default())
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +114,7 @@ func TestServerViewNoLoad(t *testing.T) {
 	}))
 	defer srv.Close()
 	status := filepath.Join(t.TempDir(), "status.json")
-	r := runGenerate(t, sglangRequests(200, 10), "--url", srv.URL, "--max-tokens", "64", "--progress-interval", "5ms", "--status-file", status)
+	r := runGenerateWith(t, opt, sglangRequests(200, 10), "--url", srv.URL, "--max-tokens", "64", "--progress-interval", "5ms", "--status-file", status)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -201,7 +200,7 @@ func TestProgressShowsServersDown(t *testing.T) {
 // from the sane ones and keeps sharing by them), said once with what was
 // read, and counted in the summary.
 func TestServerViewUnusableReadings(t *testing.T) {
-	quickView(t, 0.9)
+	opt := quickView(0.9)
 	s, err := sim.New(sim.Default())
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +231,7 @@ func TestServerViewUnusableReadings(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	r := runGenerate(t, sglangRequests(20, 10), "--url", srv.URL, "--max-tokens", "16")
+	r := runGenerateWith(t, opt, sglangRequests(20, 10), "--url", srv.URL, "--max-tokens", "16")
 	if r.code != 0 || len(r.lines(t)) != 20 {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
