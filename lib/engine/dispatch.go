@@ -123,6 +123,16 @@ func (d *dispatcher) run(records <-chan *job) {
 			}
 			return
 		}
+		if d.budget.reached() {
+			// Reached while this record waited for a server (failed
+			// attempts are charged as they fail): it is not sent.
+			d.pool.release(srv, j.kvTokens, attemptCancelled, 0, "")
+			d.budget.cancel(r)
+			d.budget.unpledge(&j.pledge)
+			d.collector.submit(&outcome{job: j, cut: true})
+			d.stops.stop(d.budget.stopReason(), nil, false)
+			return
+		}
 		j.server = srv
 		d.limits.enter(heldByNothing)
 		d.flight.begin(j)

@@ -69,14 +69,22 @@ func (w *workers) send(j *job, o *outcome, holding bool) {
 	// never reached it, so it moves to another server without a back-off
 	// and without using one of its retries (up to maxMoves times).
 	var refused *server
+	var last *backend.Error // the attempt before, which failed
 	moves := 0
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 || refused != nil || !holding {
-			if attempt > 1 && refused == nil { // a move is not a retry
-				w.retries.Add(1)
-			}
+			retry := attempt > 1 && refused == nil // a move is not a retry
 			if !w.takeServer(j, o, refused) {
 				return
+			}
+			// The wait for a server may have let other attempts reach
+			// the cost budget: a retry charged too would pass it.
+			if retry && w.costReached(o, last) {
+				w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
+				return
+			}
+			if retry {
+				w.retries.Add(1)
 			}
 		}
 		j.req.Attempt, o.attempts = attempt, attempt
@@ -86,6 +94,7 @@ func (w *workers) send(j *job, o *outcome, holding bool) {
 			return
 		}
 		e := err.(*backend.Error)
+		last = e
 		moved, done := w.failed(j, o, e, moves < maxMoves)
 		if moved {
 			// Not this record's failure, nor an attempt: a server went
