@@ -114,30 +114,38 @@ func (d *dispatcher) run(records <-chan *job) {
 		d.sizeFirst(j)
 		j.kvTokens = j.promptTokens + int(d.lengths.CachedMean())
 		d.limits.enter(heldByServer)
-		srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
-		if err != nil {
-			d.budget.cancel(r)
-			d.budget.unpledge(&j.pledge)
-			if errors.Is(err, errNoServer) {
-				d.stops.stop("no server reachable", d.pool.unreachable(), true)
-			}
+		if !d.takeServer(ctx, j, r) {
 			return
 		}
-		if d.budget.reached() {
-			// Reached while this record waited for a server (failed
-			// attempts are charged as they fail): it is not sent.
-			d.pool.release(srv, j.kvTokens, attemptCancelled, 0, "")
-			d.budget.cancel(r)
-			d.budget.unpledge(&j.pledge)
-			d.collector.submit(&outcome{job: j, cut: true})
-			d.stops.stop(d.budget.stopReason(), nil, false)
-			return
-		}
-		j.server = srv
 		d.limits.enter(heldByNothing)
 		d.flight.begin(j)
 		d.workers.start(j)
 	}
+}
+
+// takeServer waits for a server slot for j, whose reservation is r; false
+// when dispatching ends: no server comes, or the budget was reached while
+// j waited (failed attempts are charged as they fail), and j is not sent.
+func (d *dispatcher) takeServer(ctx context.Context, j *job, r reservation) bool {
+	srv, err := d.pool.acquire(ctx, j.kvTokens, nil)
+	if err != nil {
+		d.budget.cancel(r)
+		d.budget.unpledge(&j.pledge)
+		if errors.Is(err, errNoServer) {
+			d.stops.stop("no server reachable", d.pool.unreachable(), true)
+		}
+		return false
+	}
+	if d.budget.reached() {
+		d.pool.release(srv, j.kvTokens, attemptCancelled, 0, "")
+		d.budget.cancel(r)
+		d.budget.unpledge(&j.pledge)
+		d.collector.submit(&outcome{job: j, cut: true})
+		d.stops.stop(d.budget.stopReason(), nil, false)
+		return false
+	}
+	j.server = srv
+	return true
 }
 
 // refused fits j to the context length (contextFit.fit) and hands a
