@@ -913,8 +913,13 @@ func TestRecipeFanoutCtrlC(t *testing.T) {
 	if strings.Contains(said, "parallel: ") || strings.Contains(said, "SIGTERM to stop now") {
 		t.Errorf("GNU parallel's own notices reach the user:\n%s", said)
 	}
-	if n := len(readRecipeOutput(t, out)); n == 0 || n == promptCount(t, data, answered) {
-		t.Errorf("%s holds %d answers after Ctrl-C: the stop came too late to test anything", answered, n)
+	// The answer given before Ctrl-C is there, and what was in flight
+	// may have been written since: with every prompt of the dataset in
+	// flight at Ctrl-C (the held server answers none), the drain writes
+	// them all. That the stop came mid-run, the exit status and the logs
+	// say.
+	if n := len(readRecipeOutput(t, out)); n == 0 {
+		t.Errorf("%s holds no answer after Ctrl-C, though one was written before it", answered)
 	}
 	for _, d := range datasets {
 		if lockHeld(filepath.Join(data, d, ".lock")) {
