@@ -691,10 +691,31 @@ func TestRecipeCrontabLine(t *testing.T) {
 	// A failure is printed: with a record to redo and no server, the run
 	// says it failed, with the tools' own words.
 	deleteLines(t, outPath, sortedKeys(recs)[0])
+	// Every process of the last run has let the dataset's lock go (a
+	// run that finds it taken steps aside, quietly): on a loaded machine
+	// the last of them may still be exiting when cron's command returns.
+	lock := filepath.Join(work, "data", "chat", ".lock")
+	waitFor(t, recipeTimeout, "the last run's processes to let its lock go", func() bool { return flockFree(t, lock) })
 	out, err := cron(closedPortURL(t))
 	if code := exitCode(err); code != 75 || !strings.Contains(out, "run-dataset.sh: chat failed with exit status 75; its last lines of ") || !strings.Contains(out, "generate: ") {
-		t.Errorf("a failed cron run: exit %d, want 75 and what failed printed, got:\n%s", code, out)
+		t.Errorf("a failed cron run: exit %d, want 75 and what failed printed, got:\n%s\nrun.log:\n%s", code, out, checkLog(t, runLog))
 	}
+}
+
+// flockFree reports whether the lock file at path can be locked now: no
+// process holds the open file run-dataset.sh locks (its children inherit it).
+func flockFree(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }
 
 // exitCode is the exit status an exec error carries (0 for none).
