@@ -47,6 +47,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/cliutil"
+	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
 // The gauges a Snapshot is made of, as SGLang names them.
@@ -67,9 +68,9 @@ var ErrNoMetrics = errors.New("no SGLang load figures")
 // The places a server's load is read from, as Snapshot.Source names them,
 // in the order Fetch tries them.
 const (
-	SourceMetrics = "/metrics"
-	SourceLoads   = "/v1/loads"
-	SourceGetLoad = "/get_load"
+	SourceMetrics = statusfile.SourceMetrics
+	SourceLoads   = statusfile.SourceLoads
+	SourceGetLoad = statusfile.SourceGetLoad
 )
 
 // Sources is every place Fetch looks, the fullest view first.

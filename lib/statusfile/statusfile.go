@@ -105,9 +105,21 @@ type Server struct {
 	Metrics *Metrics `json:"metrics"` // null: the server reports no load
 }
 
+// The places a server's load is read from, as Metrics.Source names them.
+// They are declared here, where the status file's format is, and
+// servermetrics, which reads them, takes them from here: tokstat reads a
+// status file through this package alone, and so links no HTTP client (whose
+// packages' start-up every run of tokstat would pay).
+const (
+	SourceMetrics = "/metrics"
+	SourceLoads   = "/v1/loads"
+	SourceGetLoad = "/get_load" // requests only: no KV use, no throughput
+)
+
 // Metrics is the server's own view of its load, ranks added up.
 type Metrics struct {
-	// Source is where it was read: "/metrics", "/v1/loads" or "/get_load".
+	// Source is where it was read: SourceMetrics, SourceLoads or
+	// SourceGetLoad.
 	Source        string  `json:"source"`
 	Running       float64 `json:"running"`
 	Queued        float64 `json:"queued"`

@@ -18,7 +18,6 @@ import (
 	"github.com/synthpipe/synthpipe/lib/cliutil"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
-	"github.com/synthpipe/synthpipe/lib/servermetrics"
 	"github.com/synthpipe/synthpipe/lib/statusfile"
 )
 
@@ -335,7 +334,7 @@ func fill(v *datasetView, st *statusfile.Status, host string, now time.Time) {
 		if m := s.Metrics; m != nil {
 			load := fmt.Sprintf("%s: %.0f running, %.0f queued", s.URL, m.Running, m.Queued)
 			// SGLang's /get_load reports requests only.
-			if m.Source != servermetrics.SourceGetLoad {
+			if m.Source != statusfile.SourceGetLoad {
 				load += fmt.Sprintf(", KV %.0f%%, %s tok/s", 100*m.TokenUsage, cliutil.Thousands(int64(m.GenThroughput)))
 			}
 			parts = append(parts, load)

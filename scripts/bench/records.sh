@@ -38,8 +38,11 @@ note() { printf '%s\n' "$*" >&2; }
 # --- what to measure -------------------------------------------------------
 
 note "building budget-cut, tokstat and dedupe-resume from the working tree..."
+# with make build's tags: the binaries timed are the ones it builds (without
+# urfave_cli_no_docs each run would also pay the start-up of a Markdown
+# renderer no tool calls)
 for tool in budget-cut tokstat dedupe-resume; do
-  go build -o "bin/$tool" "./cmd/$tool"
+  go build -tags urfave_cli_no_docs -o "bin/$tool" "./cmd/$tool"
 done
 if ! command -v jq >/dev/null; then
   note "jq not found: installing it with apt-get"
