@@ -148,7 +148,10 @@ func (m *Model) Encode(rendered string) []int {
 // one encoding of its text, not n; the ids are exactly those of encoding
 // each prompt whole. Each prompt is rendered whole (templates rewrite
 // earlier turns), but the messages it shares with the last prompt are not
-// decoded again (chattemplate.MessageCache). The zero value is ready for a
+// decoded again, and a template loop's iteration over such a message writes
+// the text it wrote last time when nothing else it reads has changed
+// (chattemplate.MessageCache), so that rendering too costs about the new
+// messages, not the whole conversation. The zero value is ready for a
 // conversation's first turn.
 type TurnPrompts struct {
 	last *tokenizer.Encoding

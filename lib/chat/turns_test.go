@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/synthpipe/synthpipe/lib/bundle"
@@ -28,7 +29,8 @@ var turnTemplates = map[string][]string{
 // each prompt the conversation up to the next assistant message, and checks
 // that TurnPrompts gives exactly the ids of encoding each prompt whole, and
 // that it reused ids and decoded messages where the prompts share their
-// beginning.
+// beginning, and (Kimi-K2.5) the text of loop iterations. The template
+// arguments change now and then from turn to turn.
 func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 	const testdata = "../chattemplate/testdata/conformance"
 	raw, err := os.ReadFile(filepath.Join(testdata, "cases.json"))
@@ -59,7 +61,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reused, total, msgsReused := 0, 0, 0
+			reused, total, msgsReused, replayed := 0, 0, 0, 0
 			walk := func(name string, msgs []json.RawMessage, tools json.RawMessage) {
 				var p TurnPrompts
 				for i := 1; i <= len(msgs); i++ {
@@ -67,6 +69,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 						continue // a prompt is the conversation up to an answer
 					}
 					arr, _ := json.Marshal(msgs[:i])
+					m := m.WithArgs(turnArgs[i%len(turnArgs)])
 					text, err := m.Render(arr, tools, true)
 					if err != nil {
 						return // a case this template refuses
@@ -80,6 +83,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 					}
 					reused, total = reused+p.last.Reused, total+len(got)
 					msgsReused += p.msgs.Reused
+					replayed += p.msgs.Replayed
 				}
 			}
 			for _, c := range cases.Cases {
@@ -92,9 +96,22 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 			if msgsReused == 0 {
 				t.Errorf("no decoded messages reused from one turn to the next")
 			}
+			if strings.HasPrefix(tmpl, "kimi_k25") && replayed == 0 {
+				t.Errorf("no loop iteration replayed from one turn to the next")
+			}
 			t.Logf("%s: %d of %d prompt ids reused", tmpl, reused, total)
 		})
 	}
+}
+
+// turnArgs are template arguments that differ from turn to turn, as a
+// record's thinking setting makes them: the thinking switches are read
+// inside Kimi's message loops.
+var turnArgs = []map[string]json.RawMessage{
+	nil, nil, nil,
+	{"thinking": json.RawMessage(`false`), "enable_thinking": json.RawMessage(`false`)},
+	{"preserve_thinking": json.RawMessage(`true`)},
+	nil, nil,
 }
 
 func isAssistant(msg json.RawMessage) bool {

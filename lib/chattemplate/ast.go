@@ -120,6 +120,7 @@ type (
 		body      []stmt
 		otherwise []stmt
 		recursive bool
+		plan      memoPlan // whether and how an iteration may be replayed (loopmemo.go)
 	}
 	setStmt struct {
 		pos
@@ -189,4 +190,5 @@ type macroDef struct {
 	catchVarargs, catchKwargs, catchCaller bool
 	anonymous                              bool     // a {% call %} block's caller: its name is None
 	undef                                  []string // names that start undefined in the body
+	plan                                   memoPlan // what a replayed loop compares of it (loopmemo.go)
 }

@@ -109,17 +109,26 @@ func newScope(parent *frame, undef []string) *frame {
 }
 
 func (f *frame) lookup(name string) (value, bool) {
+	b := f.find(name)
+	if b == nil {
+		return nil, false
+	}
+	if b.val == missing {
+		return &undefinedValue{name: name}, true
+	}
+	return b.val, true
+}
+
+// find is the variable name, in the nearest scope that has it, or nil.
+func (f *frame) find(name string) *binding {
 	for ; f != nil; f = f.parent {
 		for i := len(f.vars) - 1; i >= 0; i-- {
 			if f.vars[i].name == name {
-				if f.vars[i].val == missing {
-					return &undefinedValue{name: name}, true
-				}
-				return f.vars[i].val, true
+				return &f.vars[i]
 			}
 		}
 	}
-	return nil, false
+	return nil
 }
 
 // set assigns in this scope only, like jinja2's {% set %}.
@@ -145,6 +154,7 @@ type renderer struct {
 	callDepth               int
 	outLen                  int
 	allocated               int
+	cache                   *MessageCache // nil: no loop replays an iteration
 }
 
 // account charges computed strings and lists against the allocation
@@ -457,24 +467,9 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		return r.withLine(err, s.line)
 	}
 	if s.filter != nil {
-		kept := make([]value, 0, len(items))
-		for _, item := range items {
-			if err := r.spend(); err != nil {
-				return err
-			}
-			scope := newFrame(f)
-			if err := r.assign(s.target, item, scope); err != nil {
-				return r.withLine(err, s.line)
-			}
-			ok, err := r.eval(s.filter, scope)
-			if err != nil {
-				return r.withLine(err, s.line)
-			}
-			if truthy(ok) {
-				kept = append(kept, item)
-			}
+		if items, err = r.filterItems(s, items, f); err != nil {
+			return err
 		}
-		items = kept
 	}
 	loop := &loopState{items: items, depth: depth}
 	if s.recursive {
@@ -494,12 +489,18 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 	// jinja2 clears its "run the else block" flag at the end of the body, so
 	// the else block also runs when every iteration ended in break/continue.
 	completed := false
+	memo := r.loopMemo(s, f)
 	for i := 0; i < len(items); i++ {
 		item := items[i]
 		if err := r.spend(); err != nil {
 			return r.withLine(err, s.line)
 		}
 		loop.index = i
+		if memo.replay(r, item, w) {
+			completed = true
+			continue
+		}
+		at := r.mark(w)
 		scope := newScope(f, s.undef)
 		scope.set("loop", loop)
 		if err := r.assign(s.target, item, scope); err != nil {
@@ -512,6 +513,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 		}
 		if err == nil {
 			completed = true
+			memo.record(r, item, at, w)
 		} else if err != errContinue {
 			return err
 		}
@@ -522,18 +524,34 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 	return nil
 }
 
+// filterItems keeps the items that pass the loop's if clause.
+func (r *renderer) filterItems(s *forStmt, items []value, f *frame) ([]value, error) {
+	kept := make([]value, 0, len(items))
+	for _, item := range items {
+		if err := r.spend(); err != nil {
+			return nil, err
+		}
+		scope := newFrame(f)
+		if err := r.assign(s.target, item, scope); err != nil {
+			return nil, r.withLine(err, s.line)
+		}
+		ok, err := r.eval(s.filter, scope)
+		if err != nil {
+			return nil, r.withLine(err, s.line)
+		}
+		if truthy(ok) {
+			kept = append(kept, item)
+		}
+	}
+	return kept, nil
+}
+
 func (r *renderer) eval(x expr, f *frame) (value, error) {
 	switch x := x.(type) {
 	case *constExpr:
 		return x.val, nil
 	case *nameExpr:
-		if v, ok := f.lookup(x.name); ok {
-			return v, nil
-		}
-		if g, ok := globals[x.name]; ok {
-			return g, nil
-		}
-		return &undefinedValue{name: x.name}, nil
+		return resolve(f, x.name), nil
 	case *attrExpr:
 		obj, err := r.eval(x.obj, f)
 		if err != nil {
@@ -576,6 +594,25 @@ func (r *renderer) eval(x expr, f *frame) (value, error) {
 		return r.evalCond(x, f)
 	}
 	return nil, &RenderError{Kind: "RuntimeError", Msg: "unknown expression"}
+}
+
+// resolve is what the name stands for in f: a variable, a global, or
+// undefined.
+func resolve(f *frame, name string) value {
+	if v, ok := resolveDefined(f, name); ok {
+		return v
+	}
+	return &undefinedValue{name: name}
+}
+
+// resolveDefined is resolve without the undefined value it makes for a
+// name that is unbound, or bound but not assigned yet: ok is false then.
+func resolveDefined(f *frame, name string) (v value, ok bool) {
+	if b := f.find(name); b != nil {
+		return b.val, b.val != missing
+	}
+	g, ok := globals[name]
+	return g, ok
 }
 
 func (r *renderer) evalList(x *listExpr, f *frame) (value, error) {

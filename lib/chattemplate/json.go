@@ -87,6 +87,7 @@ func (d *jsonDecoder) value(depth int) (value, error) {
 // object reads an object's members, its '{' already read.
 func (d *jsonDecoder) object(depth int) (value, error) {
 	obj := newDict(4)
+	obj.json = true
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++

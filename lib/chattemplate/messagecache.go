@@ -14,6 +14,10 @@ import (
 // cannot change what it is given: lists and dicts refuse their mutating
 // methods, as in jinja2's immutable sandbox.
 //
+// It also keeps what the template's loops wrote for each message, so that
+// the next render writes it again rather than running the loop's body,
+// where that is sure to give the same text (see loopmemo.go).
+//
 // The zero value is ready. A MessageCache is not safe for concurrent use:
 // one belongs to one conversation.
 type MessageCache struct {
@@ -23,6 +27,16 @@ type MessageCache struct {
 	// Reused is how many messages the last decode took from the one
 	// before.
 	Reused int
+
+	// What the template's loops wrote for each message (loopmemo.go),
+	// and the render that keeps it: gen counts renders.
+	loops map[*forStmt]*loopMemo
+	gen   int
+	deps  []value       // room for a loop's dependencies, reused
+	seen  []*macroValue // and for the macros among them
+	// Replayed is how many loop iterations the last render wrote as an
+	// earlier render had rather than running them.
+	Replayed int
 }
 
 // decode decodes messages (a JSON array), reusing the messages decoded last
@@ -33,6 +47,8 @@ func (c *MessageCache) decode(messages json.RawMessage) (value, error) {
 	if c == nil {
 		return decodeOption("messages", messages)
 	}
+	c.gen++
+	c.Replayed = 0
 	shared := commonPrefixBytes(c.raw, messages)
 	keep := 0
 	for keep < len(c.ends) && c.ends[keep] <= shared {
@@ -98,6 +114,21 @@ func (d *jsonDecoder) arrayRest(items []value, ends []int, base int, first bool)
 	}
 	d.skipSpace()
 	return items, ends, d.pos == len(d.data)
+}
+
+// prune forgets the iterations the last render did not write: messages
+// that have left the conversation, or that its loops no longer reach.
+func (c *MessageCache) prune() {
+	if c == nil {
+		return
+	}
+	for _, m := range c.loops {
+		for d, e := range m.iters {
+			if e.gen != c.gen {
+				delete(m.iters, d)
+			}
+		}
+	}
 }
 
 func (c *MessageCache) reset() {

@@ -1181,5 +1181,7 @@ func Parse(name, src string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Template{name: name, body: body, undef: analyzeScopes(body), limits: defaultLimits}, nil
+	undef := analyzeScopes(body)
+	analyzeMemo(body)
+	return &Template{name: name, body: body, undef: undef, limits: defaultLimits}, nil
 }

@@ -76,7 +76,8 @@ func (t *Template) Render(o Options) (string, error) {
 	for _, name := range t.undef {
 		root.set(name, missing)
 	}
-	r := &renderer{tmpl: t, opts: &o, limits: &t.limits}
+	r := &renderer{tmpl: t, opts: &o, limits: &t.limits, cache: o.Cache}
+	defer o.Cache.prune()
 	var b strings.Builder
 	// The text is mostly the messages' and tools' content plus the
 	// template's markup: room for that spares the builder most of its

@@ -48,6 +48,10 @@ type pyDict struct {
 	// index maps normalised keys to positions once the dict is big enough
 	// for hashing to beat a scan; message objects usually stay below that.
 	index map[value]int
+	// json: decoded from JSON (a message), so it holds JSON values only
+	// and never changes; a loop may key what it rendered for it by its
+	// address (see loopmemo.go).
+	json bool
 }
 
 const dictIndexThreshold = 12

@@ -1,0 +1,416 @@
+package chattemplate
+
+import (
+	"slices"
+	"strings"
+)
+
+// Replaying loop iterations. generate --turns all renders a conversation
+// whole at every turn, so a template's loop over the messages renders
+// message i again at every turn after it: O(n^2) over the turns. When a
+// render goes through a MessageCache, an iteration of a loop may instead
+// write again the text it wrote in an earlier render, without running its
+// body, provided that the body's text is a function of the things this
+// file compares, so that running it again would write the same text:
+//
+//   - the body cannot see the other iterations: it does not read the loop
+//     variable (loop.index, loop.last, loop.previtem, ...), break or
+//     continue, or assign a namespace attribute (the one assignment that
+//     outlives an iteration), defines no macro and has no call block, and
+//     the loop is not recursive. This is decided once per loop, from the
+//     syntax tree (analyzeMemo);
+//   - the item is the same message: a dict decoded from JSON, which holds
+//     JSON values only and never changes (no template can change what it is
+//     given), at the same address (MessageCache hands a conversation's
+//     unchanged messages to the next render as they were);
+//   - every name the body reads (whether it is bound in the body or not)
+//     looks up to the same value outside the loop as when the text was
+//     written: scalars and undefined values compared by value, JSON dicts
+//     by address, builtins by identity, macros by their definition and,
+//     recursively, the names their own bodies read where they were defined.
+//     Nothing else is compared: a value of any other kind (a namespace, a
+//     list, a joiner) disables replay for that loop's run, as does
+//     strftime_now, whose value is the clock's. No frame outside the
+//     iteration changes while the loop runs (a {% set %} in the body
+//     assigns in the iteration's scope), so names are looked up once,
+//     when the loop starts;
+//   - the render is in the same state where it matters: autoescape and the
+//     macro call depth as the loop starts (the recursion limit).
+//
+// A replayed iteration charges the steps, output and memory the first run
+// charged; when that would pass a limit the body runs instead, and fails
+// where the first run would have. Only iterations that succeeded are kept.
+
+// memoPlan is what analyzeMemo finds out about a loop or macro body.
+type memoPlan struct {
+	// replayable: nothing in the body ties its text to other iterations
+	// (for a loop body) or changes anything outside the call (for a
+	// macro's).
+	replayable bool
+	// names are every name the body reads, bound in it or not.
+	names []string
+}
+
+// analyzeMemo plans every loop and macro in body.
+func analyzeMemo(body []stmt) {
+	for _, s := range body {
+		switch x := s.(type) {
+		case *ifStmt:
+			for _, b := range x.bodies {
+				analyzeMemo(b)
+			}
+			analyzeMemo(x.otherwise)
+		case *forStmt:
+			x.plan = planBody(x.body, true)
+			x.plan.replayable = x.plan.replayable && !x.recursive
+			analyzeMemo(x.body)
+			analyzeMemo(x.otherwise)
+		case *setBlockStmt:
+			analyzeMemo(x.body)
+		case *macroStmt:
+			planMacro(x.def)
+		case *callBlockStmt:
+			planMacro(x.caller)
+		case *filterBlockStmt:
+			analyzeMemo(x.body)
+		case *withStmt:
+			analyzeMemo(x.body)
+		case *autoescapeStmt:
+			analyzeMemo(x.body)
+		}
+	}
+}
+
+func planMacro(def *macroDef) {
+	def.plan = planBody(def.body, false)
+	w := planWalker{plan: &def.plan, seen: map[string]bool{}}
+	for _, n := range def.plan.names {
+		w.seen[n] = true
+	}
+	for _, d := range def.defaults {
+		w.expr(d, 0)
+	}
+	analyzeMemo(def.body)
+}
+
+// planBody plans a loop body (loop) or a macro body.
+func planBody(body []stmt, loop bool) memoPlan {
+	plan := memoPlan{replayable: true}
+	w := planWalker{plan: &plan, loop: loop, seen: map[string]bool{}}
+	w.stmts(body, 0)
+	return plan
+}
+
+// planWalker collects a body's names; depth counts the for loops nested in
+// the body around the node, in which loop, break and continue are theirs.
+type planWalker struct {
+	plan *memoPlan
+	loop bool
+	seen map[string]bool
+}
+
+func (w *planWalker) stmts(body []stmt, depth int) {
+	for _, s := range body {
+		w.stmt(s, depth)
+	}
+}
+
+func (w *planWalker) stmt(s stmt, depth int) {
+	switch x := s.(type) {
+	case *outputStmt:
+		w.expr(x.x, depth)
+	case *ifStmt:
+		for i, c := range x.conds {
+			w.expr(c, depth)
+			w.stmts(x.bodies[i], depth)
+		}
+		w.stmts(x.otherwise, depth)
+	case *forStmt:
+		// The if clause and the else block do not see the nested loop's
+		// variable: there, loop is this body's.
+		w.expr(x.iter, depth)
+		if x.filter != nil {
+			w.expr(x.filter, depth)
+		}
+		w.stmts(x.body, depth+1)
+		w.stmts(x.otherwise, depth)
+	case *setStmt:
+		w.target(x.target)
+		w.expr(x.x, depth)
+	case *setBlockStmt:
+		w.target(x.target)
+		w.filters(x.filters, depth)
+		w.stmts(x.body, depth)
+	case *filterBlockStmt:
+		w.filters(x.filters, depth)
+		w.stmts(x.body, depth)
+	case *withStmt:
+		for _, v := range x.values {
+			w.expr(v, depth)
+		}
+		w.stmts(x.body, depth)
+	case *autoescapeStmt:
+		w.expr(x.x, depth)
+		w.stmts(x.body, depth)
+	case *loopControlStmt:
+		if depth == 0 && w.loop {
+			w.plan.replayable = false
+		}
+	case *textStmt:
+	default: // a macro, a call block, or a statement this file does not know
+		w.plan.replayable = false
+	}
+}
+
+// target refuses namespace attribute assignments, whose effect outlives
+// the iteration or call.
+func (w *planWalker) target(tg assignTarget) {
+	if tg.attr != "" {
+		w.plan.replayable = false
+	}
+	for _, sub := range tg.items {
+		w.target(sub)
+	}
+}
+
+func (w *planWalker) filters(fls []*filterExpr, depth int) {
+	for _, fl := range fls {
+		w.args(fl.args, depth)
+	}
+}
+
+func (w *planWalker) args(a callArgs, depth int) {
+	for _, e := range a.pos {
+		w.expr(e, depth)
+	}
+	for _, e := range a.kwargs {
+		w.expr(e, depth)
+	}
+	for _, e := range []expr{a.dynArgs, a.dynKwargs} {
+		if e != nil {
+			w.expr(e, depth)
+		}
+	}
+}
+
+func (w *planWalker) name(name string, depth int) {
+	if name == "loop" && depth == 0 && w.loop {
+		w.plan.replayable = false
+	}
+	if !w.seen[name] {
+		w.seen[name] = true
+		w.plan.names = append(w.plan.names, name)
+	}
+}
+
+func (w *planWalker) expr(e expr, depth int) {
+	switch x := e.(type) {
+	case *nameExpr:
+		w.name(x.name, depth)
+	case *listExpr:
+		for _, it := range x.items {
+			w.expr(it, depth)
+		}
+	case *dictExpr:
+		for i := range x.keys {
+			w.expr(x.keys[i], depth)
+			w.expr(x.vals[i], depth)
+		}
+	case *attrExpr:
+		w.expr(x.obj, depth)
+	case *itemExpr:
+		w.expr(x.obj, depth)
+		w.expr(x.key, depth)
+	case *sliceExpr:
+		for _, b := range []expr{x.obj, x.start, x.stop, x.step} {
+			if b != nil {
+				w.expr(b, depth)
+			}
+		}
+	case *callExpr:
+		w.expr(x.fn, depth)
+		w.args(x.args, depth)
+	case *filterExpr:
+		if x.arg != nil {
+			w.expr(x.arg, depth)
+		}
+		w.args(x.args, depth)
+	case *testExpr:
+		w.expr(x.arg, depth)
+		w.args(x.args, depth)
+	case *unaryExpr:
+		w.expr(x.x, depth)
+	case *binaryExpr:
+		w.expr(x.l, depth)
+		w.expr(x.r, depth)
+	case *compareExpr:
+		w.expr(x.first, depth)
+		for _, r := range x.rest {
+			w.expr(r, depth)
+		}
+	case *condExpr:
+		w.expr(x.cond, depth)
+		w.expr(x.then, depth)
+		if x.otherwise != nil {
+			w.expr(x.otherwise, depth)
+		}
+	case *constExpr:
+	default:
+		w.plan.replayable = false
+	}
+}
+
+// loopMemo is what one loop wrote for each message, kept by a
+// MessageCache from one render to the next.
+type loopMemo struct {
+	deps  []value // what the body's names looked up to (appendDeps)
+	iters map[*pyDict]*iterMemo
+	// epoch counts the times deps changed and iters were cleared: a run
+	// of the loop that began before (a run nested in its own body, through
+	// a macro) neither replays nor records from then on.
+	epoch int
+}
+
+// iterMemo is the text of one iteration and what it charged.
+type iterMemo struct {
+	text                 string
+	steps, output, alloc int
+	calledMacro          bool
+	gen                  int // the last render that wrote it
+}
+
+// loopRun is one run of a loop through its memo; the zero value neither
+// replays nor records.
+type loopRun struct {
+	m     *loopMemo
+	epoch int
+}
+
+// Markers in a list of dependencies.
+type (
+	undefinedDep struct{}        // a name that is not defined: resolve's undefined value
+	expandedDep  struct{}        // a macro met first: its names' values follow
+	seenDep      struct{ i int } // a macro met before: the i-th expanded
+)
+
+// loopMemo starts a run of the loop s in f.
+func (r *renderer) loopMemo(s *forStmt, f *frame) loopRun {
+	c := r.cache
+	if c == nil || !s.plan.replayable {
+		return loopRun{}
+	}
+	seen := c.seen[:0]
+	deps, ok := appendDeps(append(c.deps[:0], r.callDepth, r.autoescape), s.plan.names, f, &seen)
+	c.deps, c.seen = deps, seen
+	if !ok {
+		return loopRun{}
+	}
+	m := c.loops[s]
+	if m == nil {
+		if c.loops == nil {
+			c.loops = map[*forStmt]*loopMemo{}
+		}
+		m = &loopMemo{iters: map[*pyDict]*iterMemo{}}
+		c.loops[s] = m
+	}
+	if !slices.Equal(m.deps, deps) {
+		m.deps = append(m.deps[:0], deps...)
+		clear(m.iters)
+		m.epoch++
+	}
+	return loopRun{m, m.epoch}
+}
+
+// appendDeps appends what names look up to in f, and whether each is of a
+// kind compared here (see the top of this file).
+func appendDeps(deps []value, names []string, f *frame, seen *[]*macroValue) ([]value, bool) {
+	for _, n := range names {
+		v, defined := resolveDefined(f, n)
+		if !defined {
+			deps = append(deps, undefinedDep{})
+			continue
+		}
+		switch x := v.(type) {
+		case nil, bool, int64, float64, string, bigInt:
+			deps = append(deps, x)
+		case *undefinedValue:
+			deps = append(deps, *x)
+		case *pyDict:
+			if !x.json {
+				return deps, false
+			}
+			deps = append(deps, x)
+		case *builtinFunc:
+			// The globals themselves: a joiner is a builtinFunc with
+			// state, and strftime_now reads the clock.
+			if globals[x.name] != x || x.name == "strftime_now" {
+				return deps, false
+			}
+			deps = append(deps, x)
+		case *macroValue:
+			deps = append(deps, x.def)
+			if i := slices.Index(*seen, x); i >= 0 {
+				deps = append(deps, seenDep{i})
+				continue
+			}
+			if !x.def.plan.replayable {
+				return deps, false
+			}
+			*seen = append(*seen, x)
+			var ok bool
+			if deps, ok = appendDeps(append(deps, expandedDep{}), x.def.plan.names, x.closure, seen); !ok {
+				return deps, false
+			}
+		default:
+			return deps, false
+		}
+	}
+	return deps, true
+}
+
+func (run loopRun) live() bool { return run.m != nil && run.m.epoch == run.epoch }
+
+// replay writes what the iteration over item wrote before, if it can.
+func (run loopRun) replay(r *renderer, item value, w *strings.Builder) bool {
+	d, ok := item.(*pyDict)
+	if !ok || !d.json || !run.live() {
+		return false
+	}
+	e := run.m.iters[d]
+	if e == nil {
+		return false
+	}
+	l := r.limits
+	if r.steps+e.steps > l.steps || r.outLen+e.output > l.output || r.allocated+e.alloc > l.alloc {
+		return false // the body runs, and fails where it would
+	}
+	r.steps += e.steps
+	r.outLen += e.output
+	r.allocated += e.alloc
+	r.calledMacro = e.calledMacro
+	w.WriteString(e.text)
+	e.gen = r.cache.gen
+	r.cache.Replayed++
+	return true
+}
+
+// iterMark is the render's state as an iteration starts.
+type iterMark struct{ steps, output, alloc, text int }
+
+func (r *renderer) mark(w *strings.Builder) iterMark {
+	return iterMark{r.steps, r.outLen, r.allocated, w.Len()}
+}
+
+// record keeps what the iteration over item, begun at at, wrote.
+func (run loopRun) record(r *renderer, item value, at iterMark, w *strings.Builder) {
+	d, ok := item.(*pyDict)
+	if !ok || !d.json || !run.live() {
+		return
+	}
+	run.m.iters[d] = &iterMemo{
+		text:  strings.Clone(w.String()[at.text:]), // not the builder's buffer, which holds the whole render
+		steps: r.steps - at.steps, output: r.outLen - at.output, alloc: r.allocated - at.alloc,
+		calledMacro: r.calledMacro,
+		gen:         r.cache.gen,
+	}
+}
