@@ -94,6 +94,80 @@ type callArgs struct {
 	dynArgs, dynKwargs expr
 }
 
+// each calls visit with each argument expression, in order.
+func (a callArgs) each(visit func(expr)) {
+	for _, e := range a.pos {
+		visit(e)
+	}
+	for _, e := range a.kwargs {
+		visit(e)
+	}
+	if a.dynArgs != nil {
+		visit(a.dynArgs)
+	}
+	if a.dynKwargs != nil {
+		visit(a.dynKwargs)
+	}
+}
+
+// eachOperand calls visit with each expression x is made of, in order, and
+// reports whether it knows x's kind (names and constants have none).
+func eachOperand(x expr, visit func(expr)) bool {
+	switch x := x.(type) {
+	case *nameExpr, *constExpr:
+	case *listExpr:
+		for _, it := range x.items {
+			visit(it)
+		}
+	case *dictExpr:
+		for i := range x.keys {
+			visit(x.keys[i])
+			visit(x.vals[i])
+		}
+	case *attrExpr:
+		visit(x.obj)
+	case *itemExpr:
+		visit(x.obj)
+		visit(x.key)
+	case *sliceExpr:
+		for _, b := range []expr{x.obj, x.start, x.stop, x.step} {
+			if b != nil {
+				visit(b)
+			}
+		}
+	case *callExpr:
+		visit(x.fn)
+		x.args.each(visit)
+	case *filterExpr:
+		if x.arg != nil {
+			visit(x.arg)
+		}
+		x.args.each(visit)
+	case *testExpr:
+		visit(x.arg)
+		x.args.each(visit)
+	case *unaryExpr:
+		visit(x.x)
+	case *binaryExpr:
+		visit(x.l)
+		visit(x.r)
+	case *compareExpr:
+		visit(x.first)
+		for _, r := range x.rest {
+			visit(r)
+		}
+	case *condExpr:
+		visit(x.cond)
+		visit(x.then)
+		if x.otherwise != nil {
+			visit(x.otherwise)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
 // Statements.
 type (
 	textStmt struct {

@@ -180,17 +180,7 @@ func (w *planWalker) filters(fls []*filterExpr, depth int) {
 }
 
 func (w *planWalker) args(a callArgs, depth int) {
-	for _, e := range a.pos {
-		w.expr(e, depth)
-	}
-	for _, e := range a.kwargs {
-		w.expr(e, depth)
-	}
-	for _, e := range []expr{a.dynArgs, a.dynKwargs} {
-		if e != nil {
-			w.expr(e, depth)
-		}
-	}
+	a.each(func(e expr) { w.expr(e, depth) })
 }
 
 func (w *planWalker) name(name string, depth int) {
@@ -204,59 +194,11 @@ func (w *planWalker) name(name string, depth int) {
 }
 
 func (w *planWalker) expr(e expr, depth int) {
-	switch x := e.(type) {
-	case *nameExpr:
+	if x, ok := e.(*nameExpr); ok {
 		w.name(x.name, depth)
-	case *listExpr:
-		for _, it := range x.items {
-			w.expr(it, depth)
-		}
-	case *dictExpr:
-		for i := range x.keys {
-			w.expr(x.keys[i], depth)
-			w.expr(x.vals[i], depth)
-		}
-	case *attrExpr:
-		w.expr(x.obj, depth)
-	case *itemExpr:
-		w.expr(x.obj, depth)
-		w.expr(x.key, depth)
-	case *sliceExpr:
-		for _, b := range []expr{x.obj, x.start, x.stop, x.step} {
-			if b != nil {
-				w.expr(b, depth)
-			}
-		}
-	case *callExpr:
-		w.expr(x.fn, depth)
-		w.args(x.args, depth)
-	case *filterExpr:
-		if x.arg != nil {
-			w.expr(x.arg, depth)
-		}
-		w.args(x.args, depth)
-	case *testExpr:
-		w.expr(x.arg, depth)
-		w.args(x.args, depth)
-	case *unaryExpr:
-		w.expr(x.x, depth)
-	case *binaryExpr:
-		w.expr(x.l, depth)
-		w.expr(x.r, depth)
-	case *compareExpr:
-		w.expr(x.first, depth)
-		for _, r := range x.rest {
-			w.expr(r, depth)
-		}
-	case *condExpr:
-		w.expr(x.cond, depth)
-		w.expr(x.then, depth)
-		if x.otherwise != nil {
-			w.expr(x.otherwise, depth)
-		}
-	case *constExpr:
-	default:
-		w.plan.replayable = false
+	}
+	if !eachOperand(e, func(e expr) { w.expr(e, depth) }) {
+		w.plan.replayable = false // an expression this file does not know
 	}
 }
 

@@ -245,72 +245,12 @@ func (s *scopeInfo) ifChain(conds []expr, bodies [][]stmt, otherwise []stmt) {
 	}
 }
 
-func (s *scopeInfo) args(a callArgs) {
-	for _, e := range a.pos {
-		s.expr(e)
-	}
-	for _, e := range a.kwargs {
-		s.expr(e)
-	}
-	if a.dynArgs != nil {
-		s.expr(a.dynArgs)
-	}
-	if a.dynKwargs != nil {
-		s.expr(a.dynKwargs)
-	}
-}
+func (s *scopeInfo) args(a callArgs) { a.each(s.expr) }
 
 func (s *scopeInfo) expr(e expr) {
-	switch x := e.(type) {
-	case *nameExpr:
+	if x, ok := e.(*nameExpr); ok {
 		s.load(x.name)
-	case *listExpr:
-		for _, it := range x.items {
-			s.expr(it)
-		}
-	case *dictExpr:
-		for i := range x.keys {
-			s.expr(x.keys[i])
-			s.expr(x.vals[i])
-		}
-	case *attrExpr:
-		s.expr(x.obj)
-	case *itemExpr:
-		s.expr(x.obj)
-		s.expr(x.key)
-	case *sliceExpr:
-		s.expr(x.obj)
-		for _, b := range []expr{x.start, x.stop, x.step} {
-			if b != nil {
-				s.expr(b)
-			}
-		}
-	case *callExpr:
-		s.expr(x.fn)
-		s.args(x.args)
-	case *filterExpr:
-		if x.arg != nil {
-			s.expr(x.arg)
-		}
-		s.args(x.args)
-	case *testExpr:
-		s.expr(x.arg)
-		s.args(x.args)
-	case *unaryExpr:
-		s.expr(x.x)
-	case *binaryExpr:
-		s.expr(x.l)
-		s.expr(x.r)
-	case *compareExpr:
-		s.expr(x.first)
-		for _, r := range x.rest {
-			s.expr(r)
-		}
-	case *condExpr:
-		s.expr(x.cond)
-		s.expr(x.then)
-		if x.otherwise != nil {
-			s.expr(x.otherwise)
-		}
+		return
 	}
+	eachOperand(e, s.expr)
 }
