@@ -111,11 +111,28 @@ type bpeScratch struct {
 	syms    []linkedSymbol
 	tree    minTree
 	results []uint32
+	local   *localCache // lent by the model's pieceCache for one encode
 }
 
 var bpeScratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
 
-// appendPiece appends the ids of one pre-tokenized piece.
+// scratch takes working memory for one encode, with a local cache of the
+// model's pieces; release gives it back.
+func (m *bpeModel) scratch() *bpeScratch {
+	sc := bpeScratchPool.Get().(*bpeScratch)
+	sc.local = m.cache.takeLocal()
+	return sc
+}
+
+func (m *bpeModel) release(sc *bpeScratch) {
+	m.cache.putLocal(sc.local)
+	sc.local = nil
+	bpeScratchPool.Put(sc)
+}
+
+// appendPiece appends the ids of one pre-tokenized piece: from the
+// goroutine's local cache for a short piece, else from the vocabulary (when
+// whole pieces come first), the shared cache, or merging, in that order.
 func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
 	if len(piece) == 1 {
 		if id := m.byteID[piece[0]]; id >= 0 {
@@ -123,6 +140,20 @@ func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
 		}
 		return dst
 	}
+	if len(piece) > maxLocalPiece {
+		return m.appendUncached(dst, piece, sc)
+	}
+	dst, hit := sc.local.appendCached(dst, piece)
+	if !hit {
+		start := len(dst)
+		dst = m.appendUncached(dst, piece, sc)
+		sc.local.store(piece, dst[start:])
+	}
+	return dst
+}
+
+// appendUncached is appendPiece past the local cache.
+func (m *bpeModel) appendUncached(dst []int, piece string, sc *bpeScratch) []int {
 	if m.wholePieceFirst {
 		if id, ok := m.pieceID.get(piece); ok {
 			return append(dst, id)

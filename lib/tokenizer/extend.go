@@ -52,8 +52,8 @@ func (t *Tokenizer) Extend(prev *Encoding, text string) *Encoding {
 		copy(ids, prev.IDs[:from.ids])
 	}
 	enc.Reused = from.ids
-	sc := bpeScratchPool.Get().(*bpeScratch)
-	defer bpeScratchPool.Put(sc)
+	sc := t.model.scratch()
+	defer t.model.release(sc)
 	e := encoder{t: t, dst: ids, sc: sc, parseSpecial: true, marks: &enc.marks, base: from.offset}
 	e.encodeChunk(text[from.offset:])
 	enc.IDs = e.dst

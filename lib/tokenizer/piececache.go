@@ -1,8 +1,11 @@
 package tokenizer
 
 import (
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -13,6 +16,9 @@ import (
 type pieceCache struct {
 	seed  maphash.Seed
 	slots []atomic.Pointer[cachedPiece]
+	// locals are the goroutines' own caches of short pieces (localCache),
+	// here so that a new pieceCache empties them too.
+	locals sync.Pool
 }
 
 type cachedPiece struct {
@@ -56,3 +62,78 @@ func (c *pieceCache) store(piece string, ids []int) {
 	}
 	c.slot(piece).Store(e)
 }
+
+// localCache is one goroutine's cache of short pieces, in front of the
+// shared pieceCache and of the vocabulary's own table: each slot holds its
+// piece and ids in one cache line, so that a hit costs one memory read
+// where the shared cache costs four dependent ones (slot, entry, piece,
+// ids) and the vocabulary table three, most of them misses in tables of
+// megabytes. A goroutine takes one from its pieceCache's pool for the
+// length of an encode, so no slot is ever shared.
+type localCache struct {
+	slots [localSlots]localSlot
+}
+
+// localSlot is a piece of at most 16 bytes, zero-padded into two words,
+// and its ids. n is the piece's length, 0 for an empty slot.
+type localSlot struct {
+	k0, k1   uint64
+	n, count uint8
+	ids      [maxLocalIDs]uint32
+}
+
+const (
+	localBits     = 13 // 8,192 slots, 512 KiB: half of a core's L2 on common CPUs
+	localSlots    = 1 << localBits
+	maxLocalPiece = 16
+	maxLocalIDs   = 11 // what fills the slot's 64 bytes
+)
+
+// localKey packs a piece of at most maxLocalPiece bytes into two words.
+func localKey(piece string) (k0, k1 uint64) {
+	var buf [maxLocalPiece]byte
+	copy(buf[:], piece)
+	return binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])
+}
+
+func (c *localCache) slot(k0, k1 uint64, n int) *localSlot {
+	h := (k0 ^ bits.RotateLeft64(k1, 29) ^ uint64(n)<<56) * 0x9E3779B97F4A7C15
+	return &c.slots[h>>(64-localBits)]
+}
+
+// appendCached appends the ids of piece (of at most maxLocalPiece bytes)
+// and reports whether it held them.
+func (c *localCache) appendCached(dst []int, piece string) ([]int, bool) {
+	k0, k1 := localKey(piece)
+	s := c.slot(k0, k1, len(piece))
+	if int(s.n) != len(piece) || s.k0 != k0 || s.k1 != k1 {
+		return dst, false
+	}
+	for _, id := range s.ids[:s.count] {
+		dst = append(dst, int(id))
+	}
+	return dst, true
+}
+
+// store remembers the ids of piece, when they fit a slot.
+func (c *localCache) store(piece string, ids []int) {
+	if len(ids) > maxLocalIDs {
+		return
+	}
+	k0, k1 := localKey(piece)
+	s := c.slot(k0, k1, len(piece))
+	s.k0, s.k1, s.n, s.count = k0, k1, uint8(len(piece)), uint8(len(ids))
+	for i, id := range ids {
+		s.ids[i] = uint32(id)
+	}
+}
+
+// takeLocal lends the calling goroutine a localCache until putLocal.
+func (c *pieceCache) takeLocal() *localCache {
+	if l, ok := c.locals.Get().(*localCache); ok {
+		return l
+	}
+	return new(localCache)
+}
+
+func (c *pieceCache) putLocal(l *localCache) { c.locals.Put(l) }

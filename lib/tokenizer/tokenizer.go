@@ -43,8 +43,8 @@ func (t *Tokenizer) Encode(text string, parseSpecial bool) []int {
 
 // AppendEncode appends the ids of text to dst, as Encode.
 func (t *Tokenizer) AppendEncode(dst []int, text string, parseSpecial bool) []int {
-	sc := bpeScratchPool.Get().(*bpeScratch)
-	defer bpeScratchPool.Put(sc)
+	sc := t.model.scratch()
+	defer t.model.release(sc)
 	e := encoder{t: t, dst: dst, sc: sc, parseSpecial: parseSpecial}
 	if t.kimiChunking {
 		forEachKimiChunk(text, e.encodeChunk)
