@@ -70,7 +70,9 @@ func run(c *cli.Context, cfg *config) (err error) {
 			err = ferr
 		}
 	}()
-	opt := cfg.input
+	// Records are scanned ahead, on every core, while the ones before are
+	// filtered and written in order (record.ScanAhead).
+	opt := record.ScanAhead(cfg.input, scan)
 	opt.BeforeRead = out.Flush
 	// The records to do are prompts, often written without a final
 	// newline; a done file's torn line stays torn (it is not done).
@@ -91,7 +93,7 @@ func run(c *cli.Context, cfg *config) (err error) {
 	t := tally{samples: cfg.samples}
 	f := &filter{cfg: cfg, done: done, seen: idset.New(0), id: record.NewIDPath(cfg.idPath), out: out, t: &t}
 	for in.Next() {
-		info, err := scan.Scan(in.Bytes())
+		info, err := record.Scanned(in)
 		if err != nil {
 			if err := in.Invalid(err); err != nil {
 				return err

@@ -55,19 +55,24 @@ type aheadLine struct {
 	prepared
 }
 
-// batch is consecutive lines of a file, all in one buffer of the splitter;
-// done is closed once they are prepared.
+// batch is consecutive lines of a file, all in one buffer of the splitter
+// (or, read in chunks, the lines that begin in one chunk of the file, in a
+// buffer of its own); done is closed once they are prepared.
 type batch struct {
 	lines      []aheadLine
 	buf        []byte
 	generation int // of buf
 	done       chan struct{}
+	off        int64 // read in chunks: the chunk's offset in the file
+	last       bool  // read in chunks: the last chunk, read to the end of the file
 }
 
 // pipeline reads a source ahead of Next.
 type pipeline struct {
 	ordered    chan *batch // batches in file order, for Next
 	free       chan []byte // buffers whose lines Next has handed out
+	chunks     *fileChunks // a plain file read in chunks; nil: split in order
+	freeChunks chan *batch // read in chunks: batches Next is done with, and their buffers
 	quit       chan struct{}
 	quitOnce   sync.Once
 	running    sync.WaitGroup
@@ -80,7 +85,10 @@ type pipeline struct {
 // readAhead starts reading src ahead. Its reads must no longer run the
 // BeforeRead hook (it is not safe for concurrent use): Next runs beforeWait
 // instead, whenever it has to wait for the reading goroutine.
-func (src *source) readAhead(beforeWait func() error) {
+//
+// A plain file f (not compressed) is read in chunks (see fileChunks), the
+// reads running on the workers; hook then runs before each of them.
+func (src *source) readAhead(beforeWait func() error, f *os.File, maxLine int, hook func() error) {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pipeline{
 		ordered:    make(chan *batch, aheadInFlight),
@@ -88,16 +96,31 @@ func (src *source) readAhead(beforeWait func() error) {
 		quit:       make(chan struct{}),
 		beforeWait: beforeWait,
 	}
-	src.lines.keepLines = true
-	src.lines.size = aheadBuffer
-	src.lines.newBuffer = p.newBuffer
 	work := make(chan *batch, aheadInFlight)
 	p.running.Add(1 + workers)
-	go p.split(src, work)
+	if fi, err := statPlain(src, f); err == nil {
+		p.chunks = &fileChunks{f: f, size: fi.Size(), maxLine: maxLine, hook: hook}
+		p.freeChunks = make(chan *batch, aheadInFlight+workers+2)
+		go p.dispatch(p.chunks, work)
+	} else {
+		src.lines.keepLines = true
+		src.lines.size = aheadBuffer
+		src.lines.newBuffer = p.newBuffer
+		go p.split(src, work)
+	}
 	for range workers {
 		go p.prepareBatches(src.prepare, work)
 	}
 	src.ahead = p
+}
+
+// statPlain is the file info of f when src reads it as it is (not
+// decompressed), so that it can be read at any offset.
+func statPlain(src *source, f *os.File) (os.FileInfo, error) {
+	if f == nil || !src.plain {
+		return nil, errors.ErrUnsupported
+	}
+	return f.Stat()
 }
 
 // newBuffer is a recycled buffer, or a new one when there is none of the
@@ -169,6 +192,9 @@ func (p *pipeline) prepareBatches(prepare prepareFn, work <-chan *batch) {
 		select {
 		case <-p.quit:
 		default:
+			if p.chunks != nil {
+				p.readChunk(p.chunks, b)
+			}
 			for i := range b.lines {
 				if l := &b.lines[i]; l.err == nil {
 					l.prepared = prepare(l.raw, l.first)
@@ -193,7 +219,11 @@ func (p *pipeline) next() (prepared, error) {
 			b = <-p.ordered
 		}
 		<-b.done
-		if p.cur != nil && p.cur.generation != b.generation {
+		switch {
+		case p.cur == nil:
+		case p.chunks != nil:
+			p.recycleChunk(p.cur)
+		case p.cur.generation != b.generation:
 			p.recycle(p.cur.buf)
 		}
 		p.cur, p.pos = b, 0

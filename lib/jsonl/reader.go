@@ -284,6 +284,7 @@ func (r *Reader) openNext() bool {
 	name := r.names[r.idx]
 	var raw io.Reader
 	var closer io.Closer
+	var file *os.File
 	ahead := false
 	if name == "-" {
 		raw = r.stdin
@@ -293,7 +294,7 @@ func (r *Reader) openNext() bool {
 			r.err = exitcode.WithCode(exitcode.NoInput, fmt.Errorf("open %s: %w", name, unwrapPath(err)))
 			return false
 		}
-		raw, closer = f, f
+		raw, closer, file = f, f, f
 		ahead = r.opt.Parallel && readsAhead(f)
 	}
 	hook := r.beforeRead
@@ -309,7 +310,7 @@ func (r *Reader) openNext() bool {
 		return false
 	}
 	if ahead && src.rows == nil {
-		src.readAhead(r.beforeRead)
+		src.readAhead(r.beforeRead, file, r.maxLine, hook)
 	}
 	r.rows = src.rows != nil
 	r.cur = src

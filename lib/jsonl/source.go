@@ -84,6 +84,7 @@ type source struct {
 	served  int64     // results of lines.next so far
 	prepare prepareFn // makes a line ready for Next
 	ahead   *pipeline // non-nil: lines are read and prepared ahead, on other goroutines
+	plain   bool      // the lines are the file's bytes, not decompressed
 }
 
 // prepareFn makes one line ready for Next (see Reader.prepare); first says it
@@ -248,6 +249,7 @@ func newSource(raw io.Reader, closer io.Closer, maxLine int, hook func() error, 
 		r = &decodingReader{zr}
 	}
 	src.lines = newLineSplitter(r, maxLine)
+	src.plain = r == io.Reader(br)
 	return src, nil
 }
 
@@ -278,7 +280,9 @@ type lineSplitter struct {
 const minBuffer = 256 << 10
 
 func newLineSplitter(r io.Reader, maxLine int) *lineSplitter {
-	return &lineSplitter{r: r, buf: make([]byte, minBuffer), size: minBuffer, maxLine: maxLine}
+	// The buffer is made on the first read: a file read ahead in chunks
+	// never reads through the splitter.
+	return &lineSplitter{r: r, size: minBuffer, maxLine: maxLine}
 }
 
 // next returns the next line without its newline; io.EOF at the end; a
@@ -325,6 +329,9 @@ func (l *lineSplitter) next() ([]byte, error) {
 // fill reads more data, first moving the partial line to the front of the
 // buffer, growing the buffer when a line is longer than it.
 func (l *lineSplitter) fill() {
+	if l.buf == nil && !l.keepLines {
+		l.buf = make([]byte, minBuffer)
+	}
 	if l.keepLines {
 		if l.end == len(l.buf) {
 			l.moveToNewBuffer()
