@@ -52,6 +52,10 @@ type Request struct {
 	// template's variables. SGLang's native API takes ids already
 	// rendered with it.
 	Thinking *thinking.Choice
+	// Timeout bounds this request, from sending it to the last byte of
+	// its answer, as Options.Timeout does (which it replaces when set):
+	// the error's cause is ErrRequestTimeout.
+	Timeout time.Duration
 }
 
 // Params are the sampling parameters common to the backends.
@@ -150,6 +154,9 @@ type Backend interface {
 	// request returns a *Error. ctx cancellation aborts the request (the
 	// server sees the connection close).
 	Do(ctx context.Context, base string, req *Request) (*Result, error)
+	// Start sends req as Do does, and returns once it is sent: the
+	// returned Call reads its answer. Do is Start and the Call's Result.
+	Start(ctx context.Context, base string, req *Request) *Call
 	// ServerInfo asks the server for its capacity; (nil, nil) when the backend
 	// has no such endpoint.
 	ServerInfo(ctx context.Context, base string) (*ServerInfo, error)

@@ -260,10 +260,15 @@ func trimBOM(b []byte) []byte {
 // Causes recorded on a request's context so that a timeout set by this
 // package is told apart from the caller's cancellation.
 var (
-	errRequestTimeout = errors.New("no complete answer within the request timeout")
+	errRequestTimeout = ErrRequestTimeout
 	errIdleTimeout    = ErrIdleTimeout
 	errDrainTimeout   = errors.New("stream went on after [DONE]")
 )
+
+// ErrRequestTimeout is the cause of a KindTimeout error (errors.Is finds
+// it) of a request that passed its timeout (Options.Timeout,
+// Request.Timeout), so that a caller can name its own setting.
+var ErrRequestTimeout = errors.New("no complete answer within the request timeout")
 
 // ErrIdleTimeout is the cause of a KindTimeout error (errors.Is finds it)
 // when a stream was silent for longer than Options.IdleTimeout, so that a

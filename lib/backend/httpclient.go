@@ -156,30 +156,45 @@ type exchange struct {
 	cancel   context.CancelCauseFunc
 	deadline *time.Timer // the whole-request timeout; nil without one
 	idle     *time.Timer // nil without an idle timeout
-	resp     *http.Response
-	start    time.Time
-	mem      *memBudget // shared by the backend's exchanges; nil: no bound
-	held     int64      // what this answer holds of mem
+	// idleAfter is the idle timeout, which each read of the answer
+	// pushes back.
+	idleAfter time.Duration
+	resp      *http.Response
+	start     time.Time
+	mem       *memBudget // shared by the backend's exchanges; nil: no bound
+	held      int64      // what this answer holds of mem
 
 	// classify says what a status other than 200 means: the kind's.
 	classify func(status int, header http.Header, body []byte) *Error
 }
 
-// send starts a request. body may be nil (GET). stream selects the
-// event-stream Accept header and arms the idle timeout.
+// send starts a request and reads the head of its answer. body may be nil
+// (GET). stream selects the event-stream Accept header and arms the idle
+// timeout.
 func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
+	x, hreq, err := c.prepare(ctx, method, url, body, stream, c.opts.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.roundTrip(hreq)
+	return x, x.received(resp, err)
+}
+
+// prepare makes the exchange of a request and the request itself, armed
+// with its timers (timeout 0: none). Nothing is sent yet.
+func (c *client) prepare(ctx context.Context, method, url string, body []byte, stream bool, timeout time.Duration) (*exchange, *http.Request, error) {
 	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify, mem: c.mem}
 	x.ctx, x.cancel = context.WithCancelCause(ctx)
-	if c.opts.Timeout > 0 {
+	if timeout > 0 {
 		// A timer that cancels x.ctx, not a context of its own: one
 		// context fewer for every request in flight.
-		x.deadline = time.AfterFunc(c.opts.Timeout, func() { x.cancel(errRequestTimeout) })
+		x.deadline = time.AfterFunc(timeout, func() { x.cancel(errRequestTimeout) })
 	}
 	head, err := c.head(method, url, body != nil, stream)
 	if err != nil {
 		x.close()
 		// A base URL that does not parse fails every request alike.
-		return nil, &Error{Kind: KindRequest, Message: err.Error(), Fatal: true, cause: err}
+		return nil, nil, &Error{Kind: KindRequest, Message: err.Error(), Fatal: true, cause: err}
 	}
 	// A copy of the head, which shares its URL and headers: neither is
 	// parsed nor built again for each request.
@@ -194,14 +209,21 @@ func (c *client) send(ctx context.Context, method, url string, body []byte, stre
 	}
 	if stream && c.opts.IdleTimeout > 0 {
 		x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
+		x.idleAfter = c.opts.IdleTimeout
 	}
-	x.resp, err = c.roundTrip(hreq)
+	return x, hreq, nil
+}
+
+// received takes the head of the answer, or the error that came instead
+// (which closes the exchange).
+func (x *exchange) received(resp *http.Response, err error) error {
 	if err != nil {
 		x.close()
-		return nil, transportError(ctx, x.ctx, err)
+		return transportError(x.parent, x.ctx, err)
 	}
-	x.resp.Body = &activityReader{r: x.resp.Body, x: x, idle: c.opts.IdleTimeout}
-	return x, nil
+	x.resp = resp
+	x.resp.Body = &activityReader{r: x.resp.Body, x: x}
+	return nil
 }
 
 func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
@@ -254,15 +276,30 @@ func (c *client) head(method, url string, body, stream bool) (*http.Request, err
 // request through this package's transport goes to it directly: the
 // frames of http.Client.Do would sit on the stack of every request waiting
 // for its answer, and it copies the request's headers, for the sake of
-// redirects, which an answer rarely is. A redirect is handed to the
-// client as the answer to req, and the client follows it, or not, by
-// checkRedirect, as if it had sent req itself.
+// redirects, which an answer rarely is.
 func (c *client) roundTrip(req *http.Request) (*http.Response, error) {
-	t, ok := c.http.Transport.(*transport)
-	if !ok || c.http.Jar != nil || c.http.Timeout != 0 || req.URL.Scheme != "http" {
+	t := c.plain(req)
+	if t == nil {
 		return c.http.Do(req)
 	}
 	resp, err := t.RoundTrip(req)
+	return c.redirected(t, req, resp, err)
+}
+
+// plain returns this package's transport when it carries req itself (see
+// transport.plain), nil when http.Client must send it.
+func (c *client) plain(req *http.Request) *transport {
+	t, ok := c.http.Transport.(*transport)
+	if !ok || c.http.Jar != nil || c.http.Timeout != 0 || !t.plain(req) {
+		return nil
+	}
+	return t
+}
+
+// redirected hands a redirect that t answered req with to the client,
+// which follows it, or not, by checkRedirect, as if it had sent req
+// itself.
+func (c *client) redirected(t *transport, req *http.Request, resp *http.Response, err error) (*http.Response, error) {
 	if err != nil || !isRedirect(resp.StatusCode) {
 		return resp, err
 	}
@@ -388,15 +425,14 @@ func (x *exchange) isEventStream() bool {
 
 // activityReader pushes the idle deadline back whenever bytes arrive.
 type activityReader struct {
-	r    io.ReadCloser
-	x    *exchange
-	idle time.Duration
+	r io.ReadCloser
+	x *exchange
 }
 
 func (a *activityReader) Read(p []byte) (int, error) {
 	n, err := a.r.Read(p)
 	if n > 0 && a.x.idle != nil {
-		a.x.idle.Reset(a.idle)
+		a.x.idle.Reset(a.x.idleAfter)
 	}
 	return n, err
 }
@@ -433,22 +469,6 @@ type chargeReporter interface {
 // reports, from a cheap look at an event, that parsing it can be skipped.
 type snapshotSkipper interface {
 	superseded(data []byte) bool
-}
-
-// do sends one generation request and parses its answer. Every error it
-// returns is a *Error with the API key scrubbed from its message.
-func (c *client) do(ctx context.Context, url string, body []byte, p answerParser) (*Result, error) {
-	x, err := c.send(ctx, http.MethodPost, url, body, c.opts.Stream)
-	if err != nil {
-		return nil, c.cleanAt(url, err)
-	}
-	defer x.close()
-	res, e := c.answer(x, p)
-	if e != nil {
-		return nil, c.cleanAt(url, e)
-	}
-	res.Latency = time.Since(x.start)
-	return res, nil
 }
 
 func (c *client) answer(x *exchange, p answerParser) (*Result, *Error) {

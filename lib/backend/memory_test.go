@@ -22,8 +22,8 @@ import (
 const memoryServerEnv = "SYNTHPIPE_BACKEND_MEMORY_SERVER"
 
 // TestMemoryServerProcess is the child: it prints its address, then
-// answers every request with a stream that sends one keep-alive comment
-// and waits until stdin closes.
+// answers every request for a stream with one keep-alive comment, and
+// every other request with nothing, and waits until stdin closes.
 func TestMemoryServerProcess(t *testing.T) {
 	if os.Getenv(memoryServerEnv) != "1" {
 		t.Skip("runs only as the child of TestMemoryPerStreamInFlight")
@@ -40,9 +40,11 @@ func TestMemoryServerProcess(t *testing.T) {
 	fmt.Println(l.Addr().String())
 	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
-		w.(http.Flusher).Flush()
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, ": OPENROUTER PROCESSING\n\n")
+			w.(http.Flusher).Flush()
+		}
 		fmt.Println("open")
 		select {
 		case <-quit:
@@ -60,23 +62,7 @@ func TestMemoryPerStreamInFlight(t *testing.T) {
 		t.Skip("opens 2000 connections; the race detector's shadow memory would be measured too")
 	}
 	const n = 2000
-	child := exec.Command(os.Args[0], "-test.run=^TestMemoryServerProcess$")
-	child.Env = append(os.Environ(), memoryServerEnv+"=1")
-	stdin, _ := child.StdinPipe()
-	stdout, _ := child.StdoutPipe()
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Wait()
-	defer stdin.Close()
-	lines := bufio.NewReader(stdout)
-	addr, err := lines.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + strings.TrimSpace(addr)
-
+	url, opened := memoryServer(t)
 	b := NewOpenAI(Options{Stream: true, IdleTimeout: time.Minute, Timeout: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -88,11 +74,7 @@ func TestMemoryPerStreamInFlight(t *testing.T) {
 	}
 	// Wait until the server has sent every stream its first bytes, then
 	// a little for the clients to read them and settle.
-	for range n {
-		if _, err := lines.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
+	opened(n)
 	time.Sleep(200 * time.Millisecond)
 	after := inUse()
 	heap := (int64(after.HeapInuse) - int64(before.HeapInuse)) / n
@@ -108,6 +90,79 @@ func TestMemoryPerStreamInFlight(t *testing.T) {
 	}
 	cancel()
 	done.Wait()
+}
+
+// TestMemoryPerCallAwaitingItsAnswer measures what a request that waits
+// for its whole answer costs the client when it is sent by Start and
+// awaited by OnAnswer: no goroutine of the caller's waits for it, and the
+// one that does holds the smallest stack.
+func TestMemoryPerCallAwaitingItsAnswer(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("opens 2000 connections; the race detector's shadow memory would be measured too")
+	}
+	const n = 2000
+	url, opened := memoryServer(t)
+	b := NewSGLang(Options{Timeout: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	req := &Request{ID: "rec-1", Attempt: 1, InputIDs: []int{1, 2, 3, 4}, Params: Params{MaxTokens: 16}}
+	before := inUse()
+	var done sync.WaitGroup
+	done.Add(n)
+	for range n {
+		call := b.Start(ctx, url, req)
+		call.OnAnswer(func() {
+			call.Result()
+			done.Done()
+		})
+	}
+	opened(n)
+	after := inUse()
+	heap := (int64(after.HeapInuse) - int64(before.HeapInuse)) / n
+	stack := (int64(after.StackInuse) - int64(before.StackInuse)) / n
+	if path := os.Getenv("SYNTHPIPE_BACKEND_MEMORY_PROFILE"); path != "" {
+		writeHeapProfile(t, path)
+	}
+	t.Logf("%d calls awaiting their answers: %d bytes of heap and %d of goroutine stacks each", n, heap, stack)
+	// The smallest stack is 2 KiB; a goroutine blocked in Do would hold
+	// 4 KiB. A few may have grown (a GC assist while they started).
+	if stack > 3<<10 {
+		t.Errorf("a call awaiting its answer holds %d bytes of goroutine stack, not the smallest stack (2 KiB)", stack)
+	}
+	if heap+stack > 6<<10 {
+		t.Errorf("a call awaiting its answer costs %d bytes, more than 6 KiB", heap+stack)
+	}
+	cancel()
+	done.Wait()
+}
+
+// memoryServer starts the child server (TestMemoryServerProcess) and
+// returns its URL and a function that returns once it has received n more
+// requests.
+func memoryServer(t *testing.T) (url string, opened func(n int)) {
+	child := exec.Command(os.Args[0], "-test.run=^TestMemoryServerProcess$")
+	child.Env = append(os.Environ(), memoryServerEnv+"=1")
+	stdin, _ := child.StdinPipe()
+	stdout, _ := child.StdoutPipe()
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		child.Wait()
+	})
+	lines := bufio.NewReader(stdout)
+	addr, err := lines.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + strings.TrimSpace(addr), func(n int) {
+		for range n {
+			if _, err := lines.ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 func inUse() runtime.MemStats {

@@ -167,11 +167,16 @@ func appendChatSampling(dst []byte, s *Sampling, c *thinking.Choice) ([]byte, er
 // provider failing after the answer began) and error bodies or chunks are
 // retryable errors of KindStream.
 func (b *openAI) Do(ctx context.Context, base string, req *Request) (*Result, error) {
+	return b.Start(ctx, base, req).Result()
+}
+
+// Start sends req to POST {base}/chat/completions (see Do).
+func (b *openAI) Start(ctx context.Context, base string, req *Request) *Call {
 	body, err := b.requestBody(req)
 	if err != nil {
-		return nil, b.clean(err)
+		return failedCall(b.clean(err))
 	}
-	return b.do(ctx, joinURL(base, "/chat/completions"), body, &chatAnswer{})
+	return b.start(ctx, joinURL(base, "/chat/completions"), body, req.Timeout, &chatAnswer{})
 }
 
 // chatAnswer accumulates a chat completion or its stream. Only choice 0 is

@@ -65,19 +65,50 @@ const maxPooledWriteBuffer = 64 << 10
 // initial size would be paid thousands of times.
 var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// RoundTrip implements http.RoundTripper.
-func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+// plain reports whether req goes over this transport's own connections
+// rather than net/http's: plain http, not through a proxy, with a body of
+// known length (chunked framing is never needed by this package).
+func (t *transport) plain(req *http.Request) bool {
 	if req.URL.Scheme != "http" || req.Method == http.MethodConnect {
-		return t.fallback.RoundTrip(req)
+		return false
 	}
 	if proxy, err := t.fallback.Proxy(req); err != nil || proxy != nil {
+		return false
+	}
+	return req.Body == nil || req.Body == http.NoBody || req.ContentLength > 0
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.plain(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
-		// A body of unknown length would need chunked framing; none of
-		// this package's requests has one.
-		return t.fallback.RoundTrip(req)
+	s, err := t.send(req)
+	if err != nil {
+		return nil, err
 	}
+	return s.response()
+}
+
+// sent is a plain-http request on its connection whose answer is still to
+// be read. While the answer is awaited it holds the connection and nothing
+// else: the request's bytes went back to writeBuffers once written (a retry
+// on a new connection renders the request again), and a read buffer is
+// taken only when the answer's first bytes are there.
+type sent struct {
+	t      *transport
+	req    *http.Request
+	conn   net.Conn
+	reused bool        // conn came from the pool
+	stop   func() bool // stops the context's closing of conn
+	err    error       // writing failed: no byte of an answer can come
+	ready  bool        // wait saw the answer's first bytes (or the end)
+}
+
+// send writes req on a pooled or new connection; response reads its
+// answer. Only a request that could not be rendered or whose connection
+// could not be made fails here.
+func (t *transport) send(req *http.Request) (*sent, error) {
 	wire, err := requestBytes(req, req.Body)
 	if req.Body != nil {
 		req.Body.Close()
@@ -85,50 +116,85 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := canonicalAddr(req.URL.Host)
-	ctx := req.Context()
-	conn, reused, err := t.get(ctx, addr)
+	conn, reused, err := t.get(req.Context(), canonicalAddr(req.URL.Host))
 	if err != nil {
 		releaseWriteBuffer(wire)
 		return nil, err
 	}
-	resp, beforeAnswer, err := t.exchange(ctx, req, conn, wire)
-	if err != nil && beforeAnswer && reused && ctx.Err() == nil && (req.Body == nil || req.GetBody != nil) {
-		// A pooled connection the server had already closed: the request
-		// never reached it, so it goes out again, once, on a new one.
-		var body io.ReadCloser
-		if req.Body != nil {
-			if body, err = req.GetBody(); err != nil {
-				return nil, err
-			}
-		}
-		wire, err = requestBytes(req, body)
-		if body != nil {
-			body.Close()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if conn, err = t.dial(ctx, addr); err != nil {
-			releaseWriteBuffer(wire)
-			return nil, err
-		}
-		resp, _, err = t.exchange(ctx, req, conn, wire)
+	s := &sent{t: t, req: req, conn: conn, reused: reused}
+	s.stop, s.err = write(req.Context(), conn, wire)
+	return s, nil
+}
+
+// wait returns once the answer has bytes to read, the connection ended or
+// failed, or the request was cancelled (which closes the connection).
+func (s *sent) wait() {
+	if s.err == nil {
+		s.err = waitReadable(s.conn)
+		s.ready = s.err == nil
 	}
+}
+
+// response reads the head of the answer. A pooled connection that the
+// server had already closed fails before any answer: the request never
+// reached the server, so it goes out again, once, on a new connection.
+func (s *sent) response() (*http.Response, error) {
+	req, ctx := s.req, s.req.Context()
+	resp, beforeAnswer, err := (*http.Response)(nil), true, s.err
+	if err != nil {
+		s.stop()
+		s.conn.Close()
+	} else {
+		resp, beforeAnswer, err = s.t.readHead(req, s.conn, s.stop, s.ready)
+	}
+	if err == nil || !beforeAnswer || !s.reused || ctx.Err() != nil || (req.Body != nil && req.GetBody == nil) {
+		return resp, err
+	}
+	var body io.ReadCloser
+	if req.Body != nil {
+		if body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	wire, err := requestBytes(req, body)
+	if body != nil {
+		body.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.t.dial(ctx, canonicalAddr(req.URL.Host))
+	if err != nil {
+		releaseWriteBuffer(wire)
+		return nil, err
+	}
+	stop, err := write(ctx, conn, wire)
+	if err != nil {
+		return nil, err
+	}
+	resp, _, err = s.t.readHead(req, conn, stop, false)
 	return resp, err
 }
 
-// exchange writes one request on conn and reads the head of its answer.
-// The connection is closed when the context ends before the answer has
-// been read, which is how a request is canceled or timed out.
-// beforeAnswer reports a failure before any byte of the answer arrived.
-//
-// While it waits for the answer a request holds its connection and
-// nothing else: wire goes back to writeBuffers once written (a retry on a
-// new connection renders the request again), and the read buffer is taken
-// only when the answer's first bytes are there.
-func (t *transport) exchange(ctx context.Context, req *http.Request, conn net.Conn, wire *[]byte) (resp *http.Response, beforeAnswer bool, err error) {
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+// write writes wire on conn, and has the context's end close conn from
+// then on, which is how a request is canceled or timed out (stop undoes
+// that). A connection that failed is closed.
+func write(ctx context.Context, conn net.Conn, wire *[]byte) (stop func() bool, err error) {
+	stop = context.AfterFunc(ctx, func() { conn.Close() })
+	_, err = conn.Write(*wire)
+	releaseWriteBuffer(wire)
+	if err != nil {
+		stop()
+		conn.Close()
+	}
+	return stop, err
+}
+
+// readHead reads the head of the answer to req from conn (ready: its
+// first bytes are known to be there). The connection is closed when the
+// context ends before the answer has been read. beforeAnswer reports a
+// failure before any byte of the answer arrived.
+func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool, ready bool) (resp *http.Response, beforeAnswer bool, err error) {
 	var br *bufio.Reader
 	defer func() {
 		if err != nil {
@@ -140,13 +206,10 @@ func (t *transport) exchange(ctx context.Context, req *http.Request, conn net.Co
 			}
 		}
 	}()
-	_, err = conn.Write(*wire)
-	releaseWriteBuffer(wire)
-	if err != nil {
-		return nil, true, err
-	}
-	if err = waitReadable(conn); err != nil {
-		return nil, true, err
+	if !ready {
+		if err = waitReadable(conn); err != nil {
+			return nil, true, err
+		}
 	}
 	br = readBuffers.Get().(*bufio.Reader)
 	br.Reset(conn)

@@ -154,22 +154,31 @@ func appendSGLangBody(dst []byte, req *Request, rid string, stream bool) ([]byte
 // serve (shutdown, memory pressure, a client that seemed gone) and the
 // partial output is not worth keeping.
 func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, error) {
+	return b.Start(ctx, base, req).Result()
+}
+
+// Start sends req to POST {base}/generate (see Do).
+func (b *sglang) Start(ctx context.Context, base string, req *Request) *Call {
 	rid := RID(req.ID, req.Attempt)
 	body, err := b.requestBody(req, rid)
 	if err != nil {
-		return nil, b.clean(err)
+		return failedCall(b.clean(err))
 	}
 	if len(req.Params.Extra) > 0 { // --extra may set its own
 		rid = gjson.GetBytes(body, "rid").String()
 	}
-	res, err := b.do(ctx, joinURL(base, "/generate"), body, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: rid})
-	var e *Error
-	if errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "duplicate request id") {
-		// The previous attempt is still in flight on the server; the
-		// next attempt has a new rid.
+	call := b.start(ctx, joinURL(base, "/generate"), body, req.Timeout, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: rid})
+	call.fix = duplicateRID
+	return call
+}
+
+// duplicateRID makes SGLang's refusal of a rid it holds retryable: the
+// previous attempt is still in flight on the server, and the next attempt
+// has a new rid.
+func duplicateRID(e *Error) {
+	if e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Message), "duplicate request id") {
 		e.Kind, e.Retryable = KindHTTP, true
 	}
-	return res, err
 }
 
 // sglangAnswer accumulates a /generate answer or stream.

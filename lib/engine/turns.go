@@ -102,7 +102,7 @@ func (t *turnRunner) walk(w *workers, j *job, o *outcome) {
 		}
 		sent = len(j.req.Messages)
 		o.res, o.err = nil, nil
-		w.send(j, o, n == 0)
+		w.sendWait(j, o, n == 0)
 		if o.res == nil {
 			return
 		}

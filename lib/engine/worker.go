@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -50,66 +49,116 @@ func (w *workers) start(j *job) {
 func (w *workers) wait() { w.wg.Wait() }
 
 func (w *workers) work(j *job) {
-	defer w.wg.Done()
 	o := &outcome{job: j}
 	if w.turns != nil {
 		w.turns.walk(w, j, o)
-	} else {
-		w.send(j, o, true)
+		w.finish(j, o)
+		return
 	}
+	w.send(&sending{j: j, o: o, holding: true, done: func() { w.finish(j, o) }})
+}
+
+// finish hands in j's outcome o.
+func (w *workers) finish(j *job, o *outcome) {
 	w.flight.end(j)
 	w.collector.submit(o)
+	w.wg.Done()
+}
+
+// sending is a record's request from one attempt to the next. No
+// goroutine waits for an attempt's answer in the worker's frames: the
+// attempt is sent, and what follows (settling it, the next attempt) runs on
+// the goroutine on which backend.Call.OnAnswer reports the answer, so that
+// a request in flight holds that goroutine's small stack, not a worker's.
+type sending struct {
+	j *job
+	o *outcome
+	// holding: j holds a server slot already for its first attempt;
+	// otherwise it waits for one first.
+	holding bool
+	attempt int
+	// refused is the server a connection to was just refused: the
+	// request never reached it, so it moves to another server without a
+	// back-off and without using one of its retries (up to maxMoves
+	// times).
+	refused *server
+	moves   int
+	last    *backend.Error // the attempt before, which failed
+	done    func()         // called once j's attempts have ended
 }
 
 // send attempts j's request until it succeeds (o.res), fails for good
-// (o.err) or is cancelled. holding: j holds a server slot already (its
-// first request); otherwise it waits for one first.
-func (w *workers) send(j *job, o *outcome, holding bool) {
-	// refused is the server a connection to was just refused: the request
-	// never reached it, so it moves to another server without a back-off
-	// and without using one of its retries (up to maxMoves times).
-	var refused *server
-	var last *backend.Error // the attempt before, which failed
-	moves := 0
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 || refused != nil || !holding {
-			retry := attempt > 1 && refused == nil // a move is not a retry
-			if !w.takeServer(j, o, refused) {
-				return
-			}
-			// The wait for a server may have let other attempts reach
-			// the cost budget: a retry charged too would pass it.
-			if retry && w.costReached(o, last) {
-				w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
-				return
-			}
-			if retry {
-				w.retries.Add(1)
-			}
+// (o.err) or is cancelled, then calls s.done.
+func (w *workers) send(s *sending) {
+	if !w.next(s) {
+		s.done()
+		return
+	}
+	call := w.be.Start(w.stops.run, s.j.server.base, &s.j.req)
+	call.OnAnswer(func() {
+		if w.settle(s, call) {
+			w.send(s)
+		} else {
+			s.done()
 		}
-		j.req.Attempt, o.attempts = attempt, attempt
-		res, err := w.attempt(j)
-		if err == nil {
-			w.answered(j, o, res)
-			return
+	})
+}
+
+// sendWait is send for a caller that goes on once j's attempts have
+// ended: a conversation's next turn.
+func (w *workers) sendWait(j *job, o *outcome, holding bool) {
+	ended := make(chan struct{})
+	w.send(&sending{j: j, o: o, holding: holding, done: func() { close(ended) }})
+	<-ended
+}
+
+// next readies s's next attempt: a server slot when it needs one; false
+// when the attempts have ended.
+func (w *workers) next(s *sending) bool {
+	j, o := s.j, s.o
+	s.attempt++
+	if s.attempt > 1 || s.refused != nil || !s.holding {
+		retry := s.attempt > 1 && s.refused == nil // a move is not a retry
+		if !w.takeServer(j, o, s.refused) {
+			return false
 		}
-		e := err.(*backend.Error)
-		last = e
-		moved, done := w.failed(j, o, e, moves < maxMoves)
-		if moved {
-			// Not this record's failure, nor an attempt: a server went
-			// away, and another may be up. When none is, the pool gives
-			// up on them all (errNoServer) and a later run does it.
-			moves++
-			attempt--
-			refused = j.server
-			continue
+		// The wait for a server may have let other attempts reach the
+		// cost budget: a retry charged too would pass it.
+		if retry && w.costReached(o, s.last) {
+			w.pool.release(j.server, j.kvTokens, attemptCancelled, 0, "")
+			return false
 		}
-		refused = nil
-		if done || !w.again(o, e, attempt) {
-			return
+		if retry {
+			w.retries.Add(1)
 		}
 	}
+	j.req.Attempt, o.attempts = s.attempt, s.attempt
+	j.req.Timeout = w.cfg.Timeout
+	return true
+}
+
+// settle takes the answer of s's attempt call; true when another attempt
+// follows.
+func (w *workers) settle(s *sending, call *backend.Call) bool {
+	j, o := s.j, s.o
+	res, err := w.result(call)
+	if err == nil {
+		w.answered(j, o, res)
+		return false
+	}
+	s.last = err
+	moved, done := w.failed(j, o, err, s.moves < maxMoves)
+	if moved {
+		// Not this record's failure, nor an attempt: a server went
+		// away, and another may be up. When none is, the pool gives
+		// up on them all (errNoServer) and a later run does it.
+		s.moves++
+		s.attempt--
+		s.refused = j.server
+		return true
+	}
+	s.refused = nil
+	return !done && w.again(o, err, s.attempt)
 }
 
 // takeServer waits for a server for j, other than refused; false when
@@ -218,28 +267,23 @@ func (w *workers) costReached(o *outcome, e *backend.Error) bool {
 	return true
 }
 
-// attempt sends one attempt; a failure is always a *backend.Error.
-func (w *workers) attempt(j *job) (*backend.Result, error) {
-	ctx, cancel := w.stops.run, context.CancelFunc(func() {})
-	if w.cfg.Timeout > 0 {
-		// The cause is what the attempt's error says: the flag, not
-		// "deadline exceeded".
-		cause := fmt.Errorf("no complete answer within --%s %v", FlagTimeout, w.cfg.Timeout)
-		ctx, cancel = context.WithTimeoutCause(w.stops.run, w.cfg.Timeout, cause)
+// result is the answer of an attempt, or its failure.
+func (w *workers) result(call *backend.Call) (*backend.Result, *backend.Error) {
+	res, err := call.Result()
+	if err == nil {
+		return res, nil
 	}
-	defer cancel()
-	res, err := w.be.Do(ctx, j.server.base, &j.req)
-	if err != nil {
-		e := classify(err, ctx)
-		switch {
-		case errors.Is(e, backend.ErrIdleTimeout):
-			e.Message = fmt.Sprintf("the server sent nothing for --%s %v", FlagIdleTimeout, w.cfg.Idle)
-		case errors.Is(e, backend.ErrAnswerMemory):
-			e.Message += fmt.Sprintf(" (--%s)", FlagMaxAnswerMemory)
-		}
-		return nil, e
+	e := classify(err, w.stops.run)
+	switch {
+	case errors.Is(e, backend.ErrRequestTimeout):
+		// The flag, not the backend's words.
+		e.Message = fmt.Sprintf("no complete answer within --%s %v", FlagTimeout, w.cfg.Timeout)
+	case errors.Is(e, backend.ErrIdleTimeout):
+		e.Message = fmt.Sprintf("the server sent nothing for --%s %v", FlagIdleTimeout, w.cfg.Idle)
+	case errors.Is(e, backend.ErrAnswerMemory):
+		e.Message += fmt.Sprintf(" (--%s)", FlagMaxAnswerMemory)
 	}
-	return res, nil
+	return nil, e
 }
 
 // sleep waits d before a retry unless retrying ends first (a signal, the

@@ -1,0 +1,104 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Call is a generation request that was sent (Backend.Start) and whose
+// answer is still to come. Thousands of requests wait for their answers at
+// once, and a goroutine blocked in Do keeps its whole call stack (4 KiB,
+// the caller's frames and this package's) for the wait: a Call keeps its
+// exchange and its connection, and OnAnswer waits on a goroutine whose
+// stack holds the wait alone (it fits the smallest, 2 KiB).
+type Call struct {
+	c    *client
+	url  string
+	p    answerParser
+	x    *exchange
+	hreq *http.Request
+	// sent is the request on the wire through this package's transport;
+	// nil when http.Client sends it (https, a proxy), in Result.
+	sent *sent
+	err  error // the request failed before it was sent
+	// fix is the kind's own reading of a failure (nil: none).
+	fix func(*Error)
+}
+
+// start sends a generation request (timeout 0: Options.Timeout) whose
+// answer p parses.
+func (c *client) start(ctx context.Context, url string, body []byte, timeout time.Duration, p answerParser) *Call {
+	call := &Call{c: c, url: url, p: p}
+	if timeout <= 0 {
+		timeout = c.opts.Timeout
+	}
+	x, hreq, err := c.prepare(ctx, http.MethodPost, url, body, c.opts.Stream, timeout)
+	if err != nil {
+		call.err = c.cleanAt(url, err)
+		return call
+	}
+	call.x, call.hreq = x, hreq
+	if t := c.plain(hreq); t != nil {
+		if call.sent, err = t.send(hreq); err != nil {
+			call.err = c.cleanAt(url, x.received(nil, err))
+		}
+	}
+	return call
+}
+
+// failedCall is a request that could not be sent (a body that cannot be
+// built): its Result is err.
+func failedCall(err error) *Call { return &Call{err: err} }
+
+// OnAnswer runs then on a goroutine of its own once the answer's first
+// bytes are there, or the request failed or was cancelled; then calls
+// Result, which reads the answer without waiting for it to begin.
+func (call *Call) OnAnswer(then func()) {
+	go call.await(then)
+}
+
+func (call *Call) await(then func()) {
+	if call.sent != nil {
+		call.sent.wait()
+	}
+	then()
+}
+
+// Result reads and parses the answer, waiting for it when it has not
+// begun. Every error it returns is a *Error with the API key scrubbed from
+// its message.
+func (call *Call) Result() (*Result, error) {
+	res, err := call.result()
+	var e *Error
+	if err != nil && call.fix != nil && errors.As(err, &e) {
+		call.fix(e)
+	}
+	return res, err
+}
+
+func (call *Call) result() (*Result, error) {
+	if call.err != nil {
+		return nil, call.err
+	}
+	c, x := call.c, call.x
+	var resp *http.Response
+	var err error
+	if call.sent != nil {
+		resp, err = call.sent.response()
+		resp, err = c.redirected(call.sent.t, call.hreq, resp, err)
+	} else {
+		resp, err = c.roundTrip(call.hreq)
+	}
+	if err := x.received(resp, err); err != nil {
+		return nil, c.cleanAt(call.url, err)
+	}
+	defer x.close()
+	res, e := c.answer(x, call.p)
+	if e != nil {
+		return nil, c.cleanAt(call.url, e)
+	}
+	res.Latency = time.Since(x.start)
+	return res, nil
+}
