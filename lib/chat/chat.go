@@ -160,13 +160,15 @@ type TurnPrompts struct {
 
 // Next renders the conversation so far with the generation prompt and
 // returns its ids. m may differ from turn to turn in its template arguments
-// only, never in its tokenizer.
+// only, never in its tokenizer. The ids are the caller's until the next
+// call, which writes the next prompt's ids over them (tokenizer.ExtendOver):
+// a turn's prompt is sent, and done with, before the next is asked for.
 func (p *TurnPrompts) Next(m *Model, messages, tools json.RawMessage) ([]int, error) {
 	text, err := m.render(messages, tools, true, &p.msgs)
 	if err != nil {
 		return nil, err
 	}
-	p.last = m.Tok.Extend(p.last, text)
+	p.last = m.Tok.ExtendOver(p.last, text)
 	return p.last.IDs, nil
 }
 

@@ -28,6 +28,21 @@ type restart struct{ offset, ids int }
 // share where encoding can restart: only the rest of text is encoded. prev
 // is not changed.
 func (t *Tokenizer) Extend(prev *Encoding, text string) *Encoding {
+	return t.extend(prev, text, false)
+}
+
+// ExtendOver is Extend for a caller done with prev: the encoding's ids and
+// restart points are written into prev's arrays, over what follows the
+// part they keep, so that a conversation's prompts, turn after turn, do not
+// each copy the ids of all the turns before into an array of their own
+// (most of what Extend cost). prev, its IDs included, must not be used
+// after.
+func (t *Tokenizer) ExtendOver(prev *Encoding, text string) *Encoding {
+	return t.extend(prev, text, true)
+}
+
+// extend is Extend, writing over prev's arrays when over is set.
+func (t *Tokenizer) extend(prev *Encoding, text string, over bool) *Encoding {
 	enc := &Encoding{Text: text}
 	if t.kimiChunking && len(text) > kimiMaxRun && !kimiOneChunk(text) {
 		// Kimi's chunks are encoded apart, so a restart inside a chunk
@@ -37,18 +52,18 @@ func (t *Tokenizer) Extend(prev *Encoding, text string) *Encoding {
 		return enc
 	}
 	from := restart{}
-	if prev != nil {
+	var ids []int
+	switch {
+	case prev == nil:
+		ids = make([]int, 0, len(text)/3+8)
+	case over:
 		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
-		enc.marks = make([]restart, 0, len(prev.marks)+16)
-		for _, m := range prev.marks {
-			if m.offset > from.offset {
-				break
-			}
-			enc.marks = append(enc.marks, m)
-		}
-	}
-	ids := make([]int, from.ids, from.ids+(len(text)-from.offset)/3+8)
-	if prev != nil {
+		enc.marks = prev.marks[:keptMarks(prev, from)]
+		ids = prev.IDs[:from.ids]
+	default:
+		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
+		enc.marks = append(make([]restart, 0, len(prev.marks)+16), prev.marks[:keptMarks(prev, from)]...)
+		ids = make([]int, from.ids, from.ids+(len(text)-from.offset)/3+8)
 		copy(ids, prev.IDs[:from.ids])
 	}
 	enc.Reused = from.ids
@@ -89,6 +104,16 @@ func (t *Tokenizer) lastRestart(prev *Encoding, shared int) restart {
 		}
 	}
 	return restart{}
+}
+
+// keptMarks is how many of prev's restart points lie up to from, where
+// encoding restarts.
+func keptMarks(prev *Encoding, from restart) int {
+	k := 0
+	for k < len(prev.marks) && prev.marks[k].offset <= from.offset {
+		k++
+	}
+	return k
 }
 
 // commonPrefix is the length of the longest common beginning of a and b.

@@ -12,7 +12,7 @@ import (
 // added tokens (lstrip, rstrip and single_word ones among them), white space
 // and word characters around them, extended at random places: after a
 // prefix of the text, after a text that shares only its beginning, and turn
-// after turn.
+// after turn, also through ExtendOver.
 func TestExtendEqualsEncode(t *testing.T) {
 	lines := corpus(t)
 	var pieces []string
@@ -44,9 +44,10 @@ func TestExtendEqualsEncode(t *testing.T) {
 				return b.String()
 			}
 			reused := 0
+			extend := tok.Extend
 			check := func(what string, prev *Encoding, s string) *Encoding {
 				t.Helper()
-				got := tok.Extend(prev, s)
+				got := extend(prev, s)
 				want := tok.Encode(s, true)
 				if pos := firstDifference(got.IDs, want); pos >= 0 {
 					t.Fatalf("%s: %s (reused %d ids)", what, describeMismatch(tok, s, got.IDs, want, pos), got.Reused)
@@ -68,6 +69,23 @@ func TestExtendEqualsEncode(t *testing.T) {
 				for range 4 {
 					enc = check("next turn", enc, enc.Text+text(1+rng.IntN(6)))
 				}
+				// The same through ExtendOver, each prompt written over
+				// the last one's ids, and now and then parting from it
+				// before its end.
+				extend = tok.ExtendOver
+				enc = check("turn 1 over", nil, text(5))
+				for range 6 {
+					next := enc.Text
+					if rng.IntN(3) == 0 {
+						cut := rng.IntN(len(next) + 1)
+						for cut < len(next) && !utf8.RuneStart(next[cut]) {
+							cut++
+						}
+						next = next[:cut]
+					}
+					enc = check("next turn over", enc, next+text(1+rng.IntN(6)))
+				}
+				extend = tok.Extend
 			}
 			if reused == 0 {
 				t.Fatalf("no ids reused: the test exercised only full encodes")
