@@ -90,3 +90,51 @@ func FuzzRenderMessages(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoopReplay parses arbitrary template text and renders fuzzMessages
+// a message at a time through one MessageCache, as generate renders a
+// conversation turn after turn, the template arguments changing between
+// renders: whatever the template, each render must give what rendering
+// without the cache gives, the same text or the same error.
+func FuzzLoopReplay(f *testing.F) {
+	entries, _ := filepath.Glob(filepath.Join("testdata", "conformance", "*.jinja"))
+	for _, path := range entries {
+		if src, err := os.ReadFile(path); err == nil {
+			f.Add(string(src))
+		}
+	}
+	for _, seed := range []string{
+		"{% for m in messages %}{{ m.role }}{{ m.content }}{{ x }}{% endfor %}",
+		"{% macro r(m) %}{{ m.content|tojson }}{{ x }}{% endmacro %}{% for m in messages %}{{ r(m) }}{% endfor %}",
+		"{% set ns = namespace(n=0) %}{% for m in messages %}{% if m.tool_calls %}{% set ns.n = ns.n + 1 %}{% endif %}{{ ns.n }}{% endfor %}",
+		"{% for m in messages %}{% for c in m.tool_calls or [] %}{{ loop.index }}{{ c.id }}{% endfor %}{{ loop.last }}{% endfor %}",
+		"{% macro s(p) %}{% for m in messages %}{{ p }}{{ m.role }}{% endfor %}{% endmacro %}{{ s(1) }}{{ s(x) }}{% set x = 3 %}{{ s(x) }}",
+	} {
+		f.Add(seed)
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(fuzzMessages, &msgs); err != nil {
+		f.Fatal(err)
+	}
+	args := []map[string]json.RawMessage{nil, {"x": json.RawMessage(`1`)}, {"x": json.RawMessage(`"<x>"`), "thinking": json.RawMessage(`false`)}}
+	f.Fuzz(func(t *testing.T, src string) {
+		tmpl, err := Parse("fuzz", src)
+		if err != nil {
+			return
+		}
+		tmpl.limits = fuzzLimits
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("renders of %q did not finish in 10s", src)) })
+		defer watchdog.Stop()
+		var cache MessageCache
+		for i := 0; i <= 2*len(msgs); i++ {
+			n := min(i, 2*len(msgs)-i) // the conversation grows, then shrinks
+			o := Options{Messages: json.RawMessage(joinMessages(msgs[:n], ",")), Tools: fuzzTools, AddGenerationPrompt: true, Extra: args[i%len(args)], Now: fixedNow}
+			want, wantErr := tmpl.Render(o)
+			o.Cache = &cache
+			got, err := tmpl.Render(o)
+			if got != want || errText(err) != errText(wantErr) {
+				t.Fatalf("render %d (%d messages): got %q (%v), want %q (%v)", i, n, got, err, want, wantErr)
+			}
+		}
+	})
+}
