@@ -28,13 +28,7 @@ var fuzzLimits = limits{steps: 20_000, callDepth: 50, output: 4 << 20, alloc: 16
 // input, Parse and Render must return (an error is fine) without panicking
 // or running away.
 func FuzzRender(f *testing.F) {
-	entries, _ := filepath.Glob(filepath.Join("testdata", "conformance", "*.jinja"))
-	for _, path := range entries {
-		src, err := os.ReadFile(path)
-		if err == nil {
-			f.Add(string(src))
-		}
-	}
+	addConformanceTemplates(f)
 	for _, seed := range []string{
 		"{{ messages|tojson(indent=2) }}",
 		"{% for m in messages[::-1] if m.content %}{{ loop.index }}{{ m.role|upper }}{% endfor %}",
@@ -91,18 +85,23 @@ func FuzzRenderMessages(f *testing.F) {
 	})
 }
 
-// FuzzLoopReplay parses arbitrary template text and renders fuzzMessages
-// a message at a time through one MessageCache, as generate renders a
-// conversation turn after turn, the template arguments changing between
-// renders: whatever the template, each render must give what rendering
-// without the cache gives, the same text or the same error.
-func FuzzLoopReplay(f *testing.F) {
+// addConformanceTemplates seeds f with the conformance templates' text.
+func addConformanceTemplates(f *testing.F) {
 	entries, _ := filepath.Glob(filepath.Join("testdata", "conformance", "*.jinja"))
 	for _, path := range entries {
 		if src, err := os.ReadFile(path); err == nil {
 			f.Add(string(src))
 		}
 	}
+}
+
+// FuzzLoopReplay parses arbitrary template text and renders fuzzMessages
+// a message at a time through one MessageCache, as generate renders a
+// conversation turn after turn, the template arguments changing between
+// renders: whatever the template, each render must give what rendering
+// without the cache gives, the same text or the same error.
+func FuzzLoopReplay(f *testing.F) {
+	addConformanceTemplates(f)
 	for _, seed := range []string{
 		"{% for m in messages %}{{ m.role }}{{ m.content }}{{ x }}{% endfor %}",
 		"{% macro r(m) %}{{ m.content|tojson }}{{ x }}{% endmacro %}{% for m in messages %}{{ r(m) }}{% endfor %}",
