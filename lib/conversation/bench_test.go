@@ -48,11 +48,13 @@ func benchConversation(b *testing.B) (*Source, []answerformat.Answer) {
 
 // BenchmarkTurnPrompts regenerates a conversation of benchTurns turns with
 // Kimi-K2.5's template and tokenizer, as generate --turns all does on a
-// token-id backend: each turn, the conversation so far is rendered whole and
-// encoded. One op is the whole conversation. incremental encodes each
-// prompt from where it parts from the last one (chat.TurnPrompts, what
-// generate does); whole encodes every prompt from its start; render only
-// renders.
+// token-id backend: each turn, the conversation so far is rendered and
+// encoded. One op is the whole conversation. incremental is what generate
+// does (chat.TurnPrompts): each prompt rendered through the conversation's
+// MessageCache (its loops replay what they wrote for the messages the last
+// prompt held) and encoded from where it parts from the last one; whole
+// renders every prompt from scratch and encodes it from its start; render
+// only renders, from scratch.
 func BenchmarkTurnPrompts(b *testing.B) {
 	m, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
 	if err != nil {

@@ -5,7 +5,8 @@
 # zero-latency llm-sim on a token-id backend (sglang, Kimi-K2.5's template and
 # tokenizer, llm-sim --answer-format kimi-k2.5). The share is the profile's
 # time under the step that builds a turn's prompt (the conversation so far as
-# JSON, rendered whole by the template, then encoded from where it parts from
+# JSON, rendered by the template, whose loops write again what they wrote for
+# the messages the last prompt held, then encoded from where it parts from
 # the last prompt) over all of generate's samples; the garbage collection its
 # allocations cause is not counted in it. Then BenchmarkTurnPrompts: CPU per
 # conversation, encoding each prompt from the last one's and encoding it whole.
