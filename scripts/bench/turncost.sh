@@ -55,7 +55,7 @@ for ((run = 1; run <= RUNS; run++)); do
   printf '%-4s %6s %9s %8s%% %8s%% %8s%% %6s%%\n' "$run" "$(grep -o '"finish_reason"' "$WORK/out.jsonl" | wc -l)" "$total" \
     "$(pct "$prepare" "$total")" "$(pct "$(cum "$WORK/top.txt" "$lib/conversation.(*Walk).Messages")" "$total")" \
     "$(pct "$(cum "$WORK/top.txt" "$lib/chattemplate.(*Template).Render")" "$total")" \
-    "$(pct "$(cum "$WORK/top.txt" "$lib/tokenizer.(*Tokenizer).Extend")" "$total")"
+    "$(pct "$(cum "$WORK/top.txt" "$lib/tokenizer.(*Tokenizer).extend")" "$total")"
   echo "$(pct "$prepare" "$total") $prepare $total" >> "$WORK/shares"
 done
 read -r share prepare total <<< "$(sort -g "$WORK/shares" | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }')"
