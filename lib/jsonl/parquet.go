@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -41,14 +36,14 @@ const parquetPageBuffer = 1 << 20
 // at a time. It is the line source of a Parquet input: the Reader's checks,
 // Prepare and positions apply to its records as to lines.
 type parquetRows struct {
-	file      *file.Reader
-	arrow     *pqarrow.FileReader
+	file      *parquet.File
 	hook      func() error
 	group     int   // the row group being read; -1 before the first
 	groupRead int64 // rows of the current row group returned so far
-	records   pqarrow.RecordReader
-	batch     arrow.RecordBatch
-	row       int    // the next row of batch
+	rows      parquet.Rows
+	batch     []parquet.Row
+	n, row    int // rows in batch, and the next one
+	json      rowJSON
 	line      []byte // the current row as JSON, reused
 }
 
@@ -69,18 +64,18 @@ func (e *parquetError) Error() string {
 // openParquet opens f as Parquet. hook runs before each row group is read.
 func openParquet(f *os.File, hook func() error) (rows *parquetRows, err error) {
 	defer recoverParquet(&err, -1, 0)
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	props.BufferSize = parquetPageBuffer
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true),
+		parquet.ReadBufferSize(parquetPageBuffer))
 	if err != nil {
 		return nil, &parquetError{group: -1, err: err}
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: parquetBatchRows}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, &parquetError{group: -1, err: err}
-	}
-	return &parquetRows{file: pf, arrow: fr, hook: hook, group: -1}, nil
+	p := &parquetRows{file: pf, hook: hook, group: -1, batch: make([]parquet.Row, parquetBatchRows)}
+	p.json.init(pf.Root())
+	return p, nil
 }
 
 // recoverParquet turns a panic of the decoder on damaged data into an
@@ -93,13 +88,13 @@ func recoverParquet(err *error, group, groups int) {
 
 // next returns the next row as one JSON object, or io.EOF after the last.
 func (p *parquetRows) next() (line []byte, err error) {
-	defer recoverParquet(&err, p.group, p.file.NumRowGroups())
-	for p.batch == nil || p.row >= int(p.batch.NumRows()) {
+	defer recoverParquet(&err, p.group, len(p.file.RowGroups()))
+	for p.row >= p.n {
 		if err := p.nextBatch(); err != nil {
 			return nil, err
 		}
 	}
-	p.line = appendRow(p.line[:0], p.batch, p.row)
+	p.line = p.json.appendRow(p.line[:0], p.batch[p.row])
 	p.row++
 	p.groupRead++
 	return p.line, nil
@@ -108,45 +103,41 @@ func (p *parquetRows) next() (line []byte, err error) {
 // nextBatch decodes the next rows, opening the next row group when the
 // current one is done.
 func (p *parquetRows) nextBatch() error {
-	p.batch, p.row = nil, 0
-	if p.records != nil {
-		if p.records.Next() {
-			p.batch = p.records.RecordBatch()
+	p.n, p.row = 0, 0
+	if p.rows != nil {
+		n, err := p.rows.ReadRows(p.batch)
+		if n > 0 {
+			p.n = n
 			return nil
 		}
-		err := p.records.Err()
-		p.records.Release()
-		p.records = nil
+		p.rows.Close()
+		p.rows = nil
 		if err != nil && err != io.EOF {
 			return p.groupError(err)
 		}
-		if want := p.file.MetaData().RowGroup(p.group).NumRows(); p.groupRead != want {
+		if want := p.file.RowGroups()[p.group].NumRows(); p.groupRead != want {
 			return p.groupError(fmt.Errorf("%d rows decoded where its index says %d", p.groupRead, want))
 		}
 	}
-	if p.group+1 >= p.file.NumRowGroups() {
+	if p.group+1 >= len(p.file.RowGroups()) {
 		return io.EOF
 	}
 	if err := p.hook(); err != nil {
 		return &hookError{err}
 	}
 	p.group, p.groupRead = p.group+1, 0
-	rr, err := p.arrow.GetRecordReader(context.Background(), nil, []int{p.group})
-	if err != nil {
-		return p.groupError(err)
-	}
-	p.records = rr
+	p.rows = p.file.RowGroups()[p.group].Rows()
 	return nil
 }
 
 func (p *parquetRows) groupError(err error) error {
-	return &parquetError{group: p.group, groups: p.file.NumRowGroups(), err: err}
+	return &parquetError{group: p.group, groups: len(p.file.RowGroups()), err: err}
 }
 
 func (p *parquetRows) Close() error {
-	if p.records != nil {
-		p.records.Release()
-		p.records = nil
+	if p.rows != nil {
+		p.rows.Close()
+		p.rows = nil
 	}
 	return nil
 }

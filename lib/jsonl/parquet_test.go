@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -142,17 +142,14 @@ func TestParquetDamaged(t *testing.T) {
 	// index is intact.
 	damaged := filepath.Join(dir, "damaged.parquet")
 	bad := bytes.Clone(good)
-	meta, err := file.NewParquetReader(bytes.NewReader(good))
+	meta, err := parquet.OpenFile(bytes.NewReader(good), int64(len(good)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunk, err := meta.MetaData().RowGroup(1).ColumnChunk(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := chunk.DataPageOffset()
-	if chunk.HasDictionaryPage() {
-		start = chunk.DictionaryPageOffset()
+	chunk := meta.Metadata().RowGroups[1].Columns[0].MetaData
+	start := chunk.DataPageOffset
+	if chunk.DictionaryPageOffset != 0 {
+		start = chunk.DictionaryPageOffset
 	}
 	for i := start; i < start+16; i++ {
 		bad[i] = 0xff
@@ -176,4 +173,71 @@ func codeOf(err error) int {
 		return e.Code
 	}
 	return 0
+}
+
+// parquetShapes is a row of the layouts the fixtures do not hold: a
+// repeated field with no LIST around it (the legacy layout), maps, an
+// optional struct, unsigned and small integers, and a list of structs of
+// lists.
+type parquetShapes struct {
+	ID     string           `parquet:"id"`
+	Tags   []string         `parquet:"tags"`
+	Counts map[string]int64 `parquet:"counts"`
+	ByID   map[int32]string `parquet:"by_id"`
+	Inner  *parquetInner    `parquet:"inner,optional"`
+	Small  int8             `parquet:"small"`
+	Big    uint64           `parquet:"big"`
+	Turns  []parquetTurnIDs `parquet:"turns,list"`
+	Score  *float64         `parquet:"score,optional"`
+}
+
+type parquetInner struct {
+	A int32  `parquet:"a"`
+	B string `parquet:"b,optional"`
+}
+
+type parquetTurnIDs struct {
+	Role string  `parquet:"role"`
+	IDs  []int64 `parquet:"ids,list"`
+}
+
+// TestParquetShapes reads rows of every nested layout back as the JSON a
+// user would write.
+func TestParquetShapes(t *testing.T) {
+	score := 0.5
+	rows := []parquetShapes{
+		{ID: "a", Tags: []string{"x", "y"}, Counts: map[string]int64{"k": 1}, ByID: map[int32]string{7: "seven"},
+			Inner: &parquetInner{A: -3, B: "b"}, Small: -8, Big: 1 << 63,
+			Turns: []parquetTurnIDs{{Role: "user", IDs: []int64{1, 2}}, {Role: "assistant", IDs: []int64{}}}, Score: &score},
+		{ID: "b"},
+	}
+	want := []string{
+		`{"id":"a","tags":["x","y"],"counts":{"k":1},"by_id":[{"key":7,"value":"seven"}],"inner":{"a":-3,"b":"b"},"small":-8,"big":9223372036854775808,"turns":[{"role":"user","ids":[1,2]},{"role":"assistant","ids":[]}],"score":0.5}`,
+		`{"id":"b","tags":[],"counts":{},"by_id":[],"inner":null,"small":0,"big":0,"turns":[],"score":null}`,
+	}
+	path := filepath.Join(t.TempDir(), "shapes.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[parquetShapes](f)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Open(nil, []string{path}, Options{Validate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got []string
+	for r.Next() {
+		got = append(got, string(r.Bytes()))
+	}
+	if r.Err() != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read %q (%v), want %q", got, r.Err(), want)
+	}
 }

@@ -1,16 +1,12 @@
 package jsonl
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
 )
@@ -22,63 +18,62 @@ const (
 	ParquetRowGroupRows = 64 * 1024
 )
 
-// ParquetWriter writes JSON records of a fixed schema as a snappy Parquet
-// file. The file is written under a temporary name and renamed into place
-// by Close: a run that stops early leaves no half file behind (Parquet's
-// index is at its end: a cut file is unreadable whole).
-type ParquetWriter struct {
+// ParquetWriter writes JSON records as a snappy Parquet file whose columns
+// are the fields of T (its parquet struct tags name them; a record's JSON
+// is decoded into a T by its json tags). The file is written under a
+// temporary name and renamed into place by Close: a run that stops early
+// leaves no half file behind (Parquet's index is at its end: a cut file is
+// unreadable whole).
+type ParquetWriter[T any] struct {
 	path, tmp string
 	f         *os.File
-	w         *pqarrow.FileWriter
-	rows      *array.RecordBuilder
-	pending   int
+	w         *parquet.GenericWriter[T]
+	rows      []T
 }
 
-// CreateParquet starts a Parquet file at path with schema.
-func CreateParquet(path string, schema *arrow.Schema) (*ParquetWriter, error) {
+// CreateParquet starts a Parquet file at path with T's columns.
+func CreateParquet[T any](path string) (*ParquetWriter[T], error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, exitcode.CantCreatef("create %s: %v", path, unwrapPath(err))
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(ParquetRowGroupRows))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, exitcode.CantCreatef("create %s: %v", path, err)
-	}
-	return &ParquetWriter{path: path, tmp: f.Name(), f: f, w: w, rows: array.NewRecordBuilder(memory.DefaultAllocator, schema)}, nil
+	w := parquet.NewGenericWriter[T](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(ParquetRowGroupRows))
+	return &ParquetWriter[T]{path: path, tmp: f.Name(), f: f, w: w, rows: make([]T, 0, parquetWriteRows)}, nil
 }
 
-// Write adds one record, a JSON object with the schema's fields.
-func (p *ParquetWriter) Write(record []byte) error {
-	if err := p.rows.UnmarshalJSON(record); err != nil {
+// Write adds one record, a JSON object with T's fields (any other member
+// is left out).
+func (p *ParquetWriter[T]) Write(record []byte) error {
+	var row T
+	if err := json.Unmarshal(record, &row); err != nil {
 		return fmt.Errorf("a record does not fit the Parquet schema: %w", err)
 	}
-	if p.pending++; p.pending >= parquetWriteRows {
+	if p.rows = append(p.rows, row); len(p.rows) >= parquetWriteRows {
 		return p.flush()
 	}
 	return nil
 }
 
-func (p *ParquetWriter) flush() error {
-	if p.pending == 0 {
+func (p *ParquetWriter[T]) flush() error {
+	if len(p.rows) == 0 {
 		return nil
 	}
-	rec := p.rows.NewRecordBatch()
-	defer rec.Release()
-	p.pending = 0
-	if err := p.w.Write(rec); err != nil {
+	_, err := p.w.Write(p.rows)
+	clear(p.rows)
+	p.rows = p.rows[:0]
+	if err != nil {
 		return exitcode.IOErrorf("write %s: %v", p.path, err)
 	}
 	return nil
 }
 
 // Close writes the rest and the file's index, and puts the file in place.
-func (p *ParquetWriter) Close() error {
-	defer p.rows.Release()
+func (p *ParquetWriter[T]) Close() error {
 	err := p.flush()
-	if cerr := p.w.Close(); err == nil && cerr != nil { // closes the file too
+	if cerr := p.w.Close(); err == nil && cerr != nil {
+		err = exitcode.IOErrorf("write %s: %v", p.path, cerr)
+	}
+	if cerr := p.f.Close(); err == nil && cerr != nil {
 		err = exitcode.IOErrorf("write %s: %v", p.path, cerr)
 	}
 	if err == nil {
@@ -93,8 +88,7 @@ func (p *ParquetWriter) Close() error {
 }
 
 // Abandon removes the unfinished file: nothing is put in place.
-func (p *ParquetWriter) Abandon() {
-	p.rows.Release()
+func (p *ParquetWriter[T]) Abandon() {
 	p.f.Close()
 	os.Remove(p.tmp)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
+	"github.com/synthpipe/synthpipe/lib/record"
 )
 
 // TestParquetOutput: -o train.parquet holds the samples the JSONL output
@@ -121,4 +122,22 @@ func tokensBothWays(t *testing.T, in, out string) (*bytes.Buffer, string) {
 		t.Fatalf("Parquet: exit %d: %s", code, stderr.String())
 	}
 	return &want, out
+}
+
+// TestTokensRowTags ties the struct tags that name tokensRow's columns (a
+// tag cannot name a constant) to the record field names, in both the JSON
+// it is decoded from and the Parquet it is written as.
+func TestTokensRowTags(t *testing.T) {
+	typ := reflect.TypeOf(tokensRow{})
+	for name, want := range map[string]string{"ID": record.FieldID, "InputIDs": record.FieldInputIDs, "LossMask": record.FieldLossMask} {
+		f, ok := typ.FieldByName(name)
+		if !ok {
+			t.Fatalf("tokensRow has no field %s", name)
+		}
+		for _, key := range []string{"json", "parquet"} {
+			if got, _, _ := strings.Cut(f.Tag.Get(key), ","); got != want {
+				t.Errorf("tokensRow.%s: %s tag %q, want %q", name, key, got, want)
+			}
+		}
+	}
 }

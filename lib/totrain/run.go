@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/synthpipe/synthpipe/lib/cliutil"
@@ -247,7 +245,7 @@ func openSamples(path, format string, stdout io.Writer, warn func(string)) (samp
 	if format != formatTokens {
 		return nil, nil, cliutil.Usagef("-o %s: Parquet output is for --format tokens (SpecForge conversations carry free-form JSON tool calls): write --format %s as JSONL", path, format)
 	}
-	pw, err := jsonl.CreateParquet(path, tokensSchema)
+	pw, err := jsonl.CreateParquet[tokensRow](path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,15 +258,19 @@ func openSamples(path, format string, stdout io.Writer, warn func(string)) (samp
 	}, nil
 }
 
-// tokensSchema is --format tokens as Parquet columns.
-var tokensSchema = arrow.NewSchema([]arrow.Field{
-	{Name: record.FieldID, Type: arrow.BinaryTypes.String},
-	{Name: record.FieldInputIDs, Type: arrow.ListOf(arrow.PrimitiveTypes.Int64)},
-	{Name: record.FieldLossMask, Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)},
-}, nil)
+// tokensRow is --format tokens as Parquet columns (record.FieldID,
+// FieldInputIDs, FieldLossMask: TestTokensRowTags ties the tags to them),
+// each list a standard three-level LIST.
+type tokensRow struct {
+	ID       string  `json:"id" parquet:"id"`
+	InputIDs []int64 `json:"input_ids" parquet:"input_ids,list"`
+	LossMask []int8  `json:"loss_mask" parquet:"loss_mask,list"`
+}
 
 // parquetSamples is a Parquet file as a sampleWriter: it has nothing to
 // flush (a Parquet file is readable only once whole).
-type parquetSamples struct{ *jsonl.ParquetWriter }
+type parquetSamples struct {
+	*jsonl.ParquetWriter[tokensRow]
+}
 
 func (parquetSamples) Flush() error { return nil }

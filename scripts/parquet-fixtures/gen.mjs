@@ -2,7 +2,7 @@
 // each beside the JSONL its rows must read as (NAME.parquet, NAME.jsonl).
 // They are written by parquet-wasm (Apache Arrow's Rust Parquet writer,
 // compiled to WebAssembly), an implementation independent of the one
-// synthpipe reads with (arrow-go), so that a shared misreading cannot hide.
+// synthpipe reads with (parquet-go), so that a shared misreading cannot hide.
 // Run it with scripts/parquet-fixtures/gen.sh, which installs the pinned
 // packages of package.json.
 import { mkdirSync, writeFileSync } from "node:fs";

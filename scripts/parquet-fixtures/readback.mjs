@@ -1,7 +1,7 @@
 // readback.mjs FILE.parquet: prints the rows of a Parquet file as JSONL, read
 // by parquet-wasm (Apache Arrow's Rust Parquet reader, compiled to
 // WebAssembly): an implementation independent of the one synthpipe writes
-// with (arrow-go), so that the tests of to-train -o FILE.parquet check what
+// with (parquet-go), so that the tests of to-train -o FILE.parquet check what
 // another reader sees, not what the writer meant. 64-bit integers are printed
 // as JSON numbers (exact: they are written as digits, not through a double).
 // The tests run it with the pinned packages of package.json, which

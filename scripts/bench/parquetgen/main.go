@@ -12,12 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/parquet-go/parquet-go"
 )
 
 func main() {
@@ -30,13 +25,17 @@ func main() {
 	}
 }
 
-var turn = arrow.StructOf(arrow.Field{Name: "from", Type: arrow.BinaryTypes.String, Nullable: true},
-	arrow.Field{Name: "value", Type: arrow.BinaryTypes.String, Nullable: true})
+// turn is one message of a conversation; its fields may be null.
+type turn struct {
+	From  *string `parquet:"from,optional"`
+	Value *string `parquet:"value,optional"`
+}
 
-var schema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.BinaryTypes.String},
-	{Name: "conversations", Type: arrow.ListOf(turn), Nullable: true},
-}, nil)
+// row is one conversation.
+type row struct {
+	ID            string `parquet:"id"`
+	Conversations []turn `parquet:"conversations,list,optional"`
+}
 
 func write(path string, size int64) error {
 	f, err := os.Create(path)
@@ -44,21 +43,15 @@ func write(path string, size int64) error {
 		return err
 	}
 	defer f.Close()
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(20000))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		return err
-	}
+	w := parquet.NewGenericWriter[row](f, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(20000))
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := strings.Fields("the a model token answer question sort list reverse python function return value error file line record budget server batch cache queue")
-	for row := 0; ; row += 1000 {
+	for first := 0; ; first += 1000 {
 		if fi, err := f.Stat(); err == nil && fi.Size() >= size {
 			break
 		}
-		rec := batch(rng, words, row, 1000)
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
+		// The file grows a row group at a time: it may pass size by up to one.
+		if _, err := w.Write(batch(rng, words, first, 1000)); err != nil {
 			return err
 		}
 	}
@@ -66,25 +59,19 @@ func write(path string, size int64) error {
 }
 
 // batch builds n rows of three-turn conversations of random words.
-func batch(rng *rand.Rand, words []string, first, n int) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	ids := b.Field(0).(*array.StringBuilder)
-	convs := b.Field(1).(*array.ListBuilder)
-	turns := convs.ValueBuilder().(*array.StructBuilder)
-	for i := 0; i < n; i++ {
-		ids.Append(fmt.Sprintf("big-%d", first+i))
-		convs.Append(true)
+func batch(rng *rand.Rand, words []string, first, n int) []row {
+	rows := make([]row, n)
+	for i := range rows {
+		rows[i].ID = fmt.Sprintf("big-%d", first+i)
 		for t, from := range []string{"human", "gpt", "human"} {
-			turns.Append(true)
-			turns.FieldBuilder(0).(*array.StringBuilder).Append(from)
 			var sb strings.Builder
 			for k := 0; k < 100+rng.IntN(200)*(t%2+1); k++ {
 				sb.WriteString(words[rng.IntN(len(words))])
 				sb.WriteByte(' ')
 			}
-			turns.FieldBuilder(1).(*array.StringBuilder).Append(sb.String())
+			from, value := from, sb.String()
+			rows[i].Conversations = append(rows[i].Conversations, turn{From: &from, Value: &value})
 		}
 	}
-	return b.NewRecordBatch()
+	return rows
 }
