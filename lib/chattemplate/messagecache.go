@@ -78,7 +78,7 @@ func (c *MessageCache) decode(messages json.RawMessage) (value, error) {
 		c.reset()
 		return decodeOption("messages", messages)
 	}
-	c.raw = append(c.raw[:0], messages...)
+	c.raw = append(c.raw[:shared], messages[shared:]...) // the first shared bytes are there already
 	c.ends, c.items, c.Reused = ends, items, keep
 	return &pyList{Items: append([]value(nil), items...)}, nil
 }
@@ -138,11 +138,21 @@ func (c *MessageCache) reset() {
 // commonPrefixBytes is the length of the longest common beginning of a and b.
 func commonPrefixBytes(a, b []byte) int {
 	n := min(len(a), len(b))
-	// Compare in large steps first: turns share most of their bytes.
-	const step = 64
-	i := 0
+	// Turns share most of their bytes: compare blocks that double while
+	// they match, then halve into the one that differs, so that the bytes
+	// are compared a few large blocks at a time, then one by one in the
+	// last 64. Before each halving, the first difference (or n) lies in
+	// [i, i+2*step).
+	i, step := 0, 64
 	for i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
 		i += step
+		step *= 2
+	}
+	for step > 64 {
+		step /= 2
+		if i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
+			i += step
+		}
 	}
 	for i < n && a[i] == b[i] {
 		i++
