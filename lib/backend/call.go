@@ -18,7 +18,8 @@ type Call struct {
 	url  string
 	p    answerParser
 	x    *exchange
-	hreq *http.Request
+	head *http.Request // see client.head
+	body []byte
 	// sent is the request on the wire through this package's transport;
 	// nil when http.Client sends it (https, a proxy), in Result.
 	sent *sent
@@ -34,14 +35,16 @@ func (c *client) start(ctx context.Context, url string, body []byte, timeout tim
 	if timeout <= 0 {
 		timeout = c.opts.Timeout
 	}
-	x, hreq, err := c.prepare(ctx, http.MethodPost, url, body, c.opts.Stream, timeout)
+	x, head, err := c.prepare(ctx, http.MethodPost, url, true, c.opts.Stream, timeout)
 	if err != nil {
 		call.err = c.cleanAt(url, err)
 		return call
 	}
-	call.x, call.hreq = x, hreq
-	if t := c.plain(hreq); t != nil {
-		if call.sent, err = t.send(hreq); err != nil {
+	call.x, call.head, call.body = x, head, body
+	// The transport sends the head and body as they are: no request of
+	// their own for the wait, nor a context registered under x.ctx.
+	if t := c.plain(head); t != nil {
+		if call.sent, err = t.send(x.ctx, head, body, x); err != nil {
 			call.err = c.cleanAt(url, x.received(nil, err))
 		}
 	}
@@ -87,9 +90,11 @@ func (call *Call) result() (*Result, error) {
 	var err error
 	if call.sent != nil {
 		resp, err = call.sent.response()
-		resp, err = c.redirected(call.sent.t, call.hreq, resp, err)
+		if err == nil && isRedirect(resp.StatusCode) {
+			resp, err = c.redirected(call.sent.t, x.request(call.head, call.body), resp, nil)
+		}
 	} else {
-		resp, err = c.roundTrip(call.hreq)
+		resp, err = c.roundTrip(x.request(call.head, call.body))
 	}
 	if err := x.received(resp, err); err != nil {
 		return nil, c.cleanAt(call.url, err)

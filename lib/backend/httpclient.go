@@ -151,11 +151,17 @@ func newClient(opts Options, kind *Kind) client {
 // exchange is one HTTP request and its answer, with the deadlines that
 // apply to it.
 type exchange struct {
-	parent   context.Context
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	deadline *time.Timer // the whole-request timeout; nil without one
-	idle     *time.Timer // nil without an idle timeout
+	parent context.Context
+	// ctx is the request's own context, which its timers and close cancel
+	// with their causes, and the caller's context's end through
+	// stopParent. It is not a child of parent: a child would be given a
+	// map of its own children and a channel by the first context
+	// registered under it, the closing of the connection (see watch).
+	ctx        context.Context
+	cancelCtx  context.CancelCauseFunc
+	stopParent func() bool
+	deadline   *time.Timer // the whole-request timeout; nil without one
+	idle       *time.Timer // nil without an idle timeout
 	// idleAfter is the idle timeout, which each read of the answer
 	// pushes back.
 	idleAfter time.Duration
@@ -166,38 +172,54 @@ type exchange struct {
 
 	// classify says what a status other than 200 means: the kind's.
 	classify func(status int, header http.Header, body []byte) *Error
+
+	mu      sync.Mutex
+	watched io.Closer // closed when the exchange is cancelled (see watch)
+	aborted bool
 }
 
 // send starts a request and reads the head of its answer. body may be nil
 // (GET). stream selects the event-stream Accept header and arms the idle
 // timeout.
 func (c *client) send(ctx context.Context, method, url string, body []byte, stream bool) (*exchange, error) {
-	x, hreq, err := c.prepare(ctx, method, url, body, stream, c.opts.Timeout)
+	x, head, err := c.prepare(ctx, method, url, body != nil, stream, c.opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.roundTrip(hreq)
+	resp, err := c.roundTrip(x.request(head, body))
 	return x, x.received(resp, err)
 }
 
-// prepare makes the exchange of a request and the request itself, armed
-// with its timers (timeout 0: none). Nothing is sent yet.
-func (c *client) prepare(ctx context.Context, method, url string, body []byte, stream bool, timeout time.Duration) (*exchange, *http.Request, error) {
+// prepare makes the exchange of a request, armed with its timers (timeout
+// 0: none), and returns the head of the request (see head). Nothing is
+// sent yet.
+func (c *client) prepare(ctx context.Context, method, url string, body, stream bool, timeout time.Duration) (*exchange, *http.Request, error) {
 	x := &exchange{parent: ctx, start: time.Now(), classify: c.kind.Classify, mem: c.mem}
-	x.ctx, x.cancel = context.WithCancelCause(ctx)
+	x.ctx, x.cancelCtx = context.WithCancelCause(context.WithoutCancel(ctx))
+	x.stopParent = context.AfterFunc(ctx, func() { x.cancel(context.Cause(ctx)) })
 	if timeout > 0 {
 		// A timer that cancels x.ctx, not a context of its own: one
 		// context fewer for every request in flight.
 		x.deadline = time.AfterFunc(timeout, func() { x.cancel(errRequestTimeout) })
 	}
-	head, err := c.head(method, url, body != nil, stream)
+	head, err := c.head(method, url, body, stream)
 	if err != nil {
 		x.close()
 		// A base URL that does not parse fails every request alike.
 		return nil, nil, &Error{Kind: KindRequest, Message: err.Error(), Fatal: true, cause: err}
 	}
-	// A copy of the head, which shares its URL and headers: neither is
-	// parsed nor built again for each request.
+	if stream && c.opts.IdleTimeout > 0 {
+		x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
+		x.idleAfter = c.opts.IdleTimeout
+	}
+	return x, head, nil
+}
+
+// request is the request of head and body (nil: none) for http.Client and
+// RoundTrippers: a copy of the head, which shares its URL and headers
+// (neither is parsed nor built again for each request), with the
+// exchange's context.
+func (x *exchange) request(head *http.Request, body []byte) *http.Request {
 	hreq := head.WithContext(x.ctx)
 	if body != nil {
 		// As http.NewRequest sets them for a bytes.Reader.
@@ -207,11 +229,45 @@ func (c *client) prepare(ctx context.Context, method, url string, body []byte, s
 		}
 		hreq.Body, _ = hreq.GetBody()
 	}
-	if stream && c.opts.IdleTimeout > 0 {
-		x.idle = time.AfterFunc(c.opts.IdleTimeout, func() { x.cancel(errIdleTimeout) })
-		x.idleAfter = c.opts.IdleTimeout
+	return hreq
+}
+
+// cancel ends the exchange early with cause: its context, and the
+// connection it watches.
+func (x *exchange) cancel(cause error) {
+	x.cancelCtx(cause)
+	x.mu.Lock()
+	watched := x.watched
+	x.watched, x.aborted = nil, true
+	x.mu.Unlock()
+	if watched != nil {
+		watched.Close()
 	}
-	return x, hreq, nil
+}
+
+// watch has c (a connection, a dial's cancellation) closed when the
+// exchange is cancelled, from now until unwatch (at once when it was
+// already): how the transport's requests are cancelled and timed out,
+// without a context registered per request.
+func (x *exchange) watch(c io.Closer) {
+	x.mu.Lock()
+	aborted := x.aborted
+	if !aborted {
+		x.watched = c
+	}
+	x.mu.Unlock()
+	if aborted {
+		c.Close()
+	}
+}
+
+// unwatch stops watch; false when the exchange was cancelled first (what
+// it watched is closed, or about to be).
+func (x *exchange) unwatch() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.watched = nil
+	return !x.aborted
 }
 
 // received takes the head of the answer, or the error that came instead
@@ -345,6 +401,7 @@ func (x *exchange) close() {
 	if x.deadline != nil {
 		x.deadline.Stop()
 	}
+	x.stopParent()
 	x.cancel(context.Canceled)
 	x.release()
 }

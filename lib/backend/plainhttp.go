@@ -83,7 +83,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.plain(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	s, err := t.send(req)
+	s, err := t.send(req.Context(), req, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -96,34 +96,59 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // on a new connection renders the request again), and a read buffer is
 // taken only when the answer's first bytes are there.
 type sent struct {
-	t      *transport
-	req    *http.Request
+	t   *transport
+	ctx context.Context
+	req *http.Request
+	// body is the request's body when the caller gave it as bytes (req,
+	// a head shared by many requests, has none); nil: req.Body.
+	body []byte
+	// x, when not nil, closes the connection when the request is
+	// cancelled (exchange.watch); otherwise ctx's end does.
+	x      *exchange
 	conn   net.Conn
 	reused bool        // conn came from the pool
-	stop   func() bool // stops the context's closing of conn
+	stop   func() bool // stops the closing of conn on cancellation
 	err    error       // writing failed: no byte of an answer can come
 	ready  bool        // wait saw the answer's first bytes (or the end)
 }
 
-// send writes req on a pooled or new connection; response reads its
-// answer. Only a request that could not be rendered or whose connection
-// could not be made fails here.
-func (t *transport) send(req *http.Request) (*sent, error) {
-	wire, err := requestBytes(req, req.Body)
-	if req.Body != nil {
-		req.Body.Close()
-	}
+// send writes req (with body, when not nil, as its body) on a pooled or
+// new connection; response reads its answer. Only a request that could not
+// be rendered or whose connection could not be made fails here.
+func (t *transport) send(ctx context.Context, req *http.Request, body []byte, x *exchange) (*sent, error) {
+	s := &sent{t: t, ctx: ctx, req: req, body: body, x: x}
+	wire, err := s.render(false)
 	if err != nil {
 		return nil, err
 	}
-	conn, reused, err := t.get(req.Context(), canonicalAddr(req.URL.Host))
+	conn, reused, err := t.get(ctx, canonicalAddr(req.URL.Host), x)
 	if err != nil {
 		releaseWriteBuffer(wire)
 		return nil, err
 	}
-	s := &sent{t: t, req: req, conn: conn, reused: reused}
-	s.stop, s.err = write(req.Context(), conn, wire)
+	s.conn, s.reused = conn, reused
+	s.stop, s.err = s.write(conn, wire)
 	return s, nil
+}
+
+// render renders the request into a buffer from writeBuffers; again: a
+// second time, for a retry, which reads req.Body anew.
+func (s *sent) render(again bool) (*[]byte, error) {
+	if s.body != nil {
+		return requestBytes(s.req, int64(len(s.body)), nil, s.body)
+	}
+	body := s.req.Body
+	if body != nil && s.req.GetBody != nil && again {
+		var err error
+		if body, err = s.req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	wire, err := requestBytes(s.req, s.req.ContentLength, body, nil)
+	if body != nil {
+		body.Close()
+	}
+	return wire, err
 }
 
 // wait returns once the answer has bytes to read, the connection ended or
@@ -139,48 +164,43 @@ func (s *sent) wait() {
 // server had already closed fails before any answer: the request never
 // reached the server, so it goes out again, once, on a new connection.
 func (s *sent) response() (*http.Response, error) {
-	req, ctx := s.req, s.req.Context()
 	resp, beforeAnswer, err := (*http.Response)(nil), true, s.err
 	if err != nil {
 		s.stop()
 		s.conn.Close()
 	} else {
-		resp, beforeAnswer, err = s.t.readHead(req, s.conn, s.stop, s.ready)
+		resp, beforeAnswer, err = s.t.readHead(s.req, s.conn, s.stop, s.ready)
 	}
-	if err == nil || !beforeAnswer || !s.reused || ctx.Err() != nil || (req.Body != nil && req.GetBody == nil) {
+	if err == nil || !beforeAnswer || !s.reused || s.ctx.Err() != nil || (s.body == nil && s.req.Body != nil && s.req.GetBody == nil) {
 		return resp, err
 	}
-	var body io.ReadCloser
-	if req.Body != nil {
-		if body, err = req.GetBody(); err != nil {
-			return nil, err
-		}
-	}
-	wire, err := requestBytes(req, body)
-	if body != nil {
-		body.Close()
-	}
+	wire, err := s.render(true)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := s.t.dial(ctx, canonicalAddr(req.URL.Host))
+	conn, err := s.t.dial(s.ctx, canonicalAddr(s.req.URL.Host), s.x)
 	if err != nil {
 		releaseWriteBuffer(wire)
 		return nil, err
 	}
-	stop, err := write(ctx, conn, wire)
+	stop, err := s.write(conn, wire)
 	if err != nil {
 		return nil, err
 	}
-	resp, _, err = s.t.readHead(req, conn, stop, false)
+	resp, _, err = s.t.readHead(s.req, conn, stop, false)
 	return resp, err
 }
 
-// write writes wire on conn, and has the context's end close conn from
-// then on, which is how a request is canceled or timed out (stop undoes
-// that). A connection that failed is closed.
-func write(ctx context.Context, conn net.Conn, wire *[]byte) (stop func() bool, err error) {
-	stop = context.AfterFunc(ctx, func() { conn.Close() })
+// write writes wire on conn, and has the request's cancellation close
+// conn from then on (stop undoes that). A connection that failed is
+// closed.
+func (s *sent) write(conn net.Conn, wire *[]byte) (stop func() bool, err error) {
+	if s.x != nil {
+		s.x.watch(conn)
+		stop = s.x.unwatch
+	} else {
+		stop = context.AfterFunc(s.ctx, func() { conn.Close() })
+	}
 	_, err = conn.Write(*wire)
 	releaseWriteBuffer(wire)
 	if err != nil {
@@ -280,7 +300,7 @@ func (b *connBody) Close() error {
 }
 
 // get returns a pooled connection to addr, or a new one.
-func (t *transport) get(ctx context.Context, addr string) (conn net.Conn, reused bool, err error) {
+func (t *transport) get(ctx context.Context, addr string, x *exchange) (conn net.Conn, reused bool, err error) {
 	t.mu.Lock()
 	for conns := t.idle[addr]; len(conns) > 0; conns = t.idle[addr] {
 		last := conns[len(conns)-1]
@@ -292,7 +312,7 @@ func (t *transport) get(ctx context.Context, addr string) (conn net.Conn, reused
 		last.conn.Close()
 	}
 	t.mu.Unlock()
-	conn, err = t.dial(ctx, addr)
+	conn, err = t.dial(ctx, addr, x)
 	return conn, false, err
 }
 
@@ -300,7 +320,17 @@ func (t *transport) get(ctx context.Context, addr string) (conn net.Conn, reused
 // dial: dialing goes much deeper than waiting for an answer, and the
 // stack of the request's goroutine, grown to it, would stay that large
 // for the whole wait (a stack shrinks only when it is mostly unused).
-func (t *transport) dial(ctx context.Context, addr string) (net.Conn, error) {
+// The dial of an exchange x ends when x is cancelled (exchange.watch),
+// not by a context registered under x.ctx, which would keep the map and
+// the channel that registration gives it for the rest of the request.
+func (t *transport) dial(ctx context.Context, addr string, x *exchange) (net.Conn, error) {
+	if x != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		x.watch(closerFunc(cancel))
+		defer x.unwatch()
+	}
 	type dialed struct {
 		conn net.Conn
 		err  error
@@ -312,6 +342,14 @@ func (t *transport) dial(ctx context.Context, addr string) (net.Conn, error) {
 	}()
 	d := <-done
 	return d.conn, d.err
+}
+
+// closerFunc closes by calling itself.
+type closerFunc func()
+
+func (f closerFunc) Close() error {
+	f()
+	return nil
 }
 
 func (t *transport) put(addr string, conn net.Conn) {
@@ -355,10 +393,10 @@ func canonicalAddr(host string) string {
 	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
-// requestBytes renders a request, head and body (req.Body, or another
-// reading of it), into one buffer from writeBuffers, so that it goes out in
+// requestBytes renders a request, head and body (raw, or contentLength
+// bytes read from body), into one buffer from writeBuffers, so that it goes out in
 // a single write.
-func requestBytes(req *http.Request, body io.Reader) (*[]byte, error) {
+func requestBytes(req *http.Request, contentLength int64, body io.Reader, raw []byte) (*[]byte, error) {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -391,15 +429,16 @@ func requestBytes(req *http.Request, body io.Reader) (*[]byte, error) {
 			b = append(b, "\r\n"...)
 		}
 	}
-	if body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut {
+	if body != nil || raw != nil || req.Method == http.MethodPost || req.Method == http.MethodPut {
 		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, req.ContentLength, 10)
+		b = strconv.AppendInt(b, contentLength, 10)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
-	if body != nil && req.ContentLength > 0 {
+	b = append(b, raw...)
+	if body != nil && contentLength > 0 {
 		head := len(b)
-		b = slices.Grow(b, int(req.ContentLength))[:head+int(req.ContentLength)]
+		b = slices.Grow(b, int(contentLength))[:head+int(contentLength)]
 		if _, err := io.ReadFull(body, b[head:]); err != nil {
 			*wire = b
 			releaseWriteBuffer(wire)

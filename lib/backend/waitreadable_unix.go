@@ -3,7 +3,6 @@
 package backend
 
 import (
-	"errors"
 	"net"
 	"syscall"
 )
@@ -22,12 +21,15 @@ func waitReadable(conn net.Conn) error {
 	if err != nil {
 		return nil
 	}
-	// A peek that does not wait: "would block" has the poller wait for
-	// the socket to become readable; anything else (bytes, the end of
-	// the stream, an error) is for the read to see.
+	return raw.Read(readable)
+}
+
+// readable peeks at fd without waiting: "would block" has the poller wait
+// for the socket to become readable; anything else (bytes, the end of the
+// stream, an error) is for the read to see. It captures nothing, so that
+// waiting allocates nothing, and its byte stays on the stack.
+func readable(fd uintptr) bool {
 	var b [1]byte
-	return raw.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return !errors.Is(err, syscall.EAGAIN)
-	})
+	_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err != syscall.EAGAIN
 }
