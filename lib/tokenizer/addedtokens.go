@@ -1,6 +1,10 @@
 package tokenizer
 
-import "unicode"
+import (
+	"slices"
+	"strings"
+	"unicode"
+)
 
 // AddedToken is a token matched in the text before pre-tokenization, as
 // tokenizer.json's added_tokens and tokenizer_config.json's
@@ -23,6 +27,10 @@ type addedTokenMatcher struct {
 	// first marks the bytes a token can start with, so that most of the
 	// text is skipped with one table read per byte.
 	first [256]bool
+	// onlyFirst is the one byte every token starts with, or -1: then the
+	// text is skipped with strings.IndexByte, many bytes at a time (every
+	// model at hand starts its added tokens with '<').
+	onlyFirst int
 	// maxLen is the longest token's length in bytes: how far past a
 	// match's start the matcher may read.
 	maxLen int
@@ -60,7 +68,26 @@ func newAddedTokenMatcher(tokens []AddedToken) *addedTokenMatcher {
 		}
 		m.nodes[n].token = int32(ti)
 	}
+	m.onlyFirst = -1
+	if i := slices.Index(m.first[:], true); i >= 0 && !slices.Contains(m.first[i+1:], true) {
+		m.onlyFirst = i
+	}
 	return m
+}
+
+// next returns the first place at or after i where a token may start, or
+// len(s).
+func (m *addedTokenMatcher) next(s string, i int) int {
+	if m.onlyFirst >= 0 {
+		if k := strings.IndexByte(s[i:], byte(m.onlyFirst)); k >= 0 {
+			return i + k
+		}
+		return len(s)
+	}
+	for i < len(s) && !m.first[s[i]] {
+		i++
+	}
+	return i
 }
 
 // longestAt returns the longest token starting at i and its length.
@@ -89,11 +116,7 @@ func (m *addedTokenMatcher) split(s string, text func(string), token func(id, en
 		return
 	}
 	textStart := 0
-	for i := 0; i < len(s); {
-		if !m.first[s[i]] {
-			i++
-			continue
-		}
+	for i := m.next(s, 0); i < len(s); i = m.next(s, i) {
 		ti, n := m.longestAt(s, i)
 		if ti < 0 {
 			i++

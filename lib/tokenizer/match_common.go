@@ -1,14 +1,33 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // Building blocks shared by the pattern families: the contraction suffixes,
 // the three trailing whitespace alternatives and runs of a class.
 
+// classMask is a test on a rune's classes, as a value rather than a
+// function so that the scanners below test it inline on every rune: it
+// passes the classes that share a bit with any (any class when any is 0)
+// and none with none.
+type classMask struct{ any, none runeClass }
+
+func (k classMask) has(c runeClass) bool {
+	return (k.any == 0 || c&k.any != 0) && c&k.none == 0
+}
+
 // runEnd returns the end of the longest run, starting at i, of runes whose
-// class passes keep.
-func runEnd(s string, i int, keep func(runeClass) bool) int {
+// class is in set.
+func runEnd(s string, i int, set classMask) int {
 	for i < len(s) {
-		_, c, n := runeAt(s, i)
-		if !keep(c) {
+		if b := s[i]; b < utf8.RuneSelf {
+			if !set.has(asciiClasses[b]) {
+				break
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !set.has(classOf(r)) {
 			break
 		}
 		i += n
@@ -76,32 +95,34 @@ func whitespaceEnd(s string, i int) int {
 
 // punctEnd matches ` ?[^\s\p{L}\p{N}]+` followed by a run of line-end
 // runes (what extraTrail adds to [\r\n]*), or returns -1.
-func punctEnd(s string, i int, isPunct func(runeClass) bool, slashTrails bool) int {
+func punctEnd(s string, i int, punct classMask, slashTrails bool) int {
 	j := i
 	if s[j] == ' ' {
 		j++
 	}
 	_, c, _ := runeAt(s, j)
-	if j >= len(s) || !isPunct(c) {
+	if j >= len(s) || !punct.has(c) {
 		if j == i {
 			return -1
 		}
 		j = i // the optional space cannot help: try without it
 		_, c, _ = runeAt(s, j)
-		if !isPunct(c) {
+		if !punct.has(c) {
 			return -1
 		}
 	}
-	j = runEnd(s, j, isPunct)
+	j = runEnd(s, j, punct)
 	for j < len(s) && (s[j] == '\r' || s[j] == '\n' || (slashTrails && s[j] == '/')) {
 		j++
 	}
 	return j
 }
 
-func isNotSpaceLetterNumber(c runeClass) bool {
-	return c&(classSpace|classLetter|classN) == 0
-}
+// notSpaceLetterNumber is [^\s\p{L}\p{N}].
+var notSpaceLetterNumber = classMask{none: classSpace | classLetter | classN}
+
+// letters is \p{L}.
+var letters = classMask{any: classLetter}
 
 func isLetter(c runeClass) bool { return c&classLetter != 0 }
 

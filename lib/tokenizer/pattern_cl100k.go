@@ -16,16 +16,16 @@ func (m cl100kMatcher) matchAt(s string, i int) int {
 	r, c, n := runeAt(s, i)
 	if !isCRLF(r) && c&(classLetter|classN) == 0 {
 		if _, next, _ := runeAt(s, i+n); i+n < len(s) && isLetter(next) {
-			return runEnd(s, i+n, isLetter)
+			return runEnd(s, i+n, letters)
 		}
 	}
 	if isLetter(c) {
-		return runEnd(s, i, isLetter)
+		return runEnd(s, i, letters)
 	}
 	if isNumber(c) {
 		return numberEnd(s, i, m.maxDigits)
 	}
-	if e := punctEnd(s, i, isNotSpaceLetterNumber, false); e >= 0 {
+	if e := punctEnd(s, i, notSpaceLetterNumber, false); e >= 0 {
 		return e
 	}
 	return whitespaceEnd(s, i)

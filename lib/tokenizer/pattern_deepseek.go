@@ -80,7 +80,11 @@ func isASCIILetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
 
 func isLetterOrMark(c runeClass) bool { return c&(classLetter|classM) != 0 }
 
-func isPunctOrSymbol(c runeClass) bool { return c&(classP|classS) != 0 }
+// lettersAndMarks is [\p{L}\p{M}], punctAndSymbols [\p{P}\p{S}].
+var (
+	lettersAndMarks = classMask{any: classLetter | classM}
+	punctAndSymbols = classMask{any: classP | classS}
+)
 
 func (deepseekWordMatcher) matchAt(s string, i int) int {
 	if isASCIIPunct(s[i]) && i+1 < len(s) && isASCIILetter(s[i+1]) {
@@ -93,13 +97,13 @@ func (deepseekWordMatcher) matchAt(s string, i int) int {
 	r, c, n := runeAt(s, i)
 	if !isCRLF(r) && c&(classLetter|classP|classS) == 0 {
 		if _, next, _ := runeAt(s, i+n); i+n < len(s) && isLetterOrMark(next) {
-			return runEnd(s, i+n, isLetterOrMark)
+			return runEnd(s, i+n, lettersAndMarks)
 		}
 	}
 	if isLetterOrMark(c) {
-		return runEnd(s, i, isLetterOrMark)
+		return runEnd(s, i, lettersAndMarks)
 	}
-	if e := punctEnd(s, i, isPunctOrSymbol, false); e >= 0 {
+	if e := punctEnd(s, i, punctAndSymbols, false); e >= 0 {
 		return e
 	}
 	return whitespaceEnd(s, i)

@@ -22,20 +22,30 @@ const (
 	lowerClass = classLl | classLm | classLo | classM
 )
 
-func (m o200kMatcher) isUpper(c runeClass) bool {
-	return c&upperClass != 0 && !(m.leadingHan && c&classHan != 0)
+// upper and lower are the two classes, less Han for Kimi.
+func (m o200kMatcher) upper() classMask {
+	if m.leadingHan {
+		return classMask{any: upperClass, none: classHan}
+	}
+	return classMask{any: upperClass}
 }
 
-func (m o200kMatcher) isLower(c runeClass) bool {
-	return c&lowerClass != 0 && !(m.leadingHan && c&classHan != 0)
+func (m o200kMatcher) lower() classMask {
+	if m.leadingHan {
+		return classMask{any: lowerClass, none: classHan}
+	}
+	return classMask{any: lowerClass}
 }
+
+// han is \p{Han}.
+var han = classMask{any: classHan}
 
 func isHan(c runeClass) bool { return c&classHan != 0 }
 
 func (m o200kMatcher) matchAt(s string, i int) int {
 	r, c, n := runeAt(s, i)
 	if m.leadingHan && isHan(c) {
-		return runEnd(s, i, isHan)
+		return runEnd(s, i, han)
 	}
 	hasPrefix := !isCRLF(r) && c&(classLetter|classN) == 0
 	for _, word := range [2]func(string, int) int{m.upperStarLowerPlus, m.upperPlusLowerStar} {
@@ -51,7 +61,7 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 	if isNumber(c) {
 		return numberEnd(s, i, 3)
 	}
-	if e := punctEnd(s, i, isNotSpaceLetterNumber, m.slashTrails); e >= 0 {
+	if e := punctEnd(s, i, notSpaceLetterNumber, m.slashTrails); e >= 0 {
 		return e
 	}
 	return whitespaceEnd(s, i)
@@ -61,19 +71,20 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 // no lower-class rune follows the upper run, the lower run can only be the
 // last rune of the upper run that is also lower-class (Lm, Lo or M).
 func (m o200kMatcher) upperStarLowerPlus(s string, q int) int {
+	upper, lower := m.upper(), m.lower()
 	j, lastLower, lastLowerLen := q, -1, 0
 	for j < len(s) {
 		_, c, n := runeAt(s, j)
-		if !m.isUpper(c) {
+		if !upper.has(c) {
 			break
 		}
-		if m.isLower(c) {
+		if lower.has(c) {
 			lastLower, lastLowerLen = j, n
 		}
 		j += n
 	}
-	if _, c, _ := runeAt(s, j); j < len(s) && m.isLower(c) {
-		return runEnd(s, j, m.isLower)
+	if _, c, _ := runeAt(s, j); j < len(s) && lower.has(c) {
+		return runEnd(s, j, lower)
 	}
 	if lastLower < 0 {
 		return -1
@@ -83,9 +94,9 @@ func (m o200kMatcher) upperStarLowerPlus(s string, q int) int {
 
 // upperPlusLowerStar matches [upper]+[lower]* at q.
 func (m o200kMatcher) upperPlusLowerStar(s string, q int) int {
-	j := runEnd(s, q, m.isUpper)
+	j := runEnd(s, q, m.upper())
 	if j == q {
 		return -1
 	}
-	return runEnd(s, j, m.isLower)
+	return runEnd(s, j, m.lower())
 }
