@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -111,6 +112,7 @@ type bpeScratch struct {
 	syms    []linkedSymbol
 	tree    minTree
 	results []uint32
+	touched []int32
 	local   *localCache // lent by the model's pieceCache for one encode
 }
 
@@ -231,88 +233,153 @@ type linkedSymbol struct {
 // minTree is a tournament tree over the positions of a long piece: leaf i
 // holds rank<<32 | i for the pair starting at symbol i (or noPair), and
 // every inner node the minimum of its children, so the root is the pair to
-// merge next, lowest rank first and leftmost on ties. A merge updates three
-// leaves; nothing goes stale, unlike a heap of candidates.
+// merge next, lowest rank first and leftmost on ties. Nothing goes stale,
+// unlike a heap of candidates.
 type minTree []uint64
 
 const noPair = ^uint64(0)
 
 func (t minTree) leaves() int { return len(t) / 2 }
 
-func (t minTree) set(pos int, key uint64) {
-	i := t.leaves() + pos
-	t[i] = key
-	for i > 1 {
-		i /= 2
-		l, r := t[2*i], t[2*i+1]
-		if r < l {
-			l = r
-		}
-		if t[i] == l {
+// fix restores the minima above leaf pos after it changed.
+func (t minTree) fix(pos int) {
+	for i := (t.leaves() + pos) / 2; i >= 1; i /= 2 {
+		m := min(t[2*i], t[2*i+1])
+		if t[i] == m {
 			return // the minimum above does not change
 		}
-		t[i] = l
+		t[i] = m
 	}
 }
 
-// mergeWithTree gives the same result as mergeByScan in O(n log n).
+// fixRange restores the minima above leaves lo to hi, level by level: the
+// cost of one pass over the range, where fixing each leaf costs a walk to
+// the root.
+func (t minTree) fixRange(lo, hi int) {
+	for lo, hi = (t.leaves()+lo)/2, (t.leaves()+hi)/2; lo >= 1; lo, hi = lo/2, hi/2 {
+		for i := lo; i <= hi; i++ {
+			t[i] = min(t[2*i], t[2*i+1])
+		}
+	}
+}
+
+// sweepLookahead is how many symbols past a merge a sweep looks for the
+// next pair of the same rank (a run of one character repeats its pairs
+// every symbol or few).
+const sweepLookahead = 2
+
+// treeMerge is the state of mergeWithTree.
+type treeMerge struct {
+	m       *bpeModel
+	syms    []linkedSymbol
+	tree    minTree
+	results []uint32 // what the pair at each position merges into
+	touched []int32  // the leaves a sweep changed
+}
+
+func (w *treeMerge) leaf(pos int32) *uint64 { return &w.tree[w.tree.leaves()+int(pos)] }
+
+// pairKey is the leaf of the pair starting at pos, noting what it merges into.
+func (w *treeMerge) pairKey(pos int32) uint64 {
+	next := w.syms[pos].next
+	if next < 0 {
+		return noPair
+	}
+	r, res := w.m.merge(w.syms[pos].id, w.syms[next].id)
+	if r == noRank {
+		return noPair
+	}
+	w.results[pos] = res
+	return uint64(r)<<32 | uint64(pos)
+}
+
+// mergeAt merges the pair at pos and sets the leaves it changes, leaving
+// the tree above them to fix; it reports whether a new pair ranks below
+// rank, which would be the next to merge.
+func (w *treeMerge) mergeAt(pos int32, rank uint64) (lower bool) {
+	syms := w.syms
+	right := syms[pos].next
+	syms[pos].id = w.results[pos]
+	syms[pos].next = syms[right].next
+	if next := syms[pos].next; next >= 0 {
+		syms[next].prev = pos
+	}
+	*w.leaf(right) = noPair
+	k := w.pairKey(pos)
+	*w.leaf(pos) = k
+	w.touched = append(w.touched, right, pos)
+	lower = k>>32 < rank
+	if prev := syms[pos].prev; prev >= 0 {
+		k = w.pairKey(prev)
+		*w.leaf(prev) = k
+		w.touched = append(w.touched, prev)
+		lower = lower || k>>32 < rank
+	}
+	return lower
+}
+
+// sweep merges the pair at the root, then, while the next pair of the
+// same rank is a few symbols on, that one, without the tree: it holds no
+// lower rank (a merge's new pairs never have the rank of the merge, and a
+// new lower rank ends the sweep) and no pair of that rank further left, so
+// that pair is the root's next choice. The tree is fixed once at the end.
+func (w *treeMerge) sweep() {
+	root := w.tree[1]
+	rank, pos := root>>32, int32(uint32(root))
+	w.touched = w.touched[:0]
+	for !w.mergeAt(pos, rank) {
+		next := w.syms[pos].next
+		for k := 0; k < sweepLookahead && next >= 0 && *w.leaf(next)>>32 != rank; k++ {
+			next = w.syms[next].next
+		}
+		if next < 0 || *w.leaf(next)>>32 != rank {
+			break
+		}
+		pos = next
+	}
+	// One merge (three leaves) or leaves far apart: a walk up from each
+	// leaf, which mostly stops early; a sweep: one pass over its range.
+	if len(w.touched) > 3 {
+		if lo, hi := slices.Min(w.touched), slices.Max(w.touched); int(hi-lo) <= 8*len(w.touched) {
+			w.tree.fixRange(int(lo), int(hi))
+			return
+		}
+	}
+	for _, p := range w.touched {
+		w.tree.fix(int(p))
+	}
+}
+
+// mergeWithTree gives the same result as mergeByScan in O(n log n), and
+// close to O(n) on runs of one character, which merge in sweeps.
 func (m *bpeModel) mergeWithTree(dst []int, ids []uint32, sc *bpeScratch) []int {
 	n := len(ids)
-	syms := sc.syms[:0]
+	w := treeMerge{m: m, syms: sc.syms[:0], results: sc.results[:0], touched: sc.touched[:0]}
 	for i, id := range ids {
-		syms = append(syms, linkedSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+		w.syms = append(w.syms, linkedSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
+		w.results = append(w.results, 0)
 	}
-	syms[n-1].next = -1
+	w.syms[n-1].next = -1
 	size := 1
 	for size < n {
 		size *= 2
 	}
-	tree := sc.tree[:0]
+	w.tree = sc.tree[:0]
 	for i := 0; i < 2*size; i++ {
-		tree = append(tree, noPair)
+		w.tree = append(w.tree, noPair)
 	}
-	results := sc.results[:0]
 	for i := 0; i < n; i++ {
-		results = append(results, 0)
-		if i+1 < n {
-			if r, res := m.merge(ids[i], ids[i+1]); r != noRank {
-				tree[size+i] = uint64(r)<<32 | uint64(i)
-				results[i] = res
-			}
-		}
+		*w.leaf(int32(i)) = w.pairKey(int32(i))
 	}
 	for i := size - 1; i >= 1; i-- {
-		tree[i] = min(tree[2*i], tree[2*i+1])
+		w.tree[i] = min(w.tree[2*i], w.tree[2*i+1])
 	}
-	pairKeyAt := func(pos int32) uint64 {
-		next := syms[pos].next
-		if next < 0 {
-			return noPair
-		}
-		r, res := m.merge(syms[pos].id, syms[next].id)
-		if r == noRank {
-			return noPair
-		}
-		results[pos] = res
-		return uint64(r)<<32 | uint64(pos)
+	for w.tree[1] != noPair {
+		w.sweep()
 	}
-	for tree[1] != noPair {
-		pos := int32(uint32(tree[1]))
-		right := syms[pos].next
-		syms[pos].id = results[pos]
-		syms[pos].next = syms[right].next
-		if next := syms[pos].next; next >= 0 {
-			syms[next].prev = pos
-		}
-		tree.set(int(right), noPair)
-		tree.set(int(pos), pairKeyAt(pos))
-		if prev := syms[pos].prev; prev >= 0 {
-			tree.set(int(prev), pairKeyAt(prev))
-		}
+	for i := int32(0); i >= 0; i = w.syms[i].next {
+		dst = append(dst, int(w.syms[i].id))
 	}
-	for i := int32(0); i >= 0; i = syms[i].next {
-		dst = append(dst, int(syms[i].id))
-	}
-	sc.syms, sc.tree, sc.results = syms, tree, results
+	sc.syms, sc.tree, sc.results, sc.touched = w.syms, w.tree, w.results, w.touched
 	return dst
 }

@@ -76,6 +76,15 @@ func FuzzLongPieceMerge(f *testing.F) {
 	for _, s := range []string{"aaaaaaaa", "hellohellohello", "    \t\t  ", "abcabcabcabd", "ééééé", "1234567890"} {
 		f.Add(s)
 	}
+	// Runs of one unit merge in sweeps (mergeWithTree's fast path), broken
+	// off by a different rune or by a lower rank showing up.
+	for _, unit := range []string{"x", " ", "\n", "ab", "abc", "\ufeff", "é", "==", "\u00a0"} {
+		for _, n := range []int{129, 300, 1000} {
+			run := strings.Repeat(unit, n/len(unit)+1)
+			f.Add(run)
+			f.Add(run[:len(run)/2] + "y" + run[len(run)/2:])
+		}
+	}
 	toks := make([]*Tokenizer, len(fuzzFamilies))
 	for i, fam := range fuzzFamilies {
 		toks[i] = loadFamily(f, fam)
