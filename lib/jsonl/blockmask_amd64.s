@@ -1,9 +1,9 @@
 #include "textflag.h"
 
-// func blockMasks(p *byte) (digits, commas, zeros uint64)
+// func blockMasksSSE2(p *byte) (digits, commas, zeros uint64)
 // The 64 bytes at p, classified with SSE2 (every amd64 has it): bit k of
 // each mask is set when byte k is a digit, a ',' or a '0'.
-TEXT ·blockMasks(SB), NOSPLIT, $0-32
+TEXT ·blockMasksSSE2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
 	MOVQ $0x3030303030303030, AX // '0'
 	MOVQ AX, X13
@@ -44,4 +44,51 @@ loop:
 	MOVQ R8, digits+8(FP)
 	MOVQ R9, commas+16(FP)
 	MOVQ R10, zeros+24(FP)
+	RET
+
+// func blockMasksAVX2(p *byte) (digits, commas, zeros uint64)
+// blockMasks with AVX2: the 64 bytes as two 32-byte halves, half the
+// instructions of the SSE2 loop.
+TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ $0x3030303030303030, AX // '0'
+	MOVQ AX, X13
+	VPBROADCASTQ X13, Y13
+	MOVQ $0x0909090909090909, AX // 9
+	MOVQ AX, X14
+	VPBROADCASTQ X14, Y14
+	MOVQ $0x2c2c2c2c2c2c2c2c, AX // ','
+	MOVQ AX, X15
+	VPBROADCASTQ X15, Y15
+	VMOVDQU (SI), Y0
+	VMOVDQU 32(SI), Y1
+	// digits: min(byte-'0', 9) == byte-'0'
+	VPSUBB Y13, Y0, Y2
+	VPMINUB Y14, Y2, Y3
+	VPCMPEQB Y2, Y3, Y3
+	VPMOVMSKB Y3, AX
+	VPSUBB Y13, Y1, Y4
+	VPMINUB Y14, Y4, Y5
+	VPCMPEQB Y4, Y5, Y5
+	VPMOVMSKB Y5, BX
+	SHLQ $32, BX
+	ORQ BX, AX
+	MOVQ AX, digits+8(FP)
+	// commas
+	VPCMPEQB Y15, Y0, Y2
+	VPMOVMSKB Y2, AX
+	VPCMPEQB Y15, Y1, Y3
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ BX, AX
+	MOVQ AX, commas+16(FP)
+	// zeros
+	VPCMPEQB Y13, Y0, Y2
+	VPMOVMSKB Y2, AX
+	VPCMPEQB Y13, Y1, Y3
+	VPMOVMSKB Y3, BX
+	SHLQ $32, BX
+	ORQ BX, AX
+	MOVQ AX, zeros+24(FP)
+	VZEROUPPER
 	RET
