@@ -91,18 +91,21 @@ type pipeline struct {
 func (src *source) readAhead(beforeWait func() error, f *os.File, maxLine int, hook func() error) {
 	workers := runtime.GOMAXPROCS(0)
 	p := &pipeline{
-		ordered:    make(chan *batch, aheadInFlight),
 		free:       make(chan []byte, aheadInFlight+workers+2),
 		quit:       make(chan struct{}),
 		beforeWait: beforeWait,
 	}
-	work := make(chan *batch, aheadInFlight)
 	p.running.Add(1 + workers)
+	var work chan *batch
 	if fi, err := statPlain(src, f); err == nil {
+		// A batch waits in ordered for Next, or is being read: one per
+		// worker keeps them busy, and each costs a chunk's buffer.
+		p.ordered, work = make(chan *batch, workers), make(chan *batch)
 		p.chunks = &fileChunks{f: f, size: fi.Size(), maxLine: maxLine, hook: hook}
-		p.freeChunks = make(chan *batch, aheadInFlight+workers+2)
+		p.freeChunks = make(chan *batch, 2*workers+2)
 		go p.dispatch(p.chunks, work)
 	} else {
+		p.ordered, work = make(chan *batch, aheadInFlight), make(chan *batch, aheadInFlight)
 		src.lines.keepLines = true
 		src.lines.size = aheadBuffer
 		src.lines.newBuffer = p.newBuffer
@@ -197,7 +200,7 @@ func (p *pipeline) prepareBatches(prepare prepareFn, work <-chan *batch) {
 			}
 			for i := range b.lines {
 				if l := &b.lines[i]; l.err == nil {
-					l.prepared = prepare(l.raw, l.first)
+					l.prepared = prepare(l.raw, l.first, l.value)
 				}
 			}
 		}

@@ -26,7 +26,7 @@ func forceReadAhead(t *testing.T, buffer, batchLines int) {
 
 // preparedLine is what the tests' Prepare makes of a line: enough to check
 // that every record gets its own result.
-func preparedLine(line []byte) any { return fmt.Sprintf("%d:%.10s", len(line), line) }
+func preparedLine(line []byte, _ any) any { return fmt.Sprintf("%d:%.10s", len(line), line) }
 
 // readPrepared is readAll that also collects Reader.Prepared.
 func readPrepared(t *testing.T, names []string, opt Options) (readResult, []any) {

@@ -136,7 +136,7 @@ func (p *pipeline) readChunk(c *fileChunks, b *batch) {
 			if i-pos > c.maxLine {
 				l = aheadLine{err: errLineTooLong}
 			}
-			b.lines = append(b.lines, l)
+			b.add(l)
 			pos = i + 1
 			continue
 		}
@@ -153,6 +153,15 @@ func (p *pipeline) readChunk(c *fileChunks, b *batch) {
 		break
 	}
 	cur.finish()
+}
+
+// add appends l to the batch's lines, with the value of Options.Prepare
+// its slot held when the batch was read before: Prepare may reuse it.
+func (b *batch) add(l aheadLine) {
+	if n := len(b.lines); n < cap(b.lines) {
+		l.value = b.lines[:n+1][n].value
+	}
+	b.lines = append(b.lines, l)
 }
 
 // finish ends the chunk's lines: a failed read's error, or io.EOF after the

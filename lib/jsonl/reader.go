@@ -63,8 +63,11 @@ type Options struct {
 	// result. A tool puts its per-record work here (scanning the record) so
 	// that, with Parallel, that work runs ahead on other cores. Like the
 	// line, what it returns may refer to the line only until the next call
-	// to Next.
-	Prepare func(line []byte) any
+	// to Next. reuse is nil, or what Prepare returned for an earlier line
+	// that Next is done with: a Prepare that returns a pointer can write
+	// into that one and return it, so that no record costs an allocation
+	// (and so a Prepared value is valid only until the next call to Next).
+	Prepare func(line []byte, reuse any) any
 	// Parallel reads a large regular file ahead on goroutines of its own,
 	// preparing its lines on every CPU while the tool handles the records
 	// before: records, errors and their positions come out exactly as they
@@ -169,7 +172,7 @@ func (r *Reader) Next() bool {
 				return false
 			}
 		}
-		p, err := r.cur.next()
+		p, err := r.cur.next(r.prepared)
 		if err == io.EOF {
 			r.closeCur()
 			continue
@@ -216,7 +219,7 @@ func (r *Reader) lastLineRecord(err error) (prepared, bool) {
 		return prepared{}, false
 	}
 	r.warn(fmt.Sprintf("%s:%d: the last line has no final newline; read as a record, since it is whole JSON", r.Name(), r.lineNo))
-	return r.prepare(torn.line, torn.first), true
+	return r.prepare(torn.line, torn.first, nil), true
 }
 
 // goesOnAfter handles an error of the splitter in place of a line (kept
@@ -241,7 +244,7 @@ func (r *Reader) goesOnAfter(err error) bool {
 // line and a trailing CR, tells blank lines, validates, and runs
 // Options.Prepare. It reads nothing of the Reader but its options, so that
 // it can run on other goroutines (see Options.Parallel).
-func (r *Reader) prepare(line []byte, first bool) prepared {
+func (r *Reader) prepare(line []byte, first bool, reuse any) prepared {
 	p := prepared{rawLen: len(line)}
 	if first {
 		line = bytes.TrimPrefix(line, utf8BOM)
@@ -261,7 +264,7 @@ func (r *Reader) prepare(line []byte, first bool) prepared {
 	}
 	p.line = line
 	if r.opt.Prepare != nil {
-		p.value = r.opt.Prepare(line)
+		p.value = r.opt.Prepare(line, reuse)
 	}
 	return p
 }

@@ -443,7 +443,16 @@ func TestLastLineRecord(t *testing.T) {
 				}
 				path := writeFile(t, dir, "in.jsonl", append(bytes.Clone(data), tc.tail...))
 				var warned []string
-				opt := Options{LastLineRecord: true, Parallel: true, Prepare: func(l []byte) any { return len(l) },
+				// Prepare reuses the values Next is done with, as tools do.
+				prepare := func(l []byte, reuse any) any {
+					n, _ := reuse.(*int)
+					if n == nil {
+						n = new(int)
+					}
+					*n = len(l)
+					return n
+				}
+				opt := Options{LastLineRecord: true, Parallel: true, Prepare: prepare,
 					Warn: func(m string) { warned = append(warned, m) }}
 				r, err := Open(nil, []string{path}, opt)
 				if err != nil {
@@ -453,7 +462,7 @@ func TestLastLineRecord(t *testing.T) {
 				last := ""
 				for r.Next() {
 					last = string(r.Bytes())
-					if r.Prepared().(int) != len(r.Bytes()) {
+					if *r.Prepared().(*int) != len(r.Bytes()) {
 						t.Fatal("the record was not prepared")
 					}
 				}

@@ -88,8 +88,9 @@ type source struct {
 }
 
 // prepareFn makes one line ready for Next (see Reader.prepare); first says it
-// is the file's first line, the only one that may start with a BOM.
-type prepareFn func(line []byte, first bool) prepared
+// is the file's first line, the only one that may start with a BOM; reuse is
+// for Options.Prepare.
+type prepareFn func(line []byte, first bool, reuse any) prepared
 
 // prepared is a line made ready for Next: trimmed, checked, and given to
 // Options.Prepare.
@@ -103,7 +104,9 @@ type prepared struct {
 
 // next returns the next line, prepared, or the splitter's error for it
 // (io.EOF at the end).
-func (s *source) next() (prepared, error) {
+//
+// reuse is a value of Options.Prepare that Next is done with.
+func (s *source) next(reuse any) (prepared, error) {
 	if s.ahead != nil {
 		return s.ahead.next()
 	}
@@ -111,7 +114,7 @@ func (s *source) next() (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	return s.prepare(line, first), nil
+	return s.prepare(line, first, reuse), nil
 }
 
 // nextLine is the splitter's next line, and whether it is the file's first.

@@ -82,9 +82,13 @@ type scanned struct {
 // each result with Scanned. s is only read by Scan, so sharing it between
 // goroutines is safe.
 func ScanAhead(opt jsonl.Options, s *Scanner) jsonl.Options {
-	opt.Prepare = func(line []byte) any {
-		info, err := s.Scan(line)
-		return scanned{info, err}
+	opt.Prepare = func(line []byte, reuse any) any {
+		sc, _ := reuse.(*scanned)
+		if sc == nil {
+			sc = new(scanned)
+		}
+		sc.info, sc.err = s.Scan(line)
+		return sc
 	}
 	opt.Parallel = true
 	return opt
@@ -93,6 +97,6 @@ func ScanAhead(opt jsonl.Options, s *Scanner) jsonl.Options {
 // Scanned is the current record of a reader opened with ScanAhead options:
 // its Info, or why it is not a valid record.
 func Scanned(in *jsonl.Reader) (Info, error) {
-	sc := in.Prepared().(scanned)
+	sc := in.Prepared().(*scanned)
 	return sc.info, sc.err
 }

@@ -133,9 +133,15 @@ type prepared struct {
 // it on every core ahead of readFile (jsonl.Options.Parallel), and
 // softfail.Check trusts the scan's validation instead of parsing the line
 // again.
-func (col *collector) prepare(line []byte) any {
+//
+// It reuses the values the reader is done with (see jsonl.Options.Prepare).
+func (col *collector) prepare(line []byte, reuse any) any {
+	p, _ := reuse.(*prepared)
+	if p == nil {
+		p = new(prepared)
+	}
 	info, err := col.scan.Scan(line)
-	p := prepared{info: info, err: err}
+	*p = prepared{info: info, err: err}
 	if err == nil && col.cfg.format != formatTotal {
 		p.soft = softfail.Check(line, col.soft)
 	}
@@ -171,7 +177,7 @@ func (col *collector) readFile(stdin io.Reader, name string) error {
 		fileGroup = col.group(display)
 	}
 	for in.Next() {
-		p := in.Prepared().(prepared)
+		p := in.Prepared().(*prepared)
 		info := p.info
 		if p.err != nil {
 			in.Invalid(p.err) // with SkipInvalid it counts and names the line: never an error
