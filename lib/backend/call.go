@@ -11,8 +11,9 @@ import (
 // answer is still to come. Thousands of requests wait for their answers at
 // once, and a goroutine blocked in Do keeps its whole call stack (4 KiB,
 // the caller's frames and this package's) for the wait: a Call keeps its
-// exchange and its connection, and OnAnswer waits on a goroutine whose
-// stack holds the wait alone (it fits the smallest, 2 KiB).
+// exchange and its connection, and OnAnswer has the poller wait for it,
+// on no goroutine of its own (or, where there is no poller, a goroutine
+// whose stack holds the wait alone, the smallest, 2 KiB).
 type Call struct {
 	c    *client
 	url  string
@@ -57,8 +58,23 @@ func failedCall(err error) *Call { return &Call{err: err} }
 
 // OnAnswer runs then on a goroutine of its own once the answer's first
 // bytes are there, or the request failed or was cancelled; then calls
-// Result, which reads the answer without waiting for it to begin.
+// Result, which reads the answer without waiting for it to begin. A
+// request sent by this package's transport waits in the poller, on no
+// goroutine; the exchange's cancellation closes its connection through
+// the wait, which then runs then.
 func (call *Call) OnAnswer(then func()) {
+	s := call.sent
+	if p := sharedPoller(); p != nil && s != nil && s.err == nil {
+		w := p.newWait(s.conn, func(ready bool) {
+			s.ready = ready
+			then()
+		})
+		if w != nil {
+			call.x.watch(w)
+			w.start()
+			return
+		}
+	}
 	go call.await(then)
 }
 

@@ -1,0 +1,98 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestCallOnAnswer: a call sent by Start and awaited by OnAnswer (in the
+// poller, where there is one) runs its function exactly once: when the
+// answer begins, when the caller cancels it, when its timeout passes; and
+// the server sees the connection close when the call ends early.
+func TestCallOnAnswer(t *testing.T) {
+	const answer = `{"text":"ok","output_ids":[7,8],"meta_info":{"finish_reason":{"type":"length"},"prompt_tokens":3,"completion_tokens":2}}`
+	received := make(chan struct{}, 1)
+	left := make(chan struct{}, 1)
+	s := newRawServer(t, func(conn net.Conn, requests *bufio.Reader) {
+		for {
+			req, ok := readRequest(requests)
+			if !ok {
+				left <- struct{}{}
+				return
+			}
+			if req.URL.Path == "/answer/generate" {
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(answer))+"\r\n\r\n"+answer)
+				continue
+			}
+			received <- struct{}{}
+		}
+	})
+	b := NewSGLang(Options{})
+	await := func(call *Call) (*Result, error) {
+		t.Helper()
+		type result struct {
+			res *Result
+			err error
+		}
+		done := make(chan result, 2)
+		call.OnAnswer(func() {
+			res, err := call.Result()
+			done <- result{res, err}
+		})
+		select {
+		case r := <-done:
+			select {
+			case <-done:
+				t.Fatal("the call's function ran twice")
+			case <-time.After(50 * time.Millisecond):
+			}
+			return r.res, r.err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call's function did not run")
+		}
+		return nil, nil
+	}
+
+	t.Run("answered", func(t *testing.T) {
+		res, err := await(b.Start(context.Background(), s.url+"/answer", sglangReq()))
+		if err != nil || len(res.OutputIDs) != 2 || res.OutputIDs[0] != 7 {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		call := b.Start(ctx, s.url+"/hold", sglangReq())
+		go func() {
+			<-received
+			cancel()
+		}()
+		_, err := await(call)
+		asError(t, err, KindCanceled, false)
+		<-left
+	})
+	t.Run("timed out", func(t *testing.T) {
+		req := sglangReq()
+		req.Timeout = 20 * time.Millisecond
+		_, err := await(b.Start(context.Background(), s.url+"/hold", req))
+		if e := asError(t, err, KindTimeout, true); !errors.Is(e, ErrRequestTimeout) {
+			t.Fatalf("the timeout's cause is lost: %v", e)
+		}
+		<-received
+		<-left
+	})
+	t.Run("cancelled before it waits", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		call := b.Start(ctx, s.url+"/hold", sglangReq())
+		cancel()
+		_, err := await(call)
+		asError(t, err, KindCanceled, false)
+		<-received
+		<-left
+	})
+}

@@ -1,0 +1,153 @@
+//go:build linux
+
+package backend
+
+import (
+	"net"
+	"sync"
+	"syscall"
+)
+
+// poller waits for the connections of all the calls awaiting their
+// answers at once, in one epoll set and on one goroutine, and runs each
+// call's function on a goroutine of its own once its answer begins: a
+// request in flight then holds no goroutine while it waits (a goroutine's
+// descriptor and its smallest stack are 2.5 KiB, most of what a request in
+// flight held). Go's own poller cannot be asked to run a function when a
+// socket becomes readable, only to wake a goroutine parked on it.
+type poller struct {
+	epfd  int
+	mu    sync.Mutex
+	next  uint64               // the token of the next wait (never reused)
+	waits map[uint64]*pollWait // the waits in the epoll set, by token
+}
+
+// pollWait is one call awaiting its answer. Its state changes under the
+// poller's lock: new, then registered (in the epoll set), then done (its
+// function has been started, once).
+type pollWait struct {
+	p     *poller
+	token uint64
+	fd    int
+	conn  net.Conn
+	then  func(ready bool)
+	state int
+}
+
+const (
+	waitNew = iota
+	waitRegistered
+	waitDone
+)
+
+// sharedPoller is started on first use; nil when epoll is not available
+// (the calls then wait on goroutines of their own).
+var sharedPoller = sync.OnceValue(func() *poller {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	p := &poller{epfd: epfd, waits: map[uint64]*pollWait{}}
+	go p.run()
+	return p
+})
+
+// newWait makes the wait of conn, which start puts in the epoll set: then
+// runs once, then(true) when conn has bytes to read (or ended, or failed),
+// or then(false) when the wait is closed first (which closes conn). nil
+// when conn cannot be watched here.
+func (p *poller) newWait(conn net.Conn, then func(ready bool)) *pollWait {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	w := &pollWait{p: p, conn: conn, then: then, fd: -1}
+	// The descriptor stays conn's while the wait is registered: conn is
+	// closed only by Close, once the wait has left the set.
+	if raw.Control(func(fd uintptr) { w.fd = int(fd) }) != nil {
+		return nil
+	}
+	return w
+}
+
+// start puts w in the epoll set, unless it was closed already; when the
+// set refuses it, w's function runs now (ready: the read will see why).
+func (w *pollWait) start() {
+	p := w.p
+	p.mu.Lock()
+	if w.state != waitNew {
+		p.mu.Unlock()
+		return
+	}
+	p.next++
+	w.token = p.next
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollOneShot, Fd: int32(w.token), Pad: int32(w.token >> 32)}
+	err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev)
+	if err == nil {
+		w.state = waitRegistered
+		p.waits[w.token] = w
+	} else {
+		w.state = waitDone
+	}
+	p.mu.Unlock()
+	if err != nil {
+		go w.then(true)
+	}
+}
+
+// epollOneShot: an event disarms the descriptor until it is removed.
+const epollOneShot = 1 << 30
+
+// Close closes the connection and, when the wait had not fired yet, runs
+// its function (not ready): the request was cancelled or timed out while
+// it waited.
+func (w *pollWait) Close() error {
+	p := w.p
+	p.mu.Lock()
+	fire := w.state != waitDone
+	p.finish(w)
+	p.mu.Unlock()
+	err := w.conn.Close()
+	if fire {
+		go w.then(false)
+	}
+	return err
+}
+
+// finish marks w done and takes it out of the epoll set, under p.mu. The
+// descriptor leaves the set before anyone may close it, so that a number
+// reused by a later connection is never removed in its place.
+func (p *poller) finish(w *pollWait) {
+	if w.state == waitRegistered {
+		delete(p.waits, w.token)
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
+	}
+	w.state = waitDone
+}
+
+// run fires the waits whose connections became readable.
+func (p *poller) run() {
+	events := make([]syscall.EpollEvent, 256)
+	for {
+		n, err := syscall.EpollWait(p.epfd, events, -1)
+		if err != nil {
+			continue // EINTR
+		}
+		for _, ev := range events[:n] {
+			token := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			p.mu.Lock()
+			w := p.waits[token] // nil: closed meanwhile
+			if w != nil {
+				p.finish(w)
+			}
+			p.mu.Unlock()
+			if w != nil {
+				go w.then(true)
+			}
+		}
+	}
+}
