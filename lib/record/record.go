@@ -155,7 +155,17 @@ func isPlainKey(p string) bool {
 
 // Scan validates line as one JSON object and returns its Info. Errors say what
 // is wrong with the record; the caller adds the file and line.
-func (s *Scanner) Scan(line []byte) (Info, error) {
+func (s *Scanner) Scan(line []byte) (Info, error) { return s.ScanVisit(line, nil) }
+
+// MemberVisitor is shown each top-level member of a record as Scan crosses
+// it (softfail.Members, which picks what its checks read).
+type MemberVisitor interface{ Visit(jsonl.Member) }
+
+// ScanVisit is Scan that also shows also (when not nil) each top-level
+// member as it is crossed, in order: a caller that needs other members
+// than Info's gets them in the same pass over the line. When Scan fails,
+// also may have seen some of the members.
+func (s *Scanner) ScanVisit(line []byte, also MemberVisitor) (Info, error) {
 	var (
 		in                                        Info
 		promptTok, complTok, inIDs, outIDs, usage []byte
@@ -194,6 +204,9 @@ func (s *Scanner) Scan(line []byte) (Info, error) {
 		if s.idTop != nil && bytes.Equal(key, s.idTop) {
 			id.raw = m.Value
 			id.times++
+		}
+		if also != nil {
+			also.Visit(m)
 		}
 	})
 	if err != nil {

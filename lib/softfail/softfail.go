@@ -88,7 +88,28 @@ type Options struct {
 // top-level members without validating it again (jsonl.EachMember), and
 // decodes none of its token ids but the last output id.
 func Check(line []byte, opt Options) []string {
-	a := answerOf(line)
+	return check(answerOf(line), opt)
+}
+
+// Members collects a record's top-level members that Check reads, as a
+// scan that validates the record visits them (record.Scanner.ScanVisit):
+// CheckMembers then checks the record without a second pass over its line.
+// Its zero value is ready; Reset it before the next record.
+type Members struct{ a answer }
+
+// Visit takes one top-level member (in the order of the line, the first of
+// duplicate keys kept, as Check does).
+func (m *Members) Visit(mem jsonl.Member) { m.a.visit(mem) }
+
+// Reset empties m for the next record.
+func (m *Members) Reset() { m.a = answer{} }
+
+// CheckMembers is Check on the record whose members m has seen: the line
+// they view must not have changed.
+func CheckMembers(m *Members, opt Options) []string { return check(m.a, opt) }
+
+// check applies the rules to a record's members.
+func check(a answer, opt Options) []string {
 	if a.err.Exists() {
 		return nil
 	}
@@ -119,38 +140,43 @@ type answer struct {
 func answerOf(obj []byte) answer {
 	var a answer
 	jsonl.EachMember(obj, func(m jsonl.Member) bool {
-		var r *gjson.Result
-		switch string(record.MemberKey(m.Key)) {
-		case record.FieldError:
-			r = &a.err
-		case record.FieldThinking:
-			r = &a.thinking
-		case record.FieldTurns:
-			r = &a.turns
-		case record.FieldReasoning:
-			r = &a.reasoning
-		case record.FieldText:
-			r = &a.text
-		case record.FieldFinishReason:
-			r = &a.finish
-		case record.FieldToolCalls:
-			r = &a.calls
-		case record.FieldOutputIDs:
-			r = &a.ids
-		case record.FieldNativeFinishReason:
-			r = &a.native
-		case record.FieldGen:
-			r = &a.gen
-		default:
-			return true
-		}
-		if !r.Exists() {
-			// zero-copy: the results view the line, and Check keeps none
-			*r = gjson.Parse(unsafe.String(unsafe.SliceData(m.Value), len(m.Value)))
-		}
+		a.visit(m)
 		return true
 	})
 	return a
+}
+
+// visit takes one member of an answer, if the rules read it.
+func (a *answer) visit(m jsonl.Member) {
+	var r *gjson.Result
+	switch string(record.MemberKey(m.Key)) {
+	case record.FieldError:
+		r = &a.err
+	case record.FieldThinking:
+		r = &a.thinking
+	case record.FieldTurns:
+		r = &a.turns
+	case record.FieldReasoning:
+		r = &a.reasoning
+	case record.FieldText:
+		r = &a.text
+	case record.FieldFinishReason:
+		r = &a.finish
+	case record.FieldToolCalls:
+		r = &a.calls
+	case record.FieldOutputIDs:
+		r = &a.ids
+	case record.FieldNativeFinishReason:
+		r = &a.native
+	case record.FieldGen:
+		r = &a.gen
+	default:
+		return
+	}
+	if !r.Exists() {
+		// zero-copy: the results view the line, and Check keeps none
+		*r = gjson.Parse(unsafe.String(unsafe.SliceData(m.Value), len(m.Value)))
+	}
 }
 
 // checkAnswer applies the rules to one answer: a record or a turn.

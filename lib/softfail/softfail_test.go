@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 func TestCheck(t *testing.T) {
@@ -52,6 +54,17 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Check([]byte(tc.line), tc.opt); !slices.Equal(got, tc.want) {
 				t.Fatalf("Check = %v, want %v", got, tc.want)
+			}
+			// The same members, picked by the scan that validates the
+			// record (as tokstat does), give the same result.
+			var m Members
+			m.Visit(jsonl.Member{Key: []byte("error"), Value: []byte(`"of the record before"`)})
+			m.Reset()
+			if err := jsonl.ScanObject([]byte(tc.line), m.Visit); err != nil {
+				t.Fatal(err)
+			}
+			if got := CheckMembers(&m, tc.opt); !slices.Equal(got, tc.want) {
+				t.Fatalf("CheckMembers = %v, want %v", got, tc.want)
 			}
 		})
 	}

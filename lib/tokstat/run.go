@@ -124,15 +124,16 @@ func newCollector(cfg *config, warn func(string)) *collector {
 // prepared is a line read ahead: its record's Info (or why it is none)
 // and, but for --total, its soft failures.
 type prepared struct {
-	info record.Info
-	err  error
-	soft []string
+	info    record.Info
+	err     error
+	soft    []string
+	members softfail.Members // what softfail reads, picked by the scan
 }
 
 // prepare scans a record and checks it for soft failures: the reader runs
-// it on every core ahead of readFile (jsonl.Options.Parallel), and
-// softfail.Check trusts the scan's validation instead of parsing the line
-// again.
+// it on every core ahead of readFile (jsonl.Options.Parallel), and the
+// scan picks the members the checks read as it crosses them
+// (softfail.Members), so that they cost no second pass over the line.
 //
 // It reuses the values the reader is done with (see jsonl.Options.Prepare).
 func (col *collector) prepare(line []byte, reuse any) any {
@@ -140,10 +141,15 @@ func (col *collector) prepare(line []byte, reuse any) any {
 	if p == nil {
 		p = new(prepared)
 	}
-	info, err := col.scan.Scan(line)
-	*p = prepared{info: info, err: err}
-	if err == nil && col.cfg.format != formatTotal {
-		p.soft = softfail.Check(line, col.soft)
+	if col.cfg.format == formatTotal {
+		p.info, p.err = col.scan.Scan(line)
+		return p
+	}
+	p.members.Reset()
+	p.info, p.err = col.scan.ScanVisit(line, &p.members)
+	p.soft = nil
+	if p.err == nil {
+		p.soft = softfail.CheckMembers(&p.members, col.soft)
 	}
 	return p
 }
