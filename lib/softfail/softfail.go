@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -101,8 +102,8 @@ type Members struct{ a answer }
 // duplicate keys kept, as Check does).
 func (m *Members) Visit(mem jsonl.Member) { m.a.visit(mem) }
 
-// Reset empties m for the next record.
-func (m *Members) Reset() { m.a = answer{} }
+// Reset empties m for the next record (keeping its buffers).
+func (m *Members) Reset() { m.a = answer{decoded: m.a.decoded} }
 
 // CheckMembers is Check on the record whose members m has seen: the line
 // they view must not have changed.
@@ -133,6 +134,9 @@ type answer struct {
 	err, thinking, turns                gjson.Result // the record's only
 	reasoning, text, finish, calls, ids gjson.Result
 	native, gen                         gjson.Result // native_finish_reason, gen
+	// decoded holds the reasoning and the text as decoded (Members reuses
+	// it from record to record: an answer's text is most of its bytes).
+	decoded [2][]byte
 }
 
 // answerOf picks the members of obj the rules read, in one pass: the first
@@ -149,6 +153,7 @@ func answerOf(obj []byte) answer {
 // visit takes one member of an answer, if the rules read it.
 func (a *answer) visit(m jsonl.Member) {
 	var r *gjson.Result
+	buf := -1 // the decoded buffer of a text member
 	switch string(record.MemberKey(m.Key)) {
 	case record.FieldError:
 		r = &a.err
@@ -157,9 +162,9 @@ func (a *answer) visit(m jsonl.Member) {
 	case record.FieldTurns:
 		r = &a.turns
 	case record.FieldReasoning:
-		r = &a.reasoning
+		r, buf = &a.reasoning, 0
 	case record.FieldText:
-		r = &a.text
+		r, buf = &a.text, 1
 	case record.FieldFinishReason:
 		r = &a.finish
 	case record.FieldToolCalls:
@@ -173,10 +178,23 @@ func (a *answer) visit(m jsonl.Member) {
 	default:
 		return
 	}
-	if !r.Exists() {
-		// zero-copy: the results view the line, and Check keeps none
-		*r = gjson.Parse(unsafe.String(unsafe.SliceData(m.Value), len(m.Value)))
+	if r.Exists() {
+		return
 	}
+	// zero-copy: the results view the line, and Check keeps none
+	raw := unsafe.String(unsafe.SliceData(m.Value), len(m.Value))
+	if buf < 0 || len(m.Value) < 2 || m.Value[0] != '"' || strings.IndexByte(raw, '\\') < 0 {
+		*r = gjson.Parse(raw)
+		return
+	}
+	// A text with escapes, decoded into the answer's own buffer rather
+	// than a new string (gjson's): a lone surrogate reads as U+FFFD, as
+	// gjson has it.
+	d, _, _ := jsonl.AppendUnquoted(a.decoded[buf][:0], m.Value, func(dst []byte, _ rune) []byte {
+		return utf8.AppendRune(dst, utf8.RuneError)
+	})
+	a.decoded[buf] = d
+	*r = gjson.Result{Type: gjson.String, Raw: raw, Str: unsafe.String(unsafe.SliceData(d), len(d))}
 }
 
 // checkAnswer applies the rules to one answer: a record or a turn.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
@@ -49,6 +51,39 @@ func TestCheck(t *testing.T) {
 		{"an escaped key", `{"t\u0065xt":"  ","finish_reason":"stop"}`, Options{}, []string{Empty}},
 		{"strings that hold brackets and quotes", `{"id":"]}\"{[","text":"a</think>","tool_calls":[{"function":{"name":"f","arguments":"{\"a\":\"]\"}"}}],"finish_reason":"stop"}`, Options{}, nil},
 		{"a conversation's turns", `{"turns":[{"text":"a","finish_reason":"stop"},{"text":"b</think>c</think>","finish_reason":"stop"},{"text":"","finish_reason":"stop"}]}`, Options{}, []string{MarkerLeak, Empty}},
+	}
+	// One Members read record after record, as tokstat's reader reuses
+	// them, over the cases and texts with escapes (decoded into its own
+	// buffers): the same results as Check's own walk.
+	var shared Members
+	escaped := []string{
+		`{"text":"a\u003c/think\u003eb\n","finish_reason":"stop"}`,
+		`{"reasoning":"r\n\t\"q\"","text":"\u00e9\ud83d\ude80 ok","finish_reason":"stop"}`,
+		`{"reasoning":"\ud83d alone","text":"  \n ","finish_reason":"stop"}`,
+		`{"text":"x\\</think>y","thinking":true,"finish_reason":"length","output_ids":[5,6,7]}`,
+	}
+	for _, tc := range cases {
+		escaped = append(escaped, tc.line)
+	}
+	for _, line := range escaped {
+		for _, opt := range []Options{{}, {EndIDs: []int{9}}} {
+			shared.Reset()
+			if err := jsonl.ScanObject([]byte(line), shared.Visit); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := CheckMembers(&shared, opt), Check([]byte(line), opt); !slices.Equal(got, want) {
+				t.Errorf("%s: CheckMembers = %v, Check = %v", line, got, want)
+			}
+			// the texts read as gjson decodes them
+			for _, f := range []struct {
+				field string
+				got   gjson.Result
+			}{{"text", shared.a.text}, {"reasoning", shared.a.reasoning}} {
+				if want := gjson.Get(line, f.field); f.got.String() != want.String() || f.got.Exists() != want.Exists() {
+					t.Errorf("%s: %s read as %q, gjson reads %q", line, f.field, f.got.String(), want.String())
+				}
+			}
+		}
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
