@@ -164,19 +164,25 @@ func (p *pipeline) split(src *source, work chan<- *batch) {
 			b.lines = append(b.lines, l)
 			last = endsFile(err)
 		}
-		select {
-		case work <- b:
-		case <-p.quit:
+		if !p.send(work, b) || last {
 			return
 		}
-		select {
-		case p.ordered <- b:
-		case <-p.quit:
-			return
-		}
-		if last {
-			return
-		}
+	}
+}
+
+// send hands b to a worker, then to Next; false when the pipeline stops
+// first.
+func (p *pipeline) send(work chan<- *batch, b *batch) bool {
+	select {
+	case work <- b:
+	case <-p.quit:
+		return false
+	}
+	select {
+	case p.ordered <- b:
+		return true
+	case <-p.quit:
+		return false
 	}
 }
 

@@ -54,17 +54,7 @@ func (p *pipeline) dispatch(c *fileChunks, work chan<- *batch) {
 		off := int64(k) * int64(aheadBuffer)
 		b := p.chunkBatch()
 		b.off, b.last, b.generation, b.done = off, off+int64(aheadBuffer) > c.size, k, make(chan struct{})
-		select {
-		case work <- b:
-		case <-p.quit:
-			return
-		}
-		select {
-		case p.ordered <- b:
-		case <-p.quit:
-			return
-		}
-		if b.last {
+		if !p.send(work, b) || b.last {
 			return
 		}
 	}

@@ -206,23 +206,23 @@ func (w *rowJSON) appendMap(dst []byte, kv *parquet.Column) []byte {
 // isList reports whether c is a group annotated LIST with the one repeated
 // child the format asks for.
 func isList(c *parquet.Column) bool {
-	lt := c.Type().LogicalType()
-	if lt == nil {
-		return false
-	}
-	_, ok := lt.Value.(*format.ListType)
+	_, ok := logicalType(c).(*format.ListType)
 	return ok && len(c.Columns()) == 1 && c.Columns()[0].Repeated()
 }
 
 // isMap reports whether c is a group annotated MAP (or MAP_KEY_VALUE) with
 // one repeated child.
 func isMap(c *parquet.Column) bool {
-	lt := c.Type().LogicalType()
-	if lt == nil {
-		return false
-	}
-	_, ok := lt.Value.(*format.MapType)
+	_, ok := logicalType(c).(*format.MapType)
 	return ok && len(c.Columns()) == 1 && c.Columns()[0].Repeated()
+}
+
+// logicalType is c's logical type, nil when it has none.
+func logicalType(c *parquet.Column) format.LogicalTypeValue {
+	if lt := c.Type().LogicalType(); lt != nil {
+		return lt.Value
+	}
+	return nil
 }
 
 // listElement is the element of a list whose repeated node is repeated: its
