@@ -156,6 +156,8 @@ type Backend interface {
 	Do(ctx context.Context, base string, req *Request) (*Result, error)
 	// Start sends req as Do does, and returns once it is sent: the
 	// returned Call reads its answer. Do is Start and the Call's Result.
+	// req must not change until the Call's Result has returned: the
+	// Call makes the body and the answer's parser again from it.
 	Start(ctx context.Context, base string, req *Request) *Call
 	// ServerInfo asks the server for its capacity; (nil, nil) when the backend
 	// has no such endpoint.

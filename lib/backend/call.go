@@ -17,9 +17,11 @@ import (
 type Call struct {
 	c    *client
 	url  string
-	p    answerParser
+	of   remade
 	x    *exchange
 	head *http.Request // see client.head
+	// body is the request's body when http.Client sends it, in Result;
+	// one the transport sent is not held while the answer is awaited.
 	body []byte
 	// sent is the request on the wire through this package's transport;
 	// nil when http.Client sends it (https, a proxy), in Result.
@@ -29,10 +31,18 @@ type Call struct {
 	fix func(*Error)
 }
 
-// start sends a generation request (timeout 0: Options.Timeout) whose
-// answer p parses.
-func (c *client) start(ctx context.Context, url string, body []byte, timeout time.Duration, p answerParser) *Call {
-	call := &Call{c: c, url: url, p: p}
+// remade is what a Call makes again when it needs it rather than hold it
+// while the answer is awaited: the request's body (sent again on a new
+// connection, or through a redirect) and the parser of the answer.
+type remade interface {
+	body() ([]byte, error)
+	parser() answerParser
+}
+
+// start sends a generation request whose body is body (timeout 0:
+// Options.Timeout); of makes it again, and the parser of its answer.
+func (c *client) start(ctx context.Context, url string, body []byte, timeout time.Duration, of remade) *Call {
+	call := &Call{c: c, url: url, of: of}
 	if timeout <= 0 {
 		timeout = c.opts.Timeout
 	}
@@ -41,13 +51,15 @@ func (c *client) start(ctx context.Context, url string, body []byte, timeout tim
 		call.err = c.cleanAt(url, err)
 		return call
 	}
-	call.x, call.head, call.body = x, head, body
+	call.x, call.head = x, head
 	// The transport sends the head and body as they are: no request of
 	// their own for the wait, nor a context registered under x.ctx.
 	if t := c.plain(head); t != nil {
-		if call.sent, err = t.send(x.ctx, head, body, x); err != nil {
+		if call.sent, err = t.send(x.ctx, head, body, x, of); err != nil {
 			call.err = c.cleanAt(url, x.received(nil, err))
 		}
+	} else {
+		call.body = body
 	}
 	return call
 }
@@ -107,7 +119,7 @@ func (call *Call) result() (*Result, error) {
 	if call.sent != nil {
 		resp, err = call.sent.response()
 		if err == nil && isRedirect(resp.StatusCode) {
-			resp, err = c.redirected(call.sent.t, x.request(call.head, call.body), resp, nil)
+			resp, err = call.redirected(resp)
 		}
 	} else {
 		resp, err = c.roundTrip(x.request(call.head, call.body))
@@ -116,10 +128,21 @@ func (call *Call) result() (*Result, error) {
 		return nil, c.cleanAt(call.url, err)
 	}
 	defer x.close()
-	res, e := c.answer(x, call.p)
+	res, e := c.answer(x, call.of.parser())
 	if e != nil {
 		return nil, c.cleanAt(call.url, e)
 	}
 	res.Latency = time.Since(x.start)
 	return res, nil
+}
+
+// redirected hands the redirect resp to the client (see
+// client.redirected), with the request's body made again.
+func (call *Call) redirected(resp *http.Response) (*http.Response, error) {
+	body, err := call.of.body()
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return call.c.redirected(call.sent.t, call.x.request(call.head, body), resp, nil)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -85,6 +86,30 @@ func TestCallOnAnswer(t *testing.T) {
 		}
 		<-received
 		<-left
+	})
+	t.Run("sent again on a new connection", func(t *testing.T) {
+		// Keep-alive promised, then each connection is closed idle: the
+		// second call's pooled connection is dead, and its body, not
+		// held while it was awaited, is made again for a new one.
+		bodies := make(chan string, 2)
+		s := newRawServer(t, func(conn net.Conn, requests *bufio.Reader) {
+			req, err := http.ReadRequest(requests)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(answer))+"\r\n\r\n"+answer)
+			conn.Close()
+			bodies <- string(body)
+		})
+		for i := range 2 {
+			if _, err := await(b.Start(context.Background(), s.url, sglangReq())); err != nil {
+				t.Fatalf("call %d: %v", i+1, err)
+			}
+		}
+		if first, second := <-bodies, <-bodies; first != second || s.conns.Load() != 2 {
+			t.Fatalf("%d connections, bodies %q and %q", s.conns.Load(), first, second)
+		}
 	})
 	t.Run("cancelled before it waits", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())

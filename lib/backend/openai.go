@@ -172,12 +172,24 @@ func (b *openAI) Do(ctx context.Context, base string, req *Request) (*Result, er
 
 // Start sends req to POST {base}/chat/completions (see Do).
 func (b *openAI) Start(ctx context.Context, base string, req *Request) *Call {
-	body, err := b.requestBody(req)
+	of := &openAICall{b: b, req: req}
+	body, err := of.body()
 	if err != nil {
 		return failedCall(b.clean(err))
 	}
-	return b.start(ctx, joinURL(base, "/chat/completions"), body, req.Timeout, &chatAnswer{})
+	return b.start(ctx, joinURL(base, "/chat/completions"), body, req.Timeout, of)
 }
+
+// openAICall makes a chat completion request's body and parser again (see
+// remade).
+type openAICall struct {
+	b   *openAI
+	req *Request
+}
+
+func (o *openAICall) body() ([]byte, error) { return o.b.requestBody(o.req) }
+
+func (o *openAICall) parser() answerParser { return &chatAnswer{} }
 
 // chatAnswer accumulates a chat completion or its stream. Only choice 0 is
 // read: synthpipe asks for one answer per request.

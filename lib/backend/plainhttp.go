@@ -83,7 +83,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.plain(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	s, err := t.send(req.Context(), req, nil, nil)
+	s, err := t.send(req.Context(), req, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +100,10 @@ type sent struct {
 	ctx context.Context
 	req *http.Request
 	// body is the request's body when the caller gave it as bytes (req,
-	// a head shared by many requests, has none); nil: req.Body.
+	// a head shared by many requests, has none), until it is written; of
+	// makes it again for a retry. of nil: the body is req.Body.
 	body []byte
+	of   remade
 	// x, when not nil, closes the connection when the request is
 	// cancelled (exchange.watch); otherwise ctx's end does.
 	x      *exchange
@@ -112,11 +114,12 @@ type sent struct {
 	ready  bool        // wait saw the answer's first bytes (or the end)
 }
 
-// send writes req (with body, when not nil, as its body) on a pooled or
-// new connection; response reads its answer. Only a request that could not
-// be rendered or whose connection could not be made fails here.
-func (t *transport) send(ctx context.Context, req *http.Request, body []byte, x *exchange) (*sent, error) {
-	s := &sent{t: t, ctx: ctx, req: req, body: body, x: x}
+// send writes req (with body as its body when of, which makes it again,
+// is not nil) on a pooled or new connection; response reads its answer.
+// Only a request that could not be rendered or whose connection could not
+// be made fails here.
+func (t *transport) send(ctx context.Context, req *http.Request, body []byte, x *exchange, of remade) (*sent, error) {
+	s := &sent{t: t, ctx: ctx, req: req, body: body, x: x, of: of}
 	wire, err := s.render(false)
 	if err != nil {
 		return nil, err
@@ -134,8 +137,16 @@ func (t *transport) send(ctx context.Context, req *http.Request, body []byte, x 
 // render renders the request into a buffer from writeBuffers; again: a
 // second time, for a retry, which reads req.Body anew.
 func (s *sent) render(again bool) (*[]byte, error) {
-	if s.body != nil {
-		return requestBytes(s.req, int64(len(s.body)), nil, s.body)
+	if s.of != nil {
+		body := s.body
+		s.body = nil // not held while the answer is awaited
+		if again {
+			var err error
+			if body, err = s.of.body(); err != nil {
+				return nil, err
+			}
+		}
+		return requestBytes(s.req, int64(len(body)), nil, body)
 	}
 	body := s.req.Body
 	if body != nil && s.req.GetBody != nil && again {
@@ -171,7 +182,7 @@ func (s *sent) response() (*http.Response, error) {
 	} else {
 		resp, beforeAnswer, err = s.t.readHead(s.req, s.conn, s.stop, s.ready)
 	}
-	if err == nil || !beforeAnswer || !s.reused || s.ctx.Err() != nil || (s.body == nil && s.req.Body != nil && s.req.GetBody == nil) {
+	if err == nil || !beforeAnswer || !s.reused || s.ctx.Err() != nil || (s.of == nil && s.req.Body != nil && s.req.GetBody == nil) {
 		return resp, err
 	}
 	wire, err := s.render(true)

@@ -160,16 +160,31 @@ func (b *sglang) Do(ctx context.Context, base string, req *Request) (*Result, er
 // Start sends req to POST {base}/generate (see Do).
 func (b *sglang) Start(ctx context.Context, base string, req *Request) *Call {
 	rid := RID(req.ID, req.Attempt)
-	body, err := b.requestBody(req, rid)
+	of := &sglangCall{b: b, req: req, rid: rid, answerRID: rid}
+	body, err := of.body()
 	if err != nil {
 		return failedCall(b.clean(err))
 	}
 	if len(req.Params.Extra) > 0 { // --extra may set its own
-		rid = gjson.GetBytes(body, "rid").String()
+		of.answerRID = gjson.GetBytes(body, "rid").String()
 	}
-	call := b.start(ctx, joinURL(base, "/generate"), body, req.Timeout, &sglangAnswer{mode: b.opts.SGLangStreamMode, promptTokens: len(req.InputIDs), rid: rid})
+	call := b.start(ctx, joinURL(base, "/generate"), body, req.Timeout, of)
 	call.fix = duplicateRID
 	return call
+}
+
+// sglangCall makes a /generate request's body and parser again (see
+// remade).
+type sglangCall struct {
+	b              *sglang
+	req            *Request
+	rid, answerRID string // the rid sent, and the one the answer must name
+}
+
+func (s *sglangCall) body() ([]byte, error) { return s.b.requestBody(s.req, s.rid) }
+
+func (s *sglangCall) parser() answerParser {
+	return &sglangAnswer{mode: s.b.opts.SGLangStreamMode, promptTokens: len(s.req.InputIDs), rid: s.answerRID}
 }
 
 // duplicateRID makes SGLang's refusal of a rid it holds retryable: the
