@@ -74,6 +74,10 @@ func run(c *cli.Context, cfg *config) (err error) {
 	// filtered and written in order (record.ScanAhead).
 	opt := record.ScanAhead(cfg.input, scan)
 	opt.BeforeRead = out.Flush
+	// Records are written from where the reader read them, several at a
+	// time, not copied one by one.
+	out.HoldLines()
+	opt.BeforeReuse = out.WriteHeld
 	// The records to do are prompts, often written without a final
 	// newline; a done file's torn line stays torn (it is not done).
 	opt.LastLineRecord = true

@@ -77,6 +77,9 @@ type pipeline struct {
 	quitOnce   sync.Once
 	running    sync.WaitGroup
 	beforeWait func() error // Options.BeforeRead, run before Next blocks
+	// beforeReuse (Options.BeforeReuse) runs before Next leaves a batch,
+	// whose buffer the reading goroutines may then fill again.
+	beforeReuse func() error
 
 	cur *batch
 	pos int
@@ -228,6 +231,11 @@ func (p *pipeline) next() (prepared, error) {
 			b = <-p.ordered
 		}
 		<-b.done
+		if p.cur != nil && p.beforeReuse != nil {
+			if err := p.beforeReuse(); err != nil {
+				return prepared{}, &hookError{err}
+			}
+		}
 		switch {
 		case p.cur == nil:
 		case p.chunks != nil:

@@ -45,6 +45,8 @@ type parquetRows struct {
 	n, row    int // rows in batch, and the next one
 	json      rowJSON
 	line      []byte // the current row as JSON, reused
+	// beforeReuse runs before line is overwritten by the next row.
+	beforeReuse func() error
 }
 
 // parquetError is a failure to decode a Parquet file: where it happened and
@@ -92,6 +94,11 @@ func (p *parquetRows) next() (line []byte, err error) {
 	for p.row >= p.n {
 		if err := p.nextBatch(); err != nil {
 			return nil, err
+		}
+	}
+	if p.beforeReuse != nil {
+		if err := p.beforeReuse(); err != nil {
+			return nil, &hookError{err}
 		}
 	}
 	p.line = p.json.appendRow(p.line[:0], p.batch[p.row])

@@ -50,6 +50,10 @@ type Options struct {
 	// so that a slow producer's records reach the next stage at once, and a
 	// signal that arrives while waiting finds nothing unflushed.
 	BeforeRead func() error
+	// BeforeReuse runs before the reader reuses the memory of the lines it
+	// returned: a Writer that holds lines where they lie writes them there
+	// (Writer.HoldLines, Writer.WriteHeld).
+	BeforeReuse func() error
 	// LastLineRecord reads a file's last line that has no newline as a
 	// record, with a warning, when it is one whole JSON object: a file of
 	// prompts written by hand or by a script often ends so. Without it such
@@ -312,12 +316,26 @@ func (r *Reader) openNext() bool {
 		r.err = r.readError(err)
 		return false
 	}
-	if ahead && src.rows == nil {
+	switch {
+	case ahead && src.rows == nil:
 		src.readAhead(r.beforeRead, file, r.maxLine, hook)
+		src.ahead.beforeReuse = r.beforeReuse
+	case src.rows != nil:
+		src.rows.beforeReuse = r.beforeReuse
+	default:
+		src.lines.beforeReuse = r.beforeReuse
 	}
 	r.rows = src.rows != nil
 	r.cur = src
 	return true
+}
+
+// beforeReuse runs Options.BeforeReuse.
+func (r *Reader) beforeReuse() error {
+	if r.opt.BeforeReuse != nil {
+		return r.opt.BeforeReuse()
+	}
+	return nil
 }
 
 func (r *Reader) beforeRead() error {

@@ -278,6 +278,9 @@ type lineSplitter struct {
 	// ones, when it has them); generation counts them.
 	newBuffer  func(size int) []byte
 	generation int
+	// beforeReuse runs before the lines returned are overwritten (not with
+	// keepLines, whose buffers are only ever replaced).
+	beforeReuse func() error
 }
 
 const minBuffer = 256 << 10
@@ -343,6 +346,12 @@ func (l *lineSplitter) fill() {
 		return
 	}
 	if l.start > 0 {
+		if l.beforeReuse != nil {
+			if err := l.beforeReuse(); err != nil {
+				l.eof, l.err = true, &hookError{err}
+				return
+			}
+		}
 		n := copy(l.buf, l.buf[l.start:l.end])
 		l.start, l.end = 0, n
 	}

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"io"
+	"unsafe"
 
 	"github.com/synthpipe/synthpipe/lib/iostreams"
 )
@@ -23,6 +24,54 @@ type Writer struct {
 	// lines counts the lines that reached w whole, so that a caller can say
 	// which records a failed write lost.
 	lines int64
+	// hold: lines that lie in the reader's memory followed by their
+	// newline are not copied but held, as one span while they follow
+	// each other there, and written at once (see HoldLines).
+	hold bool
+	held []byte
+}
+
+// HoldLines makes the writer keep a Reader's lines where they are instead
+// of copying them: consecutive lines of the reader's buffer are written
+// with one write, whole. The reader must write them (WriteHeld) before it
+// reuses their memory: Options.BeforeReuse = w.WriteHeld.
+func (w *Writer) HoldLines() { w.hold = true }
+
+// WriteHeld writes the lines held (see HoldLines).
+func (w *Writer) WriteHeld() error {
+	if w.err != nil || len(w.held) == 0 {
+		return w.err
+	}
+	p := w.held
+	w.held = nil
+	n, err := w.w.Write(p)
+	if err == nil {
+		n = len(p)
+	}
+	w.lines += int64(bytes.Count(p[:n], newline))
+	w.err = err
+	return err
+}
+
+// holds reports whether Write can hold line: it is followed by its newline
+// in memory, and nothing is buffered before it.
+func (w *Writer) holds(line []byte) bool {
+	return w.hold && !w.flushEach && len(w.buf) == 0 && cap(line) > len(line) && line[:len(line)+1][len(line)] == '\n'
+}
+
+// holdLine adds line to the span held, or writes the span and starts
+// another when line does not follow it in memory.
+func (w *Writer) holdLine(line []byte) error {
+	n := len(w.held)
+	if n > 0 && n+len(line)+1 <= cap(w.held) && unsafe.Add(unsafe.Pointer(unsafe.SliceData(w.held)), n) == unsafe.Pointer(unsafe.SliceData(line)) {
+		w.held = w.held[:n+len(line)+1]
+		return nil
+	}
+	if err := w.WriteHeld(); err != nil {
+		return err
+	}
+	w.held = line[:len(line)+1]
+	return nil
 }
 
 // NewWriter returns a Writer with a DefaultWriteBuffer buffer. It flushes
@@ -40,6 +89,12 @@ func (w *Writer) SetFlushEach(on bool) { w.flushEach = on }
 func (w *Writer) Write(line []byte) error {
 	if w.err != nil {
 		return w.err
+	}
+	if w.holds(line) {
+		return w.holdLine(line)
+	}
+	if err := w.WriteHeld(); err != nil {
+		return err
 	}
 	if len(w.buf) > 0 && len(w.buf)+len(line)+1 > w.size {
 		if err := w.Flush(); err != nil {
@@ -59,10 +114,10 @@ func (w *Writer) Write(line []byte) error {
 	return nil
 }
 
-// Flush writes what is buffered.
+// Flush writes what is buffered, and the lines held.
 func (w *Writer) Flush() error {
-	if w.err != nil {
-		return w.err
+	if err := w.WriteHeld(); err != nil {
+		return err
 	}
 	if len(w.buf) == 0 {
 		return nil
@@ -104,4 +159,4 @@ var newline = []byte{'\n'}
 func (w *Writer) Lines() int64 { return w.lines }
 
 // Buffered is the number of bytes not yet written.
-func (w *Writer) Buffered() int { return len(w.buf) }
+func (w *Writer) Buffered() int { return len(w.buf) + len(w.held) }

@@ -497,3 +497,98 @@ func TestWriterLines(t *testing.T) {
 		})
 	}
 }
+
+// wholeLines records each write it is given, refusing one that does not end
+// a line.
+type wholeLines struct {
+	t      *testing.T
+	out    bytes.Buffer
+	writes int
+}
+
+func (w *wholeLines) Write(p []byte) (int, error) {
+	if len(p) == 0 || p[len(p)-1] != '\n' {
+		w.t.Errorf("a write that does not end a line: %q", p)
+	}
+	w.writes++
+	return w.out.Write(p)
+}
+
+// TestHoldLines reads files of every shape, serially (lines crossing the
+// splitter's buffer, whose memory it then reuses) and ahead (in tiny
+// chunks and batches), and writes each record through a Writer that holds
+// the lines where the reader left them: the output must be exactly what a
+// Writer that copies them writes, in whole lines.
+func TestHoldLines(t *testing.T) {
+	dir := t.TempDir()
+	var many strings.Builder
+	for i := 0; many.Len() < 3*minBuffer; i++ {
+		fmt.Fprintf(&many, "{\"id\":\"r%d\",\"ids\":[%s]}\n", i, strings.Repeat("7,", i%300)+"1")
+		switch i % 50 {
+		case 7:
+			many.WriteString("\n  \n")
+		case 9:
+			fmt.Fprintf(&many, "{\"crlf\":%d}\r\n", i)
+		case 11:
+			fmt.Fprintf(&many, "{\"long\":\"%s\"}\n", strings.Repeat("x", 3000+i))
+		}
+	}
+	inputs := map[string][]byte{
+		"many":      []byte(many.String()),
+		"torn":      []byte(many.String() + `{"id":"last"}`),
+		"BOM, CRLF": []byte("\xef\xbb\xbf{\"a\":1}\n{\"a\":2}\r\n{\"a\":3}\n"),
+		"gzip":      gzipped(t, []byte(many.String())),
+	}
+	var files []string
+	for name, data := range inputs {
+		files = append(files, writeFile(t, dir, strings.ReplaceAll(strings.ReplaceAll(name, " ", ""), ",", "")+".jsonl", data))
+	}
+	files = append(files, filepath.Join(parquetDir, "snappy_dict_groups.parquet"))
+	copyAll := func(names []string, opt Options, hold bool) (string, int) {
+		t.Helper()
+		sink := &wholeLines{t: t}
+		w := NewWriter(sink)
+		opt.LastLineRecord = true
+		if hold {
+			w.HoldLines()
+			opt.BeforeReuse = w.WriteHeld
+		}
+		opt.BeforeRead = w.Flush
+		r, err := Open(nil, names, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			if err := w.Write(r.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.Err() != nil {
+			t.Fatal(r.Err())
+		}
+		r.Close()
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return sink.out.String(), sink.writes
+	}
+	for _, names := range append([][]string{files}, func() (each [][]string) {
+		for _, f := range files {
+			each = append(each, []string{f})
+		}
+		return each
+	}()...) {
+		want, copies := copyAll(names, Options{}, false)
+		got, writes := copyAll(names, Options{}, true)
+		if got != want {
+			t.Errorf("%v, read serially: holding the lines wrote %d bytes, copying them %d, not the same", names, len(got), len(want))
+		}
+		t.Logf("%v: %d writes holding the lines, %d copying them", names, writes, copies)
+		for _, size := range []int{64, 4096} {
+			forceReadAhead(t, size, 3)
+			if got, _ := copyAll(names, Options{Parallel: true, Prepare: preparedLine}, true); got != want {
+				t.Errorf("%v, read ahead in %d-byte chunks: holding the lines wrote %d bytes, copying them %d, not the same", names, size, len(got), len(want))
+			}
+		}
+	}
+}
