@@ -41,36 +41,48 @@ func (f *filter) record(info record.Info, line []byte) error {
 		return nil
 	}
 	if f.cfg.samples == 1 || info.Sample > 0 {
-		return f.pass(info.ID, line)
+		if !f.admit(info.ID) {
+			return nil
+		}
+		// line is the reader's, which the writer may hold where it lies.
+		return f.written(f.out.WriteReaderLine(line))
 	}
 	for k := 1; k <= f.cfg.samples; k++ {
 		id := record.SampleID(info.ID, k)
 		if f.done.ContainsString(id) || f.seen.ContainsString(id) {
-			f.pass(id, nil) // counted only
+			f.admit(id) // counted only
 			continue
 		}
 		sample, err := record.SampleLine(line, f.id, info.ID, k)
 		if err != nil {
 			return err
 		}
-		if err := f.pass(id, sample); err != nil {
-			return err
+		if f.admit(id) {
+			if err := f.written(f.out.Write(sample)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// pass writes line under id unless id is done or was seen, counting which.
-func (f *filter) pass(id string, line []byte) error {
+// admit reports whether the record under id is to be written: neither done
+// nor seen; it counts those that are not.
+func (f *filter) admit(id string) bool {
 	switch {
 	case f.done.ContainsString(id):
 		f.t.done++
-		return nil
+		return false
 	case !f.seen.AddString(id):
 		f.t.repeated++
-		return nil
+		return false
 	}
-	if err := f.out.Write(line); err != nil {
+	return true
+}
+
+// written counts a record written, or makes its write's error the run's.
+func (f *filter) written(err error) error {
+	if err != nil {
 		return writeFailed{err}
 	}
 	f.t.toDo++

@@ -31,11 +31,23 @@ type Writer struct {
 	held []byte
 }
 
-// HoldLines makes the writer keep a Reader's lines where they are instead
-// of copying them: consecutive lines of the reader's buffer are written
-// with one write, whole. The reader must write them (WriteHeld) before it
-// reuses their memory: Options.BeforeReuse = w.WriteHeld.
+// HoldLines makes WriteReaderLine keep a Reader's lines where they are
+// instead of copying them: consecutive lines of the reader's buffer are
+// written with one write, whole. The reader must write them (WriteHeld)
+// before it reuses their memory: Options.BeforeReuse = w.WriteHeld.
 func (w *Writer) HoldLines() { w.hold = true }
+
+// WriteReaderLine writes line, which must be what a Reader's Bytes
+// returned (and so stays as it is until the reader runs BeforeReuse), like
+// Write; with HoldLines it may hold it where it lies instead of copying it.
+// Write is for every other line: a line held must not change before it is
+// written, and only a Reader's lines are known not to.
+func (w *Writer) WriteReaderLine(line []byte) error {
+	if w.err == nil && w.holds(line) {
+		return w.holdLine(line)
+	}
+	return w.Write(line)
+}
 
 // WriteHeld writes the lines held (see HoldLines).
 func (w *Writer) WriteHeld() error {
@@ -89,9 +101,6 @@ func (w *Writer) SetFlushEach(on bool) { w.flushEach = on }
 func (w *Writer) Write(line []byte) error {
 	if w.err != nil {
 		return w.err
-	}
-	if w.holds(line) {
-		return w.holdLine(line)
 	}
 	if err := w.WriteHeld(); err != nil {
 		return err

@@ -559,7 +559,7 @@ func TestHoldLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		for r.Next() {
-			if err := w.Write(r.Bytes()); err != nil {
+			if err := w.WriteReaderLine(r.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -590,5 +590,28 @@ func TestHoldLines(t *testing.T) {
 				t.Errorf("%v, read ahead in %d-byte chunks: holding the lines wrote %d bytes, copying them %d, not the same", names, size, len(got), len(want))
 			}
 		}
+	}
+}
+
+// TestWriteCopiesWithHoldLines: with HoldLines, a line given to Write (not
+// WriteReaderLine) is copied even when a newline follows it in memory: its
+// caller may write over it at once, as a reused scratch buffer is.
+func TestWriteCopiesWithHoldLines(t *testing.T) {
+	var out bytes.Buffer
+	w := NewWriter(&out)
+	w.HoldLines()
+	scratch := []byte("{\"a\":1}\n{\"b\":2}\n")
+	for _, want := range []string{`{"a":1}`, `{"c":3}`} {
+		line := append(scratch[:0], want...)
+		if err := w.Write(line); err != nil {
+			t.Fatal(err)
+		}
+		copy(scratch, "XXXXXXXX")
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "{\"a\":1}\n{\"c\":3}\n" {
+		t.Errorf("wrote %q", got)
 	}
 }
