@@ -122,3 +122,64 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExtendOver measures what a conversation's next turn costs
+// (chat.TurnPrompts): a prompt of about 40 KB, special tokens between its
+// messages, followed by a new stretch of prose and markdown of 0.5 to 2 KB
+// (the model's last answer and the next message), encoded through
+// ExtendOver from the last prompt, which ended in another such stretch.
+// MB/s counts the new stretches' bytes.
+func BenchmarkExtendOver(b *testing.B) {
+	var prose []string
+	for _, l := range corpus(b) {
+		switch l.Cat {
+		case "prose_en", "chat_like", "code_markdown":
+			prose = append(prose, l.Text)
+		}
+	}
+	for _, fam := range families {
+		b.Run(fam, func(b *testing.B) {
+			tok := loadFamily(b, fam)
+			// A special token of the chat template's kind between messages.
+			var sep string
+			for _, a := range tok.AddedTokens() {
+				if a.Special && strings.HasPrefix(a.Content, "<") {
+					sep = a.Content
+					break
+				}
+			}
+			// Messages of 0.5 to 2 KB from the corpus's prose, in turn.
+			next := 0
+			message := func(size int) string {
+				var m strings.Builder
+				for m.Len() < size {
+					m.WriteString(prose[next%len(prose)])
+					m.WriteString("\n\n")
+					next++
+				}
+				return m.String()
+			}
+			var prefix strings.Builder
+			for prefix.Len() < 40_000 {
+				prefix.WriteString(sep + message(1000))
+			}
+			var turns []string
+			var size int64
+			for i := range 16 {
+				turn := sep + message(500+i*100) + sep + message(100) + sep
+				turns = append(turns, prefix.String()+turn)
+				size += int64(len(turn))
+			}
+			enc := tok.Extend(nil, turns[len(turns)-1])
+			b.SetBytes(size / int64(len(turns)))
+			b.ResetTimer()
+			cpu := startCPUMeter()
+			i := 0
+			for b.Loop() {
+				enc = tok.ExtendOver(enc, turns[i%len(turns)])
+				i++
+			}
+			cpu.report(b, size/int64(len(turns)))
+		})
+	}
+}

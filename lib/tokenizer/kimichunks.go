@@ -14,7 +14,7 @@ const (
 
 // forEachKimiChunk calls encode on each chunk of text, in order.
 func forEachKimiChunk(text string, encode func(chunk string)) {
-	if len(text) <= kimiMaxRun { // fewer bytes than a run could need: one chunk
+	if kimiSurelyOneChunk(text) {
 		encode(text)
 		return
 	}
@@ -29,6 +29,48 @@ func forEachKimiChunk(text string, encode func(chunk string)) {
 		windowStart = windowEnd
 	}
 }
+
+// kimiSurelyOneChunk reports, reading a few bytes per kimiBlock of text,
+// that Kimi's chunking leaves text whole; false tells nothing. Text of
+// ordinary prose or code is one chunk, and deciding so by splitting it
+// costs a class lookup per character, which ExtendOver paid for a whole
+// conversation's prompt at each turn (more than encoding the turn).
+//
+// A run of more than kimiMaxRun characters spans more than kimiMaxRun
+// bytes, so it holds one of the text's blocks of kimiBlock bytes whole
+// (2*kimiBlock <= kimiMaxRun): a text whose blocks each hold an ASCII space
+// and an ASCII non-space (a byte of neither kind belongs to a character
+// outside ASCII, which may be a space or not) has no such run.
+func kimiSurelyOneChunk(text string) bool {
+	if len(text) <= kimiMaxRun { // fewer bytes than a run could need
+		return true
+	}
+	if len(text) > kimiWindowRunes && utf8.RuneCountInString(text) > kimiWindowRunes {
+		return false
+	}
+	for start := 0; start+kimiBlock <= len(text); start += kimiBlock {
+		space, other := false, false
+		for _, c := range []byte(text[start : start+kimiBlock]) {
+			switch {
+			case c >= utf8.RuneSelf:
+			case asciiClasses[c]&classPySpace != 0:
+				space = true
+			default:
+				other = true
+			}
+			if space && other {
+				break
+			}
+		}
+		if !space || !other {
+			return false
+		}
+	}
+	return true
+}
+
+// kimiBlock is the block size of kimiSurelyOneChunk.
+const kimiBlock = kimiMaxRun / 2
 
 // splitLongRuns cuts a window before the character that would make a run
 // longer than kimiMaxRun.
