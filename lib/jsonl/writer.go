@@ -27,8 +27,9 @@ type Writer struct {
 	// hold: lines that lie in the reader's memory followed by their
 	// newline are not copied but held, as one span while they follow
 	// each other there, and written at once (see HoldLines).
-	hold bool
-	held []byte
+	hold      bool
+	held      []byte
+	heldLines int64 // the lines in held, counted as they are held
 }
 
 // HoldLines makes WriteReaderLine keep a Reader's lines where they are
@@ -54,13 +55,16 @@ func (w *Writer) WriteHeld() error {
 	if w.err != nil || len(w.held) == 0 {
 		return w.err
 	}
-	p := w.held
-	w.held = nil
+	p, lines := w.held, w.heldLines
+	w.held, w.heldLines = nil, 0
 	n, err := w.w.Write(p)
-	if err == nil {
-		n = len(p)
+	if err != nil && n < len(p) {
+		// only the lines the failed write took whole count (counting
+		// the span's newlines always, once, cost a pass over every
+		// byte written)
+		lines = int64(bytes.Count(p[:n], newline))
 	}
-	w.lines += int64(bytes.Count(p[:n], newline))
+	w.lines += lines
 	w.err = err
 	return err
 }
@@ -77,12 +81,13 @@ func (w *Writer) holdLine(line []byte) error {
 	n := len(w.held)
 	if n > 0 && n+len(line)+1 <= cap(w.held) && unsafe.Add(unsafe.Pointer(unsafe.SliceData(w.held)), n) == unsafe.Pointer(unsafe.SliceData(line)) {
 		w.held = w.held[:n+len(line)+1]
+		w.heldLines++
 		return nil
 	}
 	if err := w.WriteHeld(); err != nil {
 		return err
 	}
-	w.held = line[:len(line)+1]
+	w.held, w.heldLines = line[:len(line)+1], 1
 	return nil
 }
 

@@ -464,18 +464,22 @@ func TestFilesStdinReadOnce(t *testing.T) {
 }
 
 // TestWriterLines: Lines counts the lines that reached the writer whole,
-// through a failed write too, so that a caller can say which were lost.
+// through a failed write too, so that a caller can say which were lost;
+// lines held where they lie (HoldLines) likewise.
 func TestWriterLines(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		room      int
 		flushEach bool
+		hold      bool
 		want      int64
 	}{
-		{"all written", 1000, false, 9},
-		{"buffered, cut mid-line", 20, false, 2},    // 8+8 bytes whole, the third cut
-		{"flushed each, cut mid-line", 20, true, 2}, // the same, a write per line
-		{"undone by a safe file", 20, false, 0},     // the partial buffer is removed whole
+		{"all written", 1000, false, false, 9},
+		{"buffered, cut mid-line", 20, false, false, 2},    // 8+8 bytes whole, the third cut
+		{"flushed each, cut mid-line", 20, true, false, 2}, // the same, a write per line
+		{"undone by a safe file", 20, false, false, 0},     // the partial buffer is removed whole
+		{"held, all written", 1000, false, true, 9},
+		{"held, cut mid-line", 20, false, true, 2}, // one write of the nine, cut in the third
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &shortFile{room: tc.room}
@@ -485,8 +489,17 @@ func TestWriterLines(t *testing.T) {
 			}
 			w := NewWriter(sink)
 			w.SetFlushEach(tc.flushEach)
+			if tc.hold {
+				w.HoldLines()
+			}
+			// the lines one after the other, each followed by its
+			// newline, as a Reader leaves them
+			var mem []byte
 			for i := 1; i < 10; i++ {
-				if w.Write([]byte(fmt.Sprintf(`{"a":%d}`, i))) != nil {
+				mem = fmt.Appendf(mem, "{\"a\":%d}\n", i)
+			}
+			for i := range 9 {
+				if w.WriteReaderLine(mem[8*i : 8*i+7]) != nil {
 					break
 				}
 			}
