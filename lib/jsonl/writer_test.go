@@ -499,7 +499,7 @@ func TestWriterLines(t *testing.T) {
 				mem = fmt.Appendf(mem, "{\"a\":%d}\n", i)
 			}
 			for i := range 9 {
-				if w.WriteReaderLine(mem[8*i : 8*i+7]) != nil {
+				if w.WriteReaderLine(mem[8*i:8*i+7]) != nil {
 					break
 				}
 			}
