@@ -94,24 +94,17 @@ func ParseDate(date string) (func() time.Time, error) {
 
 // Render renders a conversation (a JSON array of messages) and its tools.
 func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool) (string, error) {
-	return m.render(messages, tools, addGenerationPrompt, nil)
+	return m.render(chattemplate.Options{Messages: messages, Tools: tools, AddGenerationPrompt: addGenerationPrompt})
 }
 
-// render is Render with the messages decoded through cache (nil: none).
-func (m *Model) render(messages, tools json.RawMessage, addGenerationPrompt bool, cache *chattemplate.MessageCache) (string, error) {
+// render renders o's messages, tools, generation prompt and cache with m's
+// template and variables.
+func (m *Model) render(o chattemplate.Options) (string, error) {
 	if m.Template == nil {
 		return "", fmt.Errorf("no chat template (--template none)")
 	}
-	return m.Template.Render(chattemplate.Options{
-		Messages:            messages,
-		Tools:               tools,
-		AddGenerationPrompt: addGenerationPrompt,
-		BOSToken:            m.bos,
-		EOSToken:            m.eos,
-		Extra:               m.Extra,
-		Now:                 m.Now,
-		Cache:               cache,
-	})
+	o.BOSToken, o.EOSToken, o.Extra, o.Now = m.bos, m.eos, m.Extra, m.Now
+	return m.Template.Render(o)
 }
 
 // WithArgs returns a copy of m whose template sees args as well as its
@@ -158,13 +151,19 @@ type TurnPrompts struct {
 	msgs chattemplate.MessageCache
 }
 
-// Next renders the conversation so far with the generation prompt and
-// returns its ids. m may differ from turn to turn in its template arguments
+// Next renders the conversation so far, its messages one by one, with the
+// generation prompt and returns its ids. The messages the last call was
+// given are found again message by message, at once when a message is the
+// same slice (a conversation grows by appending): their bytes must not have
+// changed since. m may differ from turn to turn in its template arguments
 // only, never in its tokenizer. The ids are the caller's until the next
 // call, which writes the next prompt's ids over them (tokenizer.ExtendOver):
 // a turn's prompt is sent, and done with, before the next is asked for.
-func (p *TurnPrompts) Next(m *Model, messages, tools json.RawMessage) ([]int, error) {
-	text, err := m.render(messages, tools, true, &p.msgs)
+func (p *TurnPrompts) Next(m *Model, messages []json.RawMessage, tools json.RawMessage) ([]int, error) {
+	if messages == nil {
+		messages = []json.RawMessage{} // no messages, not none
+	}
+	text, err := m.render(chattemplate.Options{MessageList: messages, Tools: tools, AddGenerationPrompt: true, Cache: &p.msgs})
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func TestTurnPromptsEqualFullEncoding(t *testing.T) {
 					if err != nil {
 						return // a case this template refuses
 					}
-					got, err := p.Next(m, arr, tools)
+					got, err := p.Next(m, msgs[:i], tools)
 					if err != nil {
 						t.Fatalf("%s, %d messages: %v", name, i, err)
 					}

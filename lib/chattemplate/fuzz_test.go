@@ -129,7 +129,7 @@ func FuzzLoopReplay(f *testing.F) {
 			n := min(i, 2*len(msgs)-i) // the conversation grows, then shrinks
 			o := Options{Messages: json.RawMessage(joinMessages(msgs[:n], ",")), Tools: fuzzTools, AddGenerationPrompt: true, Extra: args[i%len(args)], Now: fixedNow}
 			want, wantErr := tmpl.Render(o)
-			o.Cache = &cache
+			o.Messages, o.MessageList, o.Cache = nil, msgs[:n:n], &cache
 			got, err := tmpl.Render(o)
 			if got != want || errText(err) != errText(wantErr) {
 				t.Fatalf("render %d (%d messages): got %q (%v), want %q (%v)", i, n, got, err, want, wantErr)

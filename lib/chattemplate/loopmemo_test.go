@@ -30,6 +30,15 @@ func memoTemplates(t *testing.T) map[string]*Template {
 	return out
 }
 
+// rawMessages is msgs as a MessageList.
+func rawMessages(msgs []string) []json.RawMessage {
+	list := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		list[i] = json.RawMessage(m)
+	}
+	return list
+}
+
 // agentTurns is a conversation of tool-using turns that grows as
 // generate --turns all grows it, then has its history rewritten: answers
 // with and without reasoning, tool calls and their results, plain answers,
@@ -87,7 +96,7 @@ func TestLoopReplayRendersAsWithout(t *testing.T) {
 			replayed := 0
 			for i, msgs := range agentTurns() {
 				o := Options{
-					Messages:            json.RawMessage("[" + strings.Join(msgs, ",") + "]"),
+					MessageList:         rawMessages(msgs),
 					Tools:               json.RawMessage(`[{"type":"function","function":{"name":"get_weather","parameters":{}}}]`),
 					AddGenerationPrompt: i%5 != 4,
 					BOSToken:            "<s>",
@@ -169,9 +178,9 @@ func TestLoopReplayFallsBack(t *testing.T) {
 				msgs = append(msgs, `{"role":"user","content":"`+content+`","parts":[{"content":"1"},{"content":"2"}]}`)
 				clock := time.Date(2025, 1, 1, 0, 0, i, 0, time.UTC)
 				o := Options{
-					Messages: json.RawMessage("[" + strings.Join(msgs, ",") + "]"),
-					Extra:    map[string]json.RawMessage{"prefix": json.RawMessage(fmt.Sprintf(`"%d>"`, i/2))},
-					Now:      func() time.Time { return clock },
+					MessageList: rawMessages(msgs),
+					Extra:       map[string]json.RawMessage{"prefix": json.RawMessage(fmt.Sprintf(`"%d>"`, i/2))},
+					Now:         func() time.Time { return clock },
 				}
 				want, wantErr := tmpl.Render(o)
 				o.Cache = &cache
@@ -197,7 +206,7 @@ func TestLoopReplayLimits(t *testing.T) {
 	convs := agentTurns()
 	msgs := convs[len(convs)-1]
 	opts := func(n int, cache *MessageCache) Options {
-		return Options{Messages: json.RawMessage("[" + strings.Join(msgs[:n], ",") + "]"), AddGenerationPrompt: true, Cache: cache}
+		return Options{MessageList: rawMessages(msgs[:n]), AddGenerationPrompt: true, Cache: cache}
 	}
 	full, err := tmpl.Render(opts(len(msgs), nil))
 	if err != nil {
@@ -245,8 +254,8 @@ func TestLoopReplayLimits(t *testing.T) {
 func TestPeerSuitesThroughCache(t *testing.T) {
 	ran, replayed := 0, 0
 	for _, c := range loadPeerCases(t) {
-		raw, ok := c.Context["messages"]
-		if !ok || c.Skip != "" {
+		var msgs []json.RawMessage
+		if raw, ok := c.Context["messages"]; !ok || c.Skip != "" || json.Unmarshal(raw, &msgs) != nil || msgs == nil {
 			continue
 		}
 		tmpl, err := Parse(c.ID, c.Template)
@@ -262,7 +271,7 @@ func TestPeerSuitesThroughCache(t *testing.T) {
 		want, wantErr := tmpl.Render(Options{Extra: c.Context, Now: peerNow})
 		var cache MessageCache
 		for range 2 {
-			got, err := tmpl.Render(Options{Messages: raw, Extra: extra, Now: peerNow, Cache: &cache})
+			got, err := tmpl.Render(Options{MessageList: msgs, Extra: extra, Now: peerNow, Cache: &cache})
 			if got != want || errText(err) != errText(wantErr) {
 				t.Fatalf("%s: got %q (%v), want %q (%v)\ntemplate: %s", c.ID, truncate(got, 300), err, truncate(want, 300), wantErr, truncate(c.Template, 400))
 			}

@@ -7,9 +7,10 @@ import (
 
 // MessageCache keeps a conversation's messages decoded from one render to
 // the next as the conversation grows (generate --turns all renders each
-// turn's prompt whole): the messages that the next render's Messages holds
-// byte for byte where the last one held them are not decoded again, only
-// the ones after. The template still sees, and renders, every message.
+// turn's prompt whole): the messages of the next render's MessageList that
+// are those of the last one up to where the lists part are not decoded
+// again, only the ones after. The template still sees, and renders, every
+// message. A render given Messages, one array, does not use the cache.
 // Sharing decoded messages between renders is safe because a template
 // cannot change what it is given: lists and dicts refuse their mutating
 // methods, as in jinja2's immutable sandbox.
@@ -21,12 +22,13 @@ import (
 // The zero value is ready. A MessageCache is not safe for concurrent use:
 // one belongs to one conversation.
 type MessageCache struct {
-	raw   []byte  // the Messages last decoded
-	ends  []int   // where each of its messages ends in raw
-	items []value // its messages, decoded
+	list  []json.RawMessage // the MessageList last decoded: the caller's slices, which it does not change
+	items []value           // its messages, decoded
 	// Reused is how many messages the last decode took from the one
 	// before.
-	Reused int
+	Reused  int
+	fresh   int // the bytes of the messages the last decode read anew
+	textLen int // the length of the last render's text
 
 	// What the template's loops wrote for each message (loopmemo.go),
 	// and the render that keeps it: gen counts renders.
@@ -39,81 +41,68 @@ type MessageCache struct {
 	Replayed int
 }
 
-// decode decodes messages (a JSON array), reusing the messages decoded last
-// time that end within the bytes both arrays begin with. Anything but an
-// array, and any error, is left to decodeOption, which says what is wrong as
-// it would without a cache.
-func (c *MessageCache) decode(messages json.RawMessage) (value, error) {
+// decodeList decodes messages, given one by one (Options.MessageList),
+// reusing the messages decoded last time up to the first that differs: a
+// message passed again as the same slice compares at once, without reading
+// its bytes. The caller must not change a message's bytes after passing it.
+func (c *MessageCache) decodeList(messages []json.RawMessage) (value, error) {
 	if c == nil {
-		return decodeOption("messages", messages)
+		items, ok := decodeListItems(nil, messages)
+		if !ok {
+			return decodeOption("messages", messagesArray(messages))
+		}
+		return &pyList{Items: items}, nil
 	}
 	c.gen++
 	c.Replayed = 0
-	shared := commonPrefixBytes(c.raw, messages)
 	keep := 0
-	for keep < len(c.ends) && c.ends[keep] <= shared {
+	for keep < min(len(c.list), len(messages)) && bytes.Equal(c.list[keep], messages[keep]) {
 		keep++
 	}
-	items := append(make([]value, 0, keep+4), c.items[:keep]...)
-	ends := append(make([]int, 0, keep+4), c.ends[:keep]...)
-	from := 0
-	if keep > 0 {
-		from = ends[keep-1]
-	}
-	// The rest is decoded from a string of its own: decoded strings are
-	// slices of it, so a conversation's messages hold its bytes once, not
-	// once per turn.
-	d := &jsonDecoder{data: string(messages[from:])}
-	if keep == 0 {
-		d.skipSpace()
-		if d.pos == len(d.data) || d.data[d.pos] != '[' {
-			c.reset()
-			return decodeOption("messages", messages)
-		}
-		d.pos++
-		d.skipSpace()
-	}
-	items, ends, ok := d.arrayRest(items, ends, from, keep == 0)
+	items, ok := decodeListItems(c.items[:keep], messages[keep:])
 	if !ok {
 		c.reset()
-		return decodeOption("messages", messages)
+		return decodeOption("messages", messagesArray(messages))
 	}
-	c.raw = append(c.raw[:shared], messages[shared:]...) // the first shared bytes are there already
-	c.ends, c.items, c.Reused = ends, items, keep
+	c.list = append(c.list[:keep], messages[keep:]...)
+	c.items, c.Reused, c.fresh = items, keep, 0
+	for _, m := range messages[keep:] {
+		c.fresh += len(m)
+	}
 	return &pyList{Items: append([]value(nil), items...)}, nil
 }
 
-// arrayRest reads the rest of a top-level array: its items, each appended
-// to items with where it ends (offset by base) appended to ends, and its
-// ']', with nothing but white space after. first: no item was read yet (the
-// '[' and the white space after it were).
-func (d *jsonDecoder) arrayRest(items []value, ends []int, base int, first bool) ([]value, []int, bool) {
-	if first && d.pos < len(d.data) && d.data[d.pos] == ']' {
-		d.pos++
-	} else {
-		for {
-			if !first {
-				d.skipSpace()
-				if d.pos < len(d.data) && d.data[d.pos] == ']' {
-					d.pos++
-					break
-				}
-				if d.pos == len(d.data) || d.data[d.pos] != ',' {
-					return nil, nil, false
-				}
-				d.pos++
-				d.skipSpace()
-			}
-			first = false
-			v, err := d.value(1)
-			if err != nil {
-				return nil, nil, false
-			}
-			items, ends = append(items, v), append(ends, base+d.pos)
+// decodeListItems appends messages, decoded, to items; false when one is
+// not a single JSON value (the messages joined into an array, which is what
+// a MessageList stands for, then say what is wrong).
+func decodeListItems(items []value, messages []json.RawMessage) ([]value, bool) {
+	for _, m := range messages {
+		d := &jsonDecoder{data: string(m)}
+		d.skipSpace()
+		v, err := d.value(1) // an item of the messages array
+		d.skipSpace()
+		if err != nil || d.pos != len(d.data) {
+			return nil, false
 		}
+		items = append(items, v)
 	}
-	d.skipSpace()
-	return items, ends, d.pos == len(d.data)
+	return items, true
+}
+
+// messagesArray is messages joined into one JSON array.
+func messagesArray(messages []json.RawMessage) json.RawMessage {
+	n := 2 + len(messages)
+	for _, m := range messages {
+		n += len(m)
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, m := range messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
 }
 
 // prune forgets the iterations the last render did not write: messages
@@ -132,30 +121,5 @@ func (c *MessageCache) prune() {
 }
 
 func (c *MessageCache) reset() {
-	c.raw, c.ends, c.items, c.Reused = c.raw[:0], nil, nil, 0
-}
-
-// commonPrefixBytes is the length of the longest common beginning of a and b.
-func commonPrefixBytes(a, b []byte) int {
-	n := min(len(a), len(b))
-	// Turns share most of their bytes: compare blocks that double while
-	// they match, then halve into the one that differs, so that the bytes
-	// are compared a few large blocks at a time, then one by one in the
-	// last 64. Before each halving, the first difference (or n) lies in
-	// [i, i+2*step).
-	i, step := 0, 64
-	for i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
-		i += step
-		step *= 2
-	}
-	for step > 64 {
-		step /= 2
-		if i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]) {
-			i += step
-		}
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
+	c.items, c.list, c.Reused, c.textLen = nil, nil, 0, 0
 }

@@ -19,6 +19,12 @@ type Template struct {
 type Options struct {
 	// Messages is the JSON array of message objects.
 	Messages json.RawMessage
+	// MessageList, when not nil, stands for Messages: the array's items,
+	// each a message's JSON. A conversation rendered turn after turn
+	// through a Cache passes its messages this way, so that the cache
+	// finds the messages it decoded before message by message (see
+	// MessageCache), not by comparing the whole array's bytes.
+	MessageList []json.RawMessage
 	// Tools is a JSON array of tool schemas, or nil (the template sees None).
 	Tools json.RawMessage
 	// AddGenerationPrompt sets add_generation_prompt.
@@ -32,8 +38,9 @@ type Options struct {
 	Extra map[string]json.RawMessage
 	// Now is the clock behind strftime_now; nil means time.Now.
 	Now func() time.Time
-	// Cache, when not nil, keeps Messages decoded for the next render of
-	// the same conversation, grown (see MessageCache).
+	// Cache, when not nil, keeps MessageList decoded for the next render
+	// of the same conversation, grown (see MessageCache); a render given
+	// Messages does not use it.
 	Cache *MessageCache
 }
 
@@ -48,7 +55,14 @@ func (t *Template) Render(o Options) (string, error) {
 	// The root holds the fixed variables below, Extra and the undefined
 	// names: sized once rather than grown.
 	root.vars = make([]binding, 0, 6+len(o.Extra)+len(t.undef))
-	messages, err := o.Cache.decode(o.Messages)
+	var messages value
+	var err error
+	if o.MessageList != nil {
+		messages, err = o.Cache.decodeList(o.MessageList)
+	} else {
+		o.Cache = nil // it keeps a MessageList's messages
+		messages, err = decodeOption("messages", o.Messages)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -79,17 +93,34 @@ func (t *Template) Render(o Options) (string, error) {
 	r := &renderer{tmpl: t, opts: &o, limits: &t.limits, cache: o.Cache}
 	defer o.Cache.prune()
 	var b strings.Builder
-	// The text is mostly the messages' and tools' content plus the
-	// template's markup: room for that spares the builder most of its
-	// doublings.
-	b.Grow(len(o.Messages) + len(o.Tools) + 256)
+	b.Grow(o.textRoom())
 	if err := r.execBody(t.body, root, &b); err != nil {
 		if err == errBreak || err == errContinue {
 			return "", &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
 		}
 		return "", err
 	}
+	if o.Cache != nil {
+		o.Cache.textLen = b.Len()
+	}
 	return b.String(), nil
+}
+
+// textRoom is the room the rendered text is likely to need, made at once
+// to spare the builder most of its doublings. Through a cache, it is the
+// last render's length and the bytes of the messages decoded anew: the
+// text of the messages the last render held (reasoning a template drops,
+// JSON quoting) is not counted again. Else the text is mostly the messages'
+// and tools' content plus the template's markup.
+func (o *Options) textRoom() int {
+	if c := o.Cache; c != nil && c.textLen > 0 {
+		return c.textLen + c.fresh + 256
+	}
+	n := len(o.Messages) + len(o.Tools) + 256
+	for _, m := range o.MessageList {
+		n += len(m)
+	}
+	return n
 }
 
 func decodeOption(name string, raw json.RawMessage) (value, error) {

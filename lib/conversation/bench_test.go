@@ -63,18 +63,18 @@ func BenchmarkTurnPrompts(b *testing.B) {
 	src, answers := benchConversation(b)
 	ways := []struct {
 		name   string
-		prompt func(p *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error)
+		prompt func(p *chat.TurnPrompts, w *Walk) (int, error)
 	}{
-		{"incremental", func(p *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
-			ids, err := p.Next(m, msgs, tools)
+		{"incremental", func(p *chat.TurnPrompts, w *Walk) (int, error) {
+			ids, err := p.Next(m, w.MessageList(), w.Tools())
 			return len(ids), err
 		}},
-		{"whole", func(_ *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
-			text, err := m.Render(msgs, tools, true)
+		{"whole", func(_ *chat.TurnPrompts, w *Walk) (int, error) {
+			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(m.Encode(text)), err
 		}},
-		{"render", func(_ *chat.TurnPrompts, msgs, tools json.RawMessage) (int, error) {
-			text, err := m.Render(msgs, tools, true)
+		{"render", func(_ *chat.TurnPrompts, w *Walk) (int, error) {
+			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(text), err
 		}},
 	}
@@ -85,7 +85,7 @@ func BenchmarkTurnPrompts(b *testing.B) {
 				w := src.Walk(Options{})
 				var p chat.TurnPrompts
 				for _, a := range answers {
-					n, err := way.prompt(&p, w.Messages(), w.Tools())
+					n, err := way.prompt(&p, w)
 					if err != nil {
 						b.Fatal(err)
 					}

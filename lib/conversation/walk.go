@@ -98,6 +98,14 @@ func (w *Walk) Messages() json.RawMessage {
 	return append(b, ']')
 }
 
+// MessageList is the conversation so far, message by message: what
+// Messages joins into an array. A message's bytes never change once it is
+// in the list, and the list only grows, so that a caller that keeps it from
+// one turn to the next (chat.TurnPrompts) finds the earlier messages as
+// they were, the same slices. The list is the Walk's: read it, do not
+// change it.
+func (w *Walk) MessageList() []json.RawMessage { return w.msgs[:len(w.msgs):len(w.msgs)] }
+
 // Tools are the conversation's tools.
 func (w *Walk) Tools() json.RawMessage { return w.src.tools }
 

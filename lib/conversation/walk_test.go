@@ -67,7 +67,7 @@ func TestKimiTurnsPrompts(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Fatalf("turn %d: prompt differs\n got %q\nwant %q", i, text, turn.ExpectedPromptText)
 				}
-				inc, err := prompts.Next(m, w.Messages(), w.Tools())
+				inc, err := prompts.Next(m, w.MessageList(), w.Tools())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -176,7 +176,7 @@ func (t *turnRunner) prepare(j *job, wk *conversation.Walk, prompts *chat.TurnPr
 		j.req.Messages, j.req.Tools = wk.Messages(), wk.Tools()
 		return nil
 	}
-	ids, err := prompts.Next(modelFor(t.model, j), wk.Messages(), wk.Tools())
+	ids, err := prompts.Next(modelFor(t.model, j), wk.MessageList(), wk.Tools())
 	if err != nil {
 		return fmt.Errorf("chat template: %w", err)
 	}
