@@ -119,11 +119,21 @@ func keptMarks(prev *Encoding, from restart) int {
 // commonPrefix is the length of the longest common beginning of a and b.
 func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))
-	// Compare in large steps first: prompts share most of their bytes.
-	const step = 64
-	i := 0
+	// Prompts share most of their bytes: compare blocks that double while
+	// they match, then halve into the one that differs, so that the bytes
+	// are compared a few large blocks at a time (a call each), then one by
+	// one in the last 64. Before each halving, the first difference (or n)
+	// lies in [i, i+2*step).
+	i, step := 0, 64
 	for i+step <= n && a[i:i+step] == b[i:i+step] {
 		i += step
+		step *= 2
+	}
+	for step > 64 {
+		step /= 2
+		if i+step <= n && a[i:i+step] == b[i:i+step] {
+			i += step
+		}
 	}
 	for i < n && a[i] == b[i] {
 		i++

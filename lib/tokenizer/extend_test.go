@@ -120,3 +120,32 @@ func extendTestTokenizer(t *testing.T, fam string) *Tokenizer {
 	}, base.AddedTokens()...), false)
 	return &tok
 }
+
+// TestCommonPrefix compares commonPrefix with a byte-by-byte
+// scan on arrays that part at every distance from their start, of every
+// length around the block sizes it compares.
+func TestCommonPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 3000 {
+		a := make([]byte, rng.IntN(5000))
+		for i := range a {
+			a[i] = byte('a' + rng.IntN(3))
+		}
+		// b is a's beginning, perhaps a byte that may differ, then
+		// perhaps more of a.
+		b := append([]byte(nil), a[:rng.IntN(len(a)+1)]...)
+		if rng.IntN(2) == 0 {
+			b = append(b, byte('a'+rng.IntN(3)))
+		}
+		if len(b) < len(a) {
+			b = append(b, a[len(b):][:rng.IntN(len(a)-len(b)+1)]...)
+		}
+		want := 0
+		for want < min(len(a), len(b)) && a[want] == b[want] {
+			want++
+		}
+		if got := commonPrefix(string(a), string(b)); got != want {
+			t.Fatalf("len %d and %d: %d bytes in common, want %d", len(a), len(b), got, want)
+		}
+	}
+}
