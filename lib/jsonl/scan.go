@@ -387,16 +387,25 @@ func intWords(b []byte, i int, start uint64, run, commas int) (int, uint64, int,
 	return i, start, run, commas
 }
 
-// intBlocks is intRun's fastest path, 64 bytes at a time (see blockMasks):
-// it crosses blocks of only digits and commas whose elements are well
-// formed (none empty, none with a leading zero, none of 10 digits or more),
-// adds their commas to the count, and stops before any other block, which
-// the 16-byte path and the byte-at-a-time one then take. start and run are
-// intRun's: 0x80 when b[i] begins an element, and the digits just before
-// b[i].
+// intBlocks is intRun's fastest path, 64 bytes at a time: it crosses blocks
+// of only digits and commas whose elements are well formed (none empty, none
+// with a leading zero, none of 10 digits or more), adds their commas to the
+// count, and stops before any other block, which the 16-byte path and the
+// byte-at-a-time one then take. start and run are intRun's: 0x80 when b[i]
+// begins an element, and the digits just before b[i].
 func intBlocks(b []byte, i int, start uint64, run, commas int) (int, uint64, int, int) {
+	if hasAVX2 {
+		n, start, run, commas := intBlocksAVX2(b[i:], start, run, commas)
+		return i + n, start, run, commas
+	}
+	return intBlocksMasks(b, i, start, run, commas)
+}
+
+// intBlocksMasks is intBlocks with each block's masks from blockMasksSSE2
+// (intBlocksAVX2 is the same loop in assembly).
+func intBlocksMasks(b []byte, i int, start uint64, run, commas int) (int, uint64, int, int) {
 	for i+64 <= len(b) {
-		d, c, z := blockMasks(&b[i])
+		d, c, z := blockMasksSSE2(&b[i])
 		if d|c != ^uint64(0) {
 			break
 		}
