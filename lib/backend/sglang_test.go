@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestSGLangRequestBody(t *testing.T) {
@@ -375,6 +377,40 @@ func TestSGLangBodyIsMarshal(t *testing.T) {
 					t.Errorf("body\n got %s\nwant %s", got, want)
 				}
 			})
+		}
+	}
+}
+
+// TestAppendIDsDigitPath: the scan of plain digit arrays gives what the
+// general path (gjson's numbers) gives, and leaves every other array to it,
+// leading zeros among them: JSON forbids them and gjson reads them anyway.
+func TestAppendIDsDigitPath(t *testing.T) {
+	for _, raw := range []string{`[01]`, `[00]`, `[1,007]`, `[1.0]`, `[1e3]`, `[-1]`, `[1,]`, `[1 2]`, `[1000000000000000]`} {
+		if ids, ok := appendDigitIDs(nil, raw); ok {
+			t.Errorf("%s: the digit path read %v, want it left to the general path", raw, ids)
+		}
+	}
+	for _, raw := range []string{
+		`[]`, `[ ]`, `[0]`, `[1,2,3]`, ` [ 12 , 7 ,0 ] `, "[1,\n2]", `[999999999999999]`, `[10,100]`,
+		`[9007199254740992]`, `[9007199254740993]`, `[1.0]`, `[1e3]`, `[-1]`, `[-0]`, `[1.5]`,
+		`[1,"2"]`, `[null]`, `[[1]]`, `[1,]`, `[1 2]`, `[01]`, `[1,007]`,
+	} {
+		arr := gjson.Parse(raw)
+		general, generalOK := []int{42}, true
+		arr.ForEach(func(_, v gjson.Result) bool {
+			if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) || v.Num > 1<<53 {
+				generalOK = false
+				return false
+			}
+			general = append(general, int(v.Num))
+			return true
+		})
+		got, ok := appendIDs([]int{42}, arr)
+		if ok != generalOK || (ok && !slices.Equal(got, general)) {
+			t.Errorf("%s: got %v %v, want %v %v", raw, got, ok, general, generalOK)
+		}
+		if fast, fastOK := appendDigitIDs([]int{42}, arr.Raw); fastOK && !slices.Equal(fast, general) {
+			t.Errorf("%s: the digit path read %v, want %v", raw, fast, general)
 		}
 	}
 }
