@@ -199,7 +199,7 @@ if part 2; then
   printf '%-58s %s KiB (%s in flight; peak RSS %s KiB, one request %s KiB; target <= 10)\n' \
     "client memory per request in flight" "$PER_REQ_KIB" "$PEAK_INFLIGHT" "$MANY_KIB" "$ONE_KIB"
   printf '%-58s %s\n' "  what one holds (README.md, Benchmarks)" \
-    "its record and body, its exchange and connection: ~2.5 KiB live, x2 for GC; no goroutine, no buffer"
+    "its record, its exchange and connection: ~2 KiB live, x2 for GC; no goroutine, buffer, body or parser"
 fi
 echo
 if part 1 && [[ -n "${ANCHOR[python]:-}" ]]; then
