@@ -211,6 +211,20 @@ type loopMemo struct {
 	// of the loop that began before (a run nested in its own body, through
 	// a macro) neither replays nor records from then on.
 	epoch int
+	// written is how many of iters render gen wrote: when it wrote them
+	// all, MessageCache.prune has nothing to forget.
+	written, gen int
+}
+
+// wrote marks e written by render gen.
+func (m *loopMemo) wrote(e *iterMemo, gen int) {
+	if m.gen != gen {
+		m.gen, m.written = gen, 0
+	}
+	if e.gen != gen {
+		e.gen = gen
+		m.written++
+	}
 }
 
 // iterMemo is the text of one iteration and what it charged.
@@ -258,6 +272,7 @@ func (r *renderer) loopMemo(s *forStmt, f *frame) loopRun {
 	if !slices.Equal(m.deps, deps) {
 		m.deps = append(m.deps[:0], deps...)
 		clear(m.iters)
+		m.written = 0
 		m.epoch++
 	}
 	return loopRun{m, m.epoch}
@@ -331,7 +346,7 @@ func (run loopRun) replay(r *renderer, item value, w *strings.Builder) bool {
 	r.allocated += e.alloc
 	r.calledMacro = e.calledMacro
 	w.WriteString(e.text)
-	e.gen = r.cache.gen
+	run.m.wrote(e, r.cache.gen)
 	r.cache.Replayed++
 	return true
 }
@@ -349,10 +364,14 @@ func (run loopRun) record(r *renderer, item value, at iterMark, w *strings.Build
 	if !ok || !d.json || !run.live() {
 		return
 	}
-	run.m.iters[d] = &iterMemo{
+	e := &iterMemo{
 		text:  strings.Clone(w.String()[at.text:]), // not the builder's buffer, which holds the whole render
 		steps: r.steps - at.steps, output: r.outLen - at.output, alloc: r.allocated - at.alloc,
 		calledMacro: r.calledMacro,
-		gen:         r.cache.gen,
 	}
+	if old := run.m.iters[d]; old != nil && old.gen == r.cache.gen {
+		e.gen = old.gen // counted as written already
+	}
+	run.m.iters[d] = e
+	run.m.wrote(e, r.cache.gen)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +283,33 @@ func TestPeerSuitesThroughCache(t *testing.T) {
 	t.Logf("%d cases, %d iterations replayed", ran, replayed)
 	if ran == 0 || replayed == 0 {
 		t.Fatal("no case replayed an iteration")
+	}
+}
+
+// TestLoopMemoForgets renders conversations that grow, stay and shrink
+// through one MessageCache: after each render, every loop's memo holds the
+// iterations that render wrote, no more (those of messages that left the
+// conversation or that the loop no longer reaches are forgotten), whether
+// it ran or replayed them.
+func TestLoopMemoForgets(t *testing.T) {
+	tmpl, err := Parse("t", `{% for m in messages %}{{ m.content }}{% endfor %}{% for m in messages[1:] %}{{ m.role }}{% endfor %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := rawMessages([]string{`{"role":"user","content":"a"}`, `{"role":"assistant","content":"b"}`, `{"role":"user","content":"c"}`, `{"role":"assistant","content":"d"}`})
+	var cache MessageCache
+	for _, n := range []int{4, 4, 2, 3, 1, 4} {
+		if _, err := tmpl.Render(Options{MessageList: all[:n], Cache: &cache}); err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int
+		for _, s := range tmpl.body {
+			if loop, ok := s.(*forStmt); ok {
+				sizes = append(sizes, len(cache.loops[loop].iters))
+			}
+		}
+		if want := []int{n, n - 1}; !slices.Equal(sizes, want) {
+			t.Fatalf("%d messages: the loops hold %v iterations, want %v", n, sizes, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"bytes"
 	"encoding/json"
+	"unsafe"
 )
 
 // MessageCache keeps a conversation's messages decoded from one render to
@@ -77,7 +78,11 @@ func (c *MessageCache) decodeList(messages []json.RawMessage) (value, error) {
 // a MessageList stands for, then say what is wrong).
 func decodeListItems(items []value, messages []json.RawMessage) ([]value, bool) {
 	for _, m := range messages {
-		d := &jsonDecoder{data: string(m)}
+		// The decoded strings are slices of the message's own bytes, not
+		// of a copy: the caller does not change them once passed (see
+		// decodeList), and nothing but the cache, which holds the
+		// messages too, keeps a decoded value past the render.
+		d := &jsonDecoder{data: unsafe.String(unsafe.SliceData(m), len(m))}
 		d.skipSpace()
 		v, err := d.value(1) // an item of the messages array
 		d.skipSpace()
@@ -112,6 +117,9 @@ func (c *MessageCache) prune() {
 		return
 	}
 	for _, m := range c.loops {
+		if m.gen == c.gen && m.written == len(m.iters) {
+			continue // the render wrote every message the memo holds
+		}
 		for d, e := range m.iters {
 			if e.gen != c.gen {
 				delete(m.iters, d)

@@ -23,7 +23,9 @@ type Options struct {
 	// each a message's JSON. A conversation rendered turn after turn
 	// through a Cache passes its messages this way, so that the cache
 	// finds the messages it decoded before message by message (see
-	// MessageCache), not by comparing the whole array's bytes.
+	// MessageCache), not by comparing the whole array's bytes. A message's
+	// bytes must not change once passed: the template's strings are
+	// slices of them, not copies.
 	MessageList []json.RawMessage
 	// Tools is a JSON array of tool schemas, or nil (the template sees None).
 	Tools json.RawMessage
