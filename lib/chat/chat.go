@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -97,15 +98,22 @@ func (m *Model) Render(messages, tools json.RawMessage, addGenerationPrompt bool
 	return m.render(chattemplate.Options{Messages: messages, Tools: tools, AddGenerationPrompt: addGenerationPrompt})
 }
 
-// render renders o's messages, tools, generation prompt and cache with m's
+// options are o with m's template variables.
+func (m *Model) options(o chattemplate.Options) chattemplate.Options {
+	o.BOSToken, o.EOSToken, o.Extra, o.Now = m.bos, m.eos, m.Extra, m.Now
+	return o
+}
+
+// render renders o's messages, tools and generation prompt with m's
 // template and variables.
 func (m *Model) render(o chattemplate.Options) (string, error) {
 	if m.Template == nil {
-		return "", fmt.Errorf("no chat template (--template none)")
+		return "", errNoTemplate
 	}
-	o.BOSToken, o.EOSToken, o.Extra, o.Now = m.bos, m.eos, m.Extra, m.Now
-	return m.Template.Render(o)
+	return m.Template.Render(m.options(o))
 }
+
+var errNoTemplate = fmt.Errorf("no chat template (--template none)")
 
 // WithArgs returns a copy of m whose template sees args as well as its
 // own variables (args win): a record's thinking setting, for one render.
@@ -149,6 +157,11 @@ func (m *Model) Encode(rendered string) []int {
 type TurnPrompts struct {
 	last *tokenizer.Encoding
 	msgs chattemplate.MessageCache
+	// texts are the arrays of the last two prompts' texts, the last one's
+	// first: last.Text is the first, and the next prompt is written into
+	// the second, which nothing reads any more, rather than into a new
+	// array each turn.
+	texts [2][]byte
 }
 
 // Next renders the conversation so far, its messages one by one, with the
@@ -163,11 +176,21 @@ func (p *TurnPrompts) Next(m *Model, messages []json.RawMessage, tools json.RawM
 	if messages == nil {
 		messages = []json.RawMessage{} // no messages, not none
 	}
-	text, err := m.render(chattemplate.Options{MessageList: messages, Tools: tools, AddGenerationPrompt: true, Cache: &p.msgs})
+	if m.Template == nil {
+		return nil, errNoTemplate
+	}
+	o := m.options(chattemplate.Options{MessageList: messages, Tools: tools, AddGenerationPrompt: true, Cache: &p.msgs})
+	buf, err := m.Template.RenderAppend(p.texts[1][:0], o)
+	p.texts[1] = buf
 	if err != nil {
 		return nil, err
 	}
-	p.last = m.Tok.ExtendOver(p.last, text)
+	// The text is read in place: the tokenizer keeps no part of it but
+	// the Encoding's Text (its caches copy the pieces they keep), and the
+	// Encoding is done with before the array is written again, two turns
+	// on.
+	p.last = m.Tok.ExtendOver(p.last, unsafe.String(unsafe.SliceData(buf), len(buf)))
+	p.texts[0], p.texts[1] = p.texts[1], p.texts[0]
 	return p.last.IDs, nil
 }
 

@@ -88,6 +88,15 @@ func (t *Template) Render(o chattemplate.Options) (string, error) {
 	return t.Template.Render(o)
 }
 
+// RenderAppend is Render writing the text after dst's bytes, into dst's
+// array while it has room (chattemplate.Template.RenderAppend).
+func (t *Template) RenderAppend(dst []byte, o chattemplate.Options) ([]byte, error) {
+	if err := t.PrepareTools(&o); err != nil {
+		return dst, err
+	}
+	return t.Template.RenderAppend(dst, o)
+}
+
 // PrepareTools rewrites o for the template as Kimi-K2.5's apply_chat_template
 // does when t.TypeScript is set: tools with sorted keys, and tools_ts_str
 // among the variables unless the encoder refuses the tools (the template then

@@ -2,7 +2,6 @@ package chattemplate
 
 import (
 	"errors"
-	"strings"
 )
 
 // Limits that keep hostile or buggy templates from hanging or exhausting
@@ -195,7 +194,7 @@ func (r *renderer) withLine(err error, line int) error {
 	return err
 }
 
-func (r *renderer) execBody(body []stmt, f *frame, w *strings.Builder) error {
+func (r *renderer) execBody(body []stmt, f *frame, w *textWriter) error {
 	for _, s := range body {
 		if err := r.exec(s, f, w); err != nil {
 			return err
@@ -204,7 +203,7 @@ func (r *renderer) execBody(body []stmt, f *frame, w *strings.Builder) error {
 	return nil
 }
 
-func (r *renderer) write(w *strings.Builder, s string) error {
+func (r *renderer) write(w *textWriter, s string) error {
 	if err := r.countOutput(len(s)); err != nil {
 		return err
 	}
@@ -221,7 +220,7 @@ func (r *renderer) countOutput(n int) error {
 	return nil
 }
 
-func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
+func (r *renderer) exec(s stmt, f *frame, w *textWriter) error {
 	switch s := s.(type) {
 	case *textStmt:
 		return r.write(w, s.text)
@@ -284,7 +283,7 @@ func (r *renderer) exec(s stmt, f *frame, w *strings.Builder) error {
 
 // execAutoescape runs a body with autoescape set by its expression, then
 // restores the outer setting.
-func (r *renderer) execAutoescape(s *autoescapeStmt, f *frame, w *strings.Builder) error {
+func (r *renderer) execAutoescape(s *autoescapeStmt, f *frame, w *textWriter) error {
 	v, err := r.eval(s.x, f)
 	if err != nil {
 		return r.withLine(err, s.line)
@@ -297,7 +296,7 @@ func (r *renderer) execAutoescape(s *autoescapeStmt, f *frame, w *strings.Builde
 }
 
 // execIf runs the body of the first true condition, or the else body.
-func (r *renderer) execIf(s *ifStmt, f *frame, w *strings.Builder) error {
+func (r *renderer) execIf(s *ifStmt, f *frame, w *textWriter) error {
 	for i, c := range s.conds {
 		v, err := r.eval(c, f)
 		if err != nil {
@@ -312,7 +311,7 @@ func (r *renderer) execIf(s *ifStmt, f *frame, w *strings.Builder) error {
 
 // execWith runs a with block's body in a scope of its own, its targets
 // evaluated in the outer one.
-func (r *renderer) execWith(s *withStmt, f *frame, w *strings.Builder) error {
+func (r *renderer) execWith(s *withStmt, f *frame, w *textWriter) error {
 	inner := newScope(f, s.undef)
 	for i, tg := range s.targets {
 		v, err := r.eval(s.values[i], f)
@@ -345,7 +344,7 @@ func (r *renderer) markupExpr(x expr) bool {
 
 // capture renders body in scope f and applies block filters to the text.
 func (r *renderer) capture(body []stmt, f *frame, filters []*filterExpr) (value, error) {
-	var b strings.Builder
+	var b textWriter
 	if err := r.execBody(body, f, &b); err != nil {
 		return nil, err
 	}
@@ -453,7 +452,7 @@ func iterValues(v value) ([]value, error) {
 	return nil, typeError("'%s' object is not iterable", typeName(v))
 }
 
-func (r *renderer) execFor(s *forStmt, f *frame, w *strings.Builder) error {
+func (r *renderer) execFor(s *forStmt, f *frame, w *textWriter) error {
 	it, err := r.eval(s.iter, f)
 	if err != nil {
 		return r.withLine(err, s.line)
@@ -461,7 +460,7 @@ func (r *renderer) execFor(s *forStmt, f *frame, w *strings.Builder) error {
 	return r.runLoop(s, it, f, w, 0)
 }
 
-func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, depth int) error {
+func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *textWriter, depth int) error {
 	items, err := r.iterate(it)
 	if err != nil {
 		return r.withLine(err, s.line)
@@ -479,7 +478,7 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *strings.Builder, d
 			if r.callDepth > r.limits.callDepth {
 				return nil, &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 			}
-			var b strings.Builder
+			var b textWriter
 			if err := r.runLoop(s, next, f, &b, depth+1); err != nil {
 				return nil, err
 			}
@@ -902,7 +901,7 @@ func (r *renderer) callCallee(c callee, args []value, kw *kwargs) (value, error)
 // string of its own that is then printed (a copy and an allocation per
 // call), charged against the limits as that string and its printing would
 // be; errors name the line as they would.
-func (r *renderer) outputCall(x *callExpr, line int, f *frame, w *strings.Builder) error {
+func (r *renderer) outputCall(x *callExpr, line int, f *frame, w *textWriter) error {
 	c, args, kw, err := r.evalCallParts(x, f, nil)
 	if err != nil {
 		return r.withLine(err, line)
@@ -994,7 +993,7 @@ func (m *macroValue) attr(name string) (value, bool) {
 }
 
 func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, error) {
-	var b strings.Builder
+	var b textWriter
 	if err := r.callMacroTo(m, args, kw, &b); err != nil {
 		return nil, err
 	}
@@ -1002,7 +1001,7 @@ func (r *renderer) callMacro(m *macroValue, args []value, kw *kwargs) (value, er
 }
 
 // callMacroTo runs the macro m, writing its output into w.
-func (r *renderer) callMacroTo(m *macroValue, args []value, kw *kwargs, w *strings.Builder) error {
+func (r *renderer) callMacroTo(m *macroValue, args []value, kw *kwargs, w *textWriter) error {
 	if err := r.spend(); err != nil {
 		return err
 	}

@@ -328,7 +328,7 @@ func appendDeps(deps []value, names []string, f *frame, seen *[]*macroValue) ([]
 func (run loopRun) live() bool { return run.m != nil && run.m.epoch == run.epoch }
 
 // replay writes what the iteration over item wrote before, if it can.
-func (run loopRun) replay(r *renderer, item value, w *strings.Builder) bool {
+func (run loopRun) replay(r *renderer, item value, w *textWriter) bool {
 	d, ok := item.(*pyDict)
 	if !ok || !d.json || !run.live() {
 		return false
@@ -354,12 +354,12 @@ func (run loopRun) replay(r *renderer, item value, w *strings.Builder) bool {
 // iterMark is the render's state as an iteration starts.
 type iterMark struct{ steps, output, alloc, text int }
 
-func (r *renderer) mark(w *strings.Builder) iterMark {
+func (r *renderer) mark(w *textWriter) iterMark {
 	return iterMark{r.steps, r.outLen, r.allocated, w.Len()}
 }
 
 // record keeps what the iteration over item, begun at at, wrote.
-func (run loopRun) record(r *renderer, item value, at iterMark, w *strings.Builder) {
+func (run loopRun) record(r *renderer, item value, at iterMark, w *textWriter) {
 	d, ok := item.(*pyDict)
 	if !ok || !d.json || !run.live() {
 		return

@@ -93,3 +93,29 @@ func changeList(rng *rand.Rand, msgs []json.RawMessage) []json.RawMessage {
 	}
 	return m
 }
+
+// TestRenderAppend renders the conformance cases after a prefix, into an
+// array with room and one without: the bytes must be the prefix and what
+// Render gives, or the same error, written in place when the array has room.
+func TestRenderAppend(t *testing.T) {
+	cf, _ := loadConformance(t)
+	names, _ := filepath.Glob(filepath.Join("testdata", "conformance", "*.jinja"))
+	for _, path := range names {
+		name := strings.TrimSuffix(filepath.Base(path), ".jinja")
+		tmpl := loadTemplate(t, name)
+		for _, c := range cf.Cases {
+			o := optionsFor(cf, name, c)
+			want, wantErr := tmpl.Render(o)
+			for _, room := range []int{0, 1 << 16} {
+				dst := append(make([]byte, 0, 3+room), "pre"...)
+				got, err := tmpl.RenderAppend(dst, o)
+				if errText(err) != errText(wantErr) || err == nil && string(got) != "pre"+want {
+					t.Fatalf("%s, %s, room %d: got %q (%v), want %q (%v)", name, c.Name, room, got, err, "pre"+want, wantErr)
+				}
+				if err == nil && room > len(want) && &got[0] != &dst[0] {
+					t.Fatalf("%s, %s: written into a new array, with room in the given one", name, c.Name)
+				}
+			}
+		}
+	}
+}

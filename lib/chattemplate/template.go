@@ -2,8 +2,9 @@ package chattemplate
 
 import (
 	"encoding/json"
-	"strings"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // Template is a parsed chat template. It is immutable and safe for
@@ -53,6 +54,25 @@ func (t *Template) Name() string { return t.name }
 // yields a *TemplateError carrying exactly the template's message; other
 // failures are *RenderError values named after the Python exception.
 func (t *Template) Render(o Options) (string, error) {
+	var w textWriter
+	if err := t.render(o, &w); err != nil {
+		return "", err
+	}
+	return w.String(), nil
+}
+
+// RenderAppend is Render writing the text after dst's bytes, into dst's
+// array while it has room: a caller that renders turn after turn can reuse
+// the array of a text it is done with, rather than have a new one made for
+// each turn's text.
+func (t *Template) RenderAppend(dst []byte, o Options) ([]byte, error) {
+	w := textWriter{buf: dst}
+	err := t.render(o, &w)
+	return w.buf, err
+}
+
+// render renders the template into w.
+func (t *Template) render(o Options, w *textWriter) error {
 	root := newFrame(nil)
 	// The root holds the fixed variables below, Extra and the undefined
 	// names: sized once rather than grown.
@@ -66,12 +86,12 @@ func (t *Template) Render(o Options) (string, error) {
 		messages, err = decodeOption("messages", o.Messages)
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
 	root.set("messages", messages)
 	tools, err := decodeOption("tools", o.Tools)
 	if err != nil {
-		return "", err
+		return err
 	}
 	root.set("tools", tools)
 	root.set("documents", nil)
@@ -85,7 +105,7 @@ func (t *Template) Render(o Options) (string, error) {
 	for name, raw := range o.Extra {
 		v, err := decodeOption(name, raw)
 		if err != nil {
-			return "", err
+			return err
 		}
 		root.set(name, v)
 	}
@@ -94,22 +114,34 @@ func (t *Template) Render(o Options) (string, error) {
 	}
 	r := &renderer{tmpl: t, opts: &o, limits: &t.limits, cache: o.Cache}
 	defer o.Cache.prune()
-	var b strings.Builder
-	b.Grow(o.textRoom())
-	if err := r.execBody(t.body, root, &b); err != nil {
+	start := w.Len()
+	w.buf = slices.Grow(w.buf, o.textRoom()) // after the decoding, which it reads
+	if err := r.execBody(t.body, root, w); err != nil {
 		if err == errBreak || err == errContinue {
-			return "", &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
+			return &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
 		}
-		return "", err
+		return err
 	}
 	if o.Cache != nil {
-		o.Cache.textLen = b.Len()
+		o.Cache.textLen = w.Len() - start
 	}
-	return b.String(), nil
+	return nil
 }
 
+// textWriter is where a render writes its text: a strings.Builder whose
+// array the caller may give (RenderAppend). Like a Builder's, its bytes are
+// only ever appended to, so that String's views stay valid as it grows.
+type textWriter struct{ buf []byte }
+
+func (w *textWriter) WriteString(s string) { w.buf = append(w.buf, s...) }
+
+func (w *textWriter) Len() int { return len(w.buf) }
+
+// String is the text written so far, without a copy (see textWriter).
+func (w *textWriter) String() string { return unsafe.String(unsafe.SliceData(w.buf), len(w.buf)) }
+
 // textRoom is the room the rendered text is likely to need, made at once
-// to spare the builder most of its doublings. Through a cache, it is the
+// to spare the writer most of its doublings. Through a cache, it is the
 // last render's length and the bytes of the messages decoded anew: the
 // text of the messages the last render held (reasoning a template drops,
 // JSON quoting) is not counted again. Else the text is mostly the messages'
