@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -27,18 +26,46 @@ type addedTokenMatcher struct {
 	// first marks the bytes a token can start with, so that most of the
 	// text is skipped with one table read per byte.
 	first [256]bool
-	// onlyFirst is the one byte every token starts with, or -1: then the
-	// text is skipped with strings.IndexByte, many bytes at a time (every
-	// model at hand starts its added tokens with '<').
-	onlyFirst int
+	// firstBytes are the bytes of first when there are at most
+	// maxFirstBytes of them (every model at hand: '<', and '[' for
+	// Kimi's): then the text is skipped with strings.IndexByte, many bytes
+	// at a time.
+	firstBytes []byte
 	// maxLen is the longest token's length in bytes: how far past a
 	// match's start the matcher may read.
 	maxLen int
 }
 
+// trieNode is a node of the byte trie. Its children are indexed by byte
+// less lo, over the range of bytes that have one, so that a step is an
+// array read: a map lookup a byte made the walk over a chat template's
+// special tokens a quarter of encoding a conversation's turn.
 type trieNode struct {
-	next  map[byte]int32
-	token int32 // index into tokens, or -1
+	lo    byte
+	next  []int32 // child node by byte-lo; 0 (the root, no one's child) for none
+	token int32   // index into tokens, or -1
+}
+
+func (n *trieNode) child(c byte) int32 {
+	if i := int(c) - int(n.lo); i >= 0 && i < len(n.next) {
+		return n.next[i]
+	}
+	return 0
+}
+
+// addChild makes room for c in the node's range and sets its child.
+func (n *trieNode) addChild(c byte, child int32) {
+	switch {
+	case len(n.next) == 0:
+		n.lo = c
+	case c < n.lo:
+		n.next = append(make([]int32, int(n.lo)-int(c)), n.next...)
+		n.lo = c
+	}
+	if i := int(c) - int(n.lo); i >= len(n.next) {
+		n.next = append(n.next, make([]int32, i+1-len(n.next))...)
+	}
+	n.next[int(c)-int(n.lo)] = child
 }
 
 func newAddedTokenMatcher(tokens []AddedToken) *addedTokenMatcher {
@@ -55,34 +82,43 @@ func newAddedTokenMatcher(tokens []AddedToken) *addedTokenMatcher {
 		n := int32(0)
 		for i := 0; i < len(t.Content); i++ {
 			c := t.Content[i]
-			child, ok := m.nodes[n].next[c]
-			if !ok {
-				if m.nodes[n].next == nil {
-					m.nodes[n].next = make(map[byte]int32)
-				}
+			child := m.nodes[n].child(c)
+			if child == 0 {
 				child = int32(len(m.nodes))
-				m.nodes[n].next[c] = child
+				m.nodes[n].addChild(c, child)
 				m.nodes = append(m.nodes, trieNode{token: -1})
 			}
 			n = child
 		}
 		m.nodes[n].token = int32(ti)
 	}
-	m.onlyFirst = -1
-	if i := slices.Index(m.first[:], true); i >= 0 && !slices.Contains(m.first[i+1:], true) {
-		m.onlyFirst = i
+	for c, ok := range m.first {
+		if ok {
+			m.firstBytes = append(m.firstBytes, byte(c))
+		}
+	}
+	if len(m.firstBytes) > maxFirstBytes {
+		m.firstBytes = nil
 	}
 	return m
 }
 
+// maxFirstBytes is how many first bytes next looks for with one
+// strings.IndexByte each.
+const maxFirstBytes = 4
+
 // next returns the first place at or after i where a token may start, or
 // len(s).
 func (m *addedTokenMatcher) next(s string, i int) int {
-	if m.onlyFirst >= 0 {
-		if k := strings.IndexByte(s[i:], byte(m.onlyFirst)); k >= 0 {
-			return i + k
+	if m.firstBytes != nil {
+		// Each byte is looked for only before the nearest one found.
+		next := len(s)
+		for _, c := range m.firstBytes {
+			if k := strings.IndexByte(s[i:next], c); k >= 0 {
+				next = i + k
+			}
 		}
-		return len(s)
+		return next
 	}
 	for i < len(s) && !m.first[s[i]] {
 		i++
@@ -94,11 +130,9 @@ func (m *addedTokenMatcher) next(s string, i int) int {
 func (m *addedTokenMatcher) longestAt(s string, i int) (token int32, length int) {
 	token, n := -1, int32(0)
 	for j := i; j < len(s); j++ {
-		child, ok := m.nodes[n].next[s[j]]
-		if !ok {
+		if n = m.nodes[n].child(s[j]); n == 0 {
 			break
 		}
-		n = child
 		if t := m.nodes[n].token; t >= 0 {
 			token, length = t, j+1-i
 		}

@@ -140,13 +140,18 @@ func BenchmarkExtendOver(b *testing.B) {
 	for _, fam := range families {
 		b.Run(fam, func(b *testing.B) {
 			tok := loadFamily(b, fam)
-			// A special token of the chat template's kind between messages.
-			var sep string
+			// Special tokens of the chat template's kind between messages,
+			// a few in turn.
+			var seps []string
 			for _, a := range tok.AddedTokens() {
-				if a.Special && strings.HasPrefix(a.Content, "<") {
-					sep = a.Content
-					break
+				if a.Special && strings.HasPrefix(a.Content, "<") && len(seps) < 4 {
+					seps = append(seps, a.Content)
 				}
+			}
+			nextSep := 0
+			sep := func() string {
+				nextSep++
+				return seps[nextSep%len(seps)]
 			}
 			// Messages of 0.5 to 2 KB from the corpus's prose, in turn.
 			next := 0
@@ -161,12 +166,12 @@ func BenchmarkExtendOver(b *testing.B) {
 			}
 			var prefix strings.Builder
 			for prefix.Len() < 40_000 {
-				prefix.WriteString(sep + message(1000))
+				prefix.WriteString(sep() + message(1000))
 			}
 			var turns []string
 			var size int64
 			for i := range 16 {
-				turn := sep + message(500+i*100) + sep + message(100) + sep
+				turn := sep() + message(500+i*100) + sep() + sep() + message(100) + sep() + sep()
 				turns = append(turns, prefix.String()+turn)
 				size += int64(len(turn))
 			}
