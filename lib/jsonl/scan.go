@@ -536,11 +536,17 @@ func (s *scanner) str() error {
 	s.i++ // opening quote
 	ascii := true
 	for s.i < len(b) {
-		// Cross plain bytes 8 at a time: most of a long answer's text.
+		// Cross plain bytes 8 at a time: most of a long answer's text;
+		// in the word that holds a stop, up to the stop (a byte at a
+		// time, each went through the word's masks again: a short key's
+		// closing quote cost up to 8 of them).
 		var high uint64
 		for s.i+8 <= len(b) {
 			w := binary.LittleEndian.Uint64(b[s.i:])
-			if stringStopMask(w) != 0 {
+			if stop := stringStopMask(w); stop != 0 {
+				plain := bits.TrailingZeros64(stop) >> 3
+				high |= w & (1<<(8*plain) - 1)
+				s.i += plain
 				break
 			}
 			high |= w

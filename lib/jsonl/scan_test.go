@@ -260,6 +260,22 @@ func TestIntArrayLenEveryOffset(t *testing.T) {
 	}
 }
 
+// TestStringStopEveryOffset: a string's stops (its closing quote, an
+// escape, a control character) and the non-ASCII bytes before them are
+// found at every offset within the 8-byte word that holds them, as
+// encoding/json finds them.
+func TestStringStopEveryOffset(t *testing.T) {
+	for pad := range 17 {
+		for _, tail := range []string{`"`, `\n"`, `\u00e9x"`, "\x01\"", "é\"", "\xff\"", "\xe2\x80\"", "…\\\"", `\q"`} {
+			line := []byte(`{"k":"` + strings.Repeat("a", pad) + tail + `}`)
+			err := ScanObject(line, func(Member) {})
+			if want := isJSONObject(line); (err == nil) != want {
+				t.Errorf("ScanObject(%q) = %v, but encoding/json says valid object = %v", line, err, want)
+			}
+		}
+	}
+}
+
 func TestWithinDepth(t *testing.T) {
 	for _, tc := range []struct {
 		json  string
