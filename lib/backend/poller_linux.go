@@ -6,11 +6,13 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/synthpipe/synthpipe/lib/runpool"
 )
 
 // poller waits for the connections of all the calls awaiting their
 // answers at once, in one epoll set and on one goroutine, and runs each
-// call's function on a goroutine of its own once its answer begins: a
+// call's function on a goroutine of runpool's once its answer begins: a
 // request in flight then holds no goroutine while it waits (a goroutine's
 // descriptor and its smallest stack are 2.5 KiB, most of what a request in
 // flight held). Go's own poller cannot be asked to run a function when a
@@ -95,7 +97,7 @@ func (w *pollWait) start() {
 	}
 	p.mu.Unlock()
 	if err != nil {
-		answers.run(w, true)
+		runpool.Go(func() { w.then(true) })
 	}
 }
 
@@ -113,7 +115,7 @@ func (w *pollWait) Close() error {
 	p.mu.Unlock()
 	err := w.conn.Close()
 	if fire {
-		answers.run(w, false)
+		runpool.Go(func() { w.then(false) })
 	}
 	return err
 }
@@ -146,59 +148,8 @@ func (p *poller) run() {
 			}
 			p.mu.Unlock()
 			if w != nil {
-				answers.run(w, true)
+				runpool.Go(func() { w.then(true) })
 			}
 		}
-	}
-}
-
-// answers runs the waits' functions: on goroutines kept for the next
-// answer once they finish one, up to maxIdleRunners of them. Reading and
-// parsing an answer takes a goroutine's stack from the smallest to 8 KiB,
-// two copies of it that a new goroutine per answer paid every time (a
-// sixth of the client's work at zero latency); a few kept idle keep their
-// grown stacks.
-var answers runners
-
-const maxIdleRunners = 128
-
-// runners is the goroutines kept idle for the next function, each with its
-// channel.
-type runners struct {
-	mu   sync.Mutex
-	idle []chan runTask
-}
-
-type runTask struct {
-	w     *pollWait
-	ready bool
-}
-
-// run runs w's function on an idle goroutine, or a new one.
-func (r *runners) run(w *pollWait, ready bool) {
-	r.mu.Lock()
-	if n := len(r.idle); n > 0 {
-		c := r.idle[n-1]
-		r.idle = r.idle[:n-1]
-		r.mu.Unlock()
-		c <- runTask{w, ready}
-		return
-	}
-	r.mu.Unlock()
-	go r.loop(runTask{w, ready})
-}
-
-func (r *runners) loop(t runTask) {
-	c := make(chan runTask, 1) // its sender never waits
-	for {
-		t.w.then(t.ready)
-		r.mu.Lock()
-		if len(r.idle) >= maxIdleRunners {
-			r.mu.Unlock()
-			return
-		}
-		r.idle = append(r.idle, c)
-		r.mu.Unlock()
-		t = <-c
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/capacity"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
+	"github.com/synthpipe/synthpipe/lib/runpool"
 )
 
 // workers run the requests, one goroutine each: a worker attempts its
@@ -39,10 +40,12 @@ type workers struct {
 // server of a run going away, not a loop.
 const maxMoves = 32
 
-// start runs j, which holds a server slot, in a worker of its own.
+// start runs j, which holds a server slot, in a worker of its own, on a
+// goroutine of runpool's: preparing and sending a request grows a new
+// goroutine's stack twice.
 func (w *workers) start(j *job) {
 	w.wg.Add(1)
-	go w.work(j)
+	runpool.Go(func() { w.work(j) })
 }
 
 // wait returns when every worker has handed in its outcome.
