@@ -47,16 +47,25 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 	if m.leadingHan && isHan(c) {
 		return runEnd(s, i, han)
 	}
+	// The two word alternatives, each with the optional prefix rune and
+	// without, in the regex's order (direct calls, not a loop over
+	// function values: this is the matcher's hot path).
 	hasPrefix := !isCRLF(r) && c&(classLetter|classN) == 0
-	for _, word := range [2]func(string, int) int{m.upperStarLowerPlus, m.upperPlusLowerStar} {
-		if hasPrefix {
-			if e := word(s, i+n); e >= 0 {
-				return e + contractionLen(s, e)
-			}
-		}
-		if e := word(s, i); e >= 0 {
+	if hasPrefix {
+		if e := m.upperStarLowerPlus(s, i+n); e >= 0 {
 			return e + contractionLen(s, e)
 		}
+	}
+	if e := m.upperStarLowerPlus(s, i); e >= 0 {
+		return e + contractionLen(s, e)
+	}
+	if hasPrefix {
+		if e := m.upperPlusLowerStar(s, i+n); e >= 0 {
+			return e + contractionLen(s, e)
+		}
+	}
+	if e := m.upperPlusLowerStar(s, i); e >= 0 {
+		return e + contractionLen(s, e)
 	}
 	if isNumber(c) {
 		return numberEnd(s, i, 3)
@@ -73,6 +82,10 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 func (m o200kMatcher) upperStarLowerPlus(s string, q int) int {
 	upper, lower := m.upper(), m.lower()
 	j, lastLower, lastLowerLen := q, -1, 0
+	// ASCII capitals are upper-class only: no lower-class rune to note.
+	for j < len(s) && s[j]-'A' < 26 {
+		j++
+	}
 	for j < len(s) {
 		_, c, n := runeAt(s, j)
 		if !upper.has(c) {

@@ -27,6 +27,11 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 		return
 	}
 	m, rest := stages[0], stages[1:]
+	// The last stage emits its pieces itself: a call less per piece.
+	piece := emit
+	if len(rest) > 0 {
+		piece = func(p string) { splitIsolated(p, rest, emit) }
+	}
 	if f, ok := m.(finder); ok {
 		gapStart := 0
 		for {
@@ -35,13 +40,13 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 				break
 			}
 			if gapStart < start {
-				splitIsolated(s[gapStart:start], rest, emit)
+				piece(s[gapStart:start])
 			}
-			splitIsolated(s[start:end], rest, emit)
+			piece(s[start:end])
 			gapStart = end
 		}
 		if gapStart < len(s) {
-			splitIsolated(s[gapStart:], rest, emit)
+			piece(s[gapStart:])
 		}
 		return
 	}
@@ -54,13 +59,13 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 			continue
 		}
 		if gapStart < i {
-			splitIsolated(s[gapStart:i], rest, emit)
+			piece(s[gapStart:i])
 		}
-		splitIsolated(s[i:end], rest, emit)
+		piece(s[i:end])
 		i = end
 		gapStart = end
 	}
 	if gapStart < len(s) {
-		splitIsolated(s[gapStart:], rest, emit)
+		piece(s[gapStart:])
 	}
 }
