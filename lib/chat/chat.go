@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -151,17 +150,13 @@ func (m *Model) Encode(rendered string) []int {
 // earlier turns), but the messages it shares with the last prompt are not
 // decoded again, and a template loop's iteration over such a message writes
 // the text it wrote last time when nothing else it reads has changed
-// (chattemplate.MessageCache), so that rendering too costs about the new
-// messages, not the whole conversation. The zero value is ready for a
-// conversation's first turn.
+// (chattemplate.MessageCache), in place over the last prompt's text where
+// it lies there already (RenderOver), so that rendering too costs about
+// the new messages, not the whole conversation. The zero value is ready
+// for a conversation's first turn.
 type TurnPrompts struct {
 	last *tokenizer.Encoding
 	msgs chattemplate.MessageCache
-	// texts are the arrays of the last two prompts' texts, the last one's
-	// first: last.Text is the first, and the next prompt is written into
-	// the second, which nothing reads any more, rather than into a new
-	// array each turn.
-	texts [2][]byte
 }
 
 // Next renders the conversation so far, its messages one by one, with the
@@ -180,17 +175,15 @@ func (p *TurnPrompts) Next(m *Model, messages []json.RawMessage, tools json.RawM
 		return nil, errNoTemplate
 	}
 	o := m.options(chattemplate.Options{MessageList: messages, Tools: tools, AddGenerationPrompt: true, Cache: &p.msgs})
-	buf, err := m.Template.RenderAppend(p.texts[1][:0], o)
-	p.texts[1] = buf
+	// The text is written over the last one, in the cache's array, which
+	// last.Text reads: the tokenizer is told how much of it is the last
+	// text's rather than compare the two, and keeps no part of it but the
+	// Encoding's Text (its caches copy the pieces they keep).
+	text, err := m.Template.RenderOver(o)
 	if err != nil {
 		return nil, err
 	}
-	// The text is read in place: the tokenizer keeps no part of it but
-	// the Encoding's Text (its caches copy the pieces they keep), and the
-	// Encoding is done with before the array is written again, two turns
-	// on.
-	p.last = m.Tok.ExtendOver(p.last, unsafe.String(unsafe.SliceData(buf), len(buf)))
-	p.texts[0], p.texts[1] = p.texts[1], p.texts[0]
+	p.last = m.Tok.ExtendOverShared(p.last, text, p.msgs.Shared)
 	return p.last.IDs, nil
 }
 

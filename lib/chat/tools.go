@@ -88,13 +88,14 @@ func (t *Template) Render(o chattemplate.Options) (string, error) {
 	return t.Template.Render(o)
 }
 
-// RenderAppend is Render writing the text after dst's bytes, into dst's
-// array while it has room (chattemplate.Template.RenderAppend).
-func (t *Template) RenderAppend(dst []byte, o chattemplate.Options) ([]byte, error) {
+// RenderOver is Render writing the text over the last one o.Cache holds
+// (chattemplate.Template.RenderOver): the text is the cache's, valid until
+// the next render through it.
+func (t *Template) RenderOver(o chattemplate.Options) (string, error) {
 	if err := t.PrepareTools(&o); err != nil {
-		return dst, err
+		return "", err
 	}
-	return t.Template.RenderAppend(dst, o)
+	return t.Template.RenderOver(o)
 }
 
 // PrepareTools rewrites o for the template as Kimi-K2.5's apply_chat_template

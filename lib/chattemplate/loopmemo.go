@@ -230,6 +230,7 @@ func (m *loopMemo) wrote(e *iterMemo, gen int) {
 // iterMemo is the text of one iteration and what it charged.
 type iterMemo struct {
 	text                 string
+	at                   int // where it begins in the text of render gen
 	steps, output, alloc int
 	calledMacro          bool
 	gen                  int // the last render that wrote it
@@ -345,8 +346,16 @@ func (run loopRun) replay(r *renderer, item value, w *textWriter) bool {
 	r.outLen += e.output
 	r.allocated += e.alloc
 	r.calledMacro = e.calledMacro
-	w.WriteString(e.text)
-	run.m.wrote(e, r.cache.gen)
+	c := r.cache
+	// The text the last render wrote here lies in the writer's array
+	// already when that render wrote this iteration at this place.
+	if at := w.Len(); at == e.at && e.gen == c.textGen && w.skip(e.text) {
+		c.skipped++
+	} else {
+		w.WriteString(e.text)
+		e.at = at
+	}
+	run.m.wrote(e, c.gen)
 	r.cache.Replayed++
 	return true
 }
@@ -368,6 +377,7 @@ func (run loopRun) record(r *renderer, item value, at iterMark, w *textWriter) {
 		text:  strings.Clone(w.String()[at.text:]), // not the builder's buffer, which holds the whole render
 		steps: r.steps - at.steps, output: r.outLen - at.output, alloc: r.allocated - at.alloc,
 		calledMacro: r.calledMacro,
+		at:          at.text,
 	}
 	if old := run.m.iters[d]; old != nil && old.gen == r.cache.gen {
 		e.gen = old.gen // counted as written already

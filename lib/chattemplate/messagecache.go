@@ -31,6 +31,17 @@ type MessageCache struct {
 	fresh   int // the bytes of the messages the last decode read anew
 	textLen int // the length of the last render's text
 
+	// text is the last text RenderOver wrote, in the array the next one
+	// writes over; textOK: it is whole, written by render textGen (a
+	// render that failed leaves it in pieces).
+	text    []byte
+	textOK  bool
+	textGen int
+	// Shared is how many of the first bytes of the last text RenderOver
+	// wrote are those of the text before it.
+	Shared  int
+	skipped int // replayed iterations the last render took where they lay
+
 	// What the template's loops wrote for each message (loopmemo.go),
 	// and the render that keeps it: gen counts renders.
 	loops map[*forStmt]*loopMemo
@@ -55,7 +66,7 @@ func (c *MessageCache) decodeList(messages []json.RawMessage) (value, error) {
 		return &pyList{Items: items}, nil
 	}
 	c.gen++
-	c.Replayed = 0
+	c.Replayed, c.skipped = 0, 0
 	keep := 0
 	for keep < min(len(c.list), len(messages)) && bytes.Equal(c.list[keep], messages[keep]) {
 		keep++

@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -54,6 +55,10 @@ func (t *Template) Name() string { return t.name }
 // yields a *TemplateError carrying exactly the template's message; other
 // failures are *RenderError values named after the Python exception.
 func (t *Template) Render(o Options) (string, error) {
+	if o.Cache != nil && o.MessageList != nil {
+		text, err := t.RenderOver(o)
+		return strings.Clone(text), err // the cache's array is written again
+	}
 	var w textWriter
 	if err := t.render(o, &w); err != nil {
 		return "", err
@@ -61,14 +66,32 @@ func (t *Template) Render(o Options) (string, error) {
 	return w.String(), nil
 }
 
-// RenderAppend is Render writing the text after dst's bytes, into dst's
-// array while it has room: a caller that renders turn after turn can reuse
-// the array of a text it is done with, rather than have a new one made for
-// each turn's text.
-func (t *Template) RenderAppend(dst []byte, o Options) ([]byte, error) {
-	w := textWriter{buf: dst}
+// RenderOver is Render through o.Cache (which must be set) for a caller
+// that is done with the text of the last render through it: the text is
+// written over that one, in an array the cache keeps, and is the cache's,
+// valid until the next render through it. What the render writes again in
+// the place the last one wrote it (the turns of a conversation that the
+// last prompt held, replayed) is neither copied nor compared again, and no
+// array is made per render. The cache's Shared then says how many of the
+// text's first bytes are the last text's. Without MessageList, the cache
+// is not used and the text is the caller's.
+func (t *Template) RenderOver(o Options) (string, error) {
+	c := o.Cache
+	if o.MessageList == nil {
+		return t.Render(o)
+	}
+	w := textWriter{buf: c.text[:0]}
+	if c.textOK {
+		w.old = len(c.text)
+	}
+	c.textOK, c.Shared = false, 0
 	err := t.render(o, &w)
-	return w.buf, err
+	c.text = w.buf // its array, even from a render that failed
+	if err != nil {
+		return "", err
+	}
+	c.textOK, c.textGen, c.Shared = true, c.gen, w.same
+	return w.String(), nil
 }
 
 // render renders the template into w.
@@ -115,7 +138,7 @@ func (t *Template) render(o Options, w *textWriter) error {
 	r := &renderer{tmpl: t, opts: &o, limits: &t.limits, cache: o.Cache}
 	defer o.Cache.prune()
 	start := w.Len()
-	w.buf = slices.Grow(w.buf, o.textRoom()) // after the decoding, which it reads
+	w.grow(o.textRoom()) // after the decoding, which it reads
 	if err := r.execBody(t.body, root, w); err != nil {
 		if err == errBreak || err == errContinue {
 			return &RenderError{Template: t.name, Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
@@ -128,17 +151,73 @@ func (t *Template) render(o Options, w *textWriter) error {
 	return nil
 }
 
-// textWriter is where a render writes its text: a strings.Builder whose
-// array the caller may give (RenderAppend). Like a Builder's, its bytes are
-// only ever appended to, so that String's views stay valid as it grows.
-type textWriter struct{ buf []byte }
+// textWriter is where a render writes its text: a strings.Builder that
+// may write over the last text in its array (RenderOver). Within a render,
+// its bytes are only ever appended to, so that String's views stay valid
+// as it grows.
+type textWriter struct {
+	buf []byte
+	// old is the length of the last text, whose bytes lie in buf's array
+	// past its length; same is how many of them the render wrote again,
+	// from the start. While the render is in step (same == len(buf)),
+	// what it writes is compared with what lies there, and not written
+	// when it is the same.
+	old, same int
+}
 
-func (w *textWriter) WriteString(s string) { w.buf = append(w.buf, s...) }
+func (w *textWriter) WriteString(s string) {
+	if n := len(w.buf); n == w.same && n < w.old {
+		k := commonPrefix(w.buf[n:w.old], s)
+		w.same += k
+		if k == len(s) {
+			w.buf = w.buf[:n+k]
+			return
+		}
+	}
+	w.buf = append(w.buf, s...)
+}
+
+// skip writes s, which the last text held at the writer's length, by
+// taking it as it lies there: false when the writer is not in step or s
+// would pass the last text's end.
+func (w *textWriter) skip(s string) bool {
+	n := len(w.buf)
+	if n != w.same || n+len(s) > w.old {
+		return false
+	}
+	w.buf = w.buf[:n+len(s)]
+	w.same = len(w.buf)
+	return true
+}
+
+// grow makes room for n more bytes, keeping the last text's bytes.
+func (w *textWriter) grow(n int) {
+	switch {
+	case cap(w.buf)-len(w.buf) >= n:
+	case w.old > 0:
+		w.buf = slices.Grow(w.buf[:w.old], n)[:len(w.buf)]
+	default:
+		w.buf = slices.Grow(w.buf, n)
+	}
+}
 
 func (w *textWriter) Len() int { return len(w.buf) }
 
 // String is the text written so far, without a copy (see textWriter).
 func (w *textWriter) String() string { return unsafe.String(unsafe.SliceData(w.buf), len(w.buf)) }
+
+// commonPrefix is the length of the longest common beginning of a and b.
+func commonPrefix(a []byte, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+64 <= n && string(a[i:i+64]) == b[i:i+64] {
+		i += 64
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
 
 // textRoom is the room the rendered text is likely to need, made at once
 // to spare the writer most of its doublings. Through a cache, it is the

@@ -41,8 +41,25 @@ func (t *Tokenizer) ExtendOver(prev *Encoding, text string) *Encoding {
 	return t.extend(prev, text, true)
 }
 
+// ExtendOverShared is ExtendOver for a caller that knows how many of
+// text's first bytes are prev's, shared: text may have been written over
+// prev.Text in place, and prev.Text is not read past them (nor compared
+// with text).
+func (t *Tokenizer) ExtendOverShared(prev *Encoding, text string, shared int) *Encoding {
+	return t.extendShared(prev, text, true, shared)
+}
+
 // extend is Extend, writing over prev's arrays when over is set.
 func (t *Tokenizer) extend(prev *Encoding, text string, over bool) *Encoding {
+	shared := 0
+	if prev != nil {
+		shared = commonPrefix(prev.Text, text)
+	}
+	return t.extendShared(prev, text, over, shared)
+}
+
+// extendShared is extend with text's first shared bytes known to be prev's.
+func (t *Tokenizer) extendShared(prev *Encoding, text string, over bool, shared int) *Encoding {
 	enc := &Encoding{Text: text}
 	if t.kimiChunking && len(text) > kimiMaxRun && !kimiOneChunk(text) {
 		// Kimi's chunks are encoded apart, so a restart inside a chunk
@@ -57,11 +74,11 @@ func (t *Tokenizer) extend(prev *Encoding, text string, over bool) *Encoding {
 	case prev == nil:
 		ids = make([]int, 0, len(text)/3+8)
 	case over:
-		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
+		from = t.lastRestart(prev, shared)
 		enc.marks = prev.marks[:keptMarks(prev, from)]
 		ids = prev.IDs[:from.ids]
 	default:
-		from = t.lastRestart(prev, commonPrefix(prev.Text, text))
+		from = t.lastRestart(prev, shared)
 		enc.marks = append(make([]restart, 0, len(prev.marks)+16), prev.marks[:keptMarks(prev, from)]...)
 		ids = make([]int, from.ids, from.ids+(len(text)-from.offset)/3+8)
 		copy(ids, prev.IDs[:from.ids])
