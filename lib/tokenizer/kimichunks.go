@@ -77,8 +77,8 @@ const kimiBlock = kimiMaxRun / 2
 func splitLongRuns(window string, encode func(chunk string)) {
 	chunkStart, runLen, runSpace := 0, 0, false
 	for i := 0; i < len(window); {
-		r, n := utf8.DecodeRuneInString(window[i:])
-		space := classOf(r)&classPySpace != 0
+		_, c, n := runeAt(window, i)
+		space := c&classPySpace != 0
 		if i == 0 || space != runSpace {
 			runLen, runSpace = 1, space
 		} else {

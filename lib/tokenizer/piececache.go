@@ -29,8 +29,10 @@ type cachedPiece struct {
 const (
 	pieceCacheSlots = 1 << 15
 	// maxCachedPiece bounds the memory an entry holds; longer pieces are
-	// rare and merged every time.
-	maxCachedPiece = 128
+	// rare and merged every time. HF's BPE caches words of up to 256
+	// characters; runs of CJK or Thai of 43 to 85 characters (129 to 256
+	// bytes) are common pieces, and the longest to merge.
+	maxCachedPiece = 256
 )
 
 func newPieceCache() *pieceCache {
