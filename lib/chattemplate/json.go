@@ -268,8 +268,13 @@ func unquote(body string) (s string, ok bool) {
 		case c < 0x20:
 			return "", false
 		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
+			// A run of plain ASCII (most of a message) is copied at once.
+			j := i + 1
+			for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '\\' {
+				j++
+			}
+			b = append(b, body[i:j]...)
+			i = j
 		default:
 			r, n := utf8.DecodeRuneInString(body[i:])
 			b = utf8.AppendRune(b, r) // U+FFFD for a byte that is not UTF-8
