@@ -4,11 +4,13 @@
 # scripts/bench/genprof) regenerating conversations of 20 turns against a
 # zero-latency llm-sim on a token-id backend (sglang, Kimi-K2.5's template and
 # tokenizer, llm-sim --answer-format kimi-k2.5). The share is the profile's
-# time under the step that builds a turn's prompt (the conversation so far as
-# JSON, rendered by the template, whose loops write again what they wrote for
-# the messages the last prompt held, then encoded from where it parts from
-# the last prompt) over all of generate's samples; the garbage collection its
-# allocations cause is not counted in it. Then BenchmarkTurnPrompts: CPU per
+# time under the step that builds a turn's prompt (the conversation so far,
+# its new messages' JSON decoded, rendered by the template over the last
+# prompt, whose loops write again what they wrote for the messages the last
+# prompt held, then encoded from where it parts from the last prompt) over
+# all of generate's samples; the garbage collection its allocations cause is
+# not counted in it. Its columns: JSON (decoding the new messages, part of
+# render), render, encode. Then BenchmarkTurnPrompts: CPU per
 # conversation, encoding each prompt from the last one's and encoding it whole.
 # Run from anywhere: bash scripts/bench/turncost.sh
 # Settings (environment): BENCH_TURNCOST_CONVS (default 256),
@@ -53,13 +55,13 @@ for ((run = 1; run <= RUNS; run++)); do
   total="$(sed -n 's/.*Total samples = \([0-9.]*\)ms.*/\1/p' "$WORK/top.txt")"
   prepare="$(cum "$WORK/top.txt" "$lib/engine.(*turnRunner).prepare")"
   printf '%-4s %6s %9s %8s%% %8s%% %8s%% %6s%%\n' "$run" "$(grep -o '"finish_reason"' "$WORK/out.jsonl" | wc -l)" "$total" \
-    "$(pct "$prepare" "$total")" "$(pct "$(cum "$WORK/top.txt" "$lib/conversation.(*Walk).Messages")" "$total")" \
-    "$(pct "$(cum "$WORK/top.txt" "$lib/chattemplate.(*Template).Render")" "$total")" \
-    "$(pct "$(cum "$WORK/top.txt" "$lib/tokenizer.(*Tokenizer).extend")" "$total")"
+    "$(pct "$prepare" "$total")" "$(pct "$(cum "$WORK/top.txt" "$lib/chattemplate.(*MessageCache).decodeList")" "$total")" \
+    "$(pct "$(cum "$WORK/top.txt" "$lib/chattemplate.(*Template).RenderOver")" "$total")" \
+    "$(pct "$(cum "$WORK/top.txt" "$lib/tokenizer.(*Tokenizer).extendShared")" "$total")"
   echo "$(pct "$prepare" "$total") $prepare $total" >> "$WORK/shares"
 done
 read -r share prepare total <<< "$(sort -g "$WORK/shares" | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }')"
-printf 'prompt: the whole step (JSON, render, encode); the median run: %s%% (%s of %s ms); load average: %s\n' \
+printf 'prompt: the whole step (render, encode); the median run: %s%% (%s of %s ms); load average: %s\n' \
   "$share" "$prepare" "$total" "$(bench_load)"
 
 note "BenchmarkTurnPrompts (one op: a conversation of 20 turns)..."
