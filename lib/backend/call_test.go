@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,7 +21,9 @@ func TestCallOnAnswer(t *testing.T) {
 	const answer = `{"text":"ok","output_ids":[7,8],"meta_info":{"finish_reason":{"type":"length"},"prompt_tokens":3,"completion_tokens":2}}`
 	received := make(chan struct{}, 1)
 	left := make(chan struct{}, 1)
+	var conns atomic.Int32
 	s := newRawServer(t, func(conn net.Conn, requests *bufio.Reader) {
+		conns.Add(1)
 		for {
 			req, ok := readRequest(requests)
 			if !ok {
@@ -61,9 +64,16 @@ func TestCallOnAnswer(t *testing.T) {
 	}
 
 	t.Run("answered", func(t *testing.T) {
-		res, err := await(b.Start(context.Background(), s.url+"/answer", sglangReq()))
-		if err != nil || len(res.OutputIDs) != 2 || res.OutputIDs[0] != 7 {
-			t.Fatalf("got %+v, %v", res, err)
+		// The second and third wait on the first's pooled connection,
+		// which the poller re-arms.
+		for range 3 {
+			res, err := await(b.Start(context.Background(), s.url+"/answer", sglangReq()))
+			if err != nil || len(res.OutputIDs) != 2 || res.OutputIDs[0] != 7 {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("3 answers took %d connections, want 1", n)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {

@@ -88,7 +88,13 @@ func (w *pollWait) start() {
 	p.next++
 	w.token = p.next
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | epollOneShot, Fd: int32(w.token), Pad: int32(w.token >> 32)}
-	err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev)
+	// A pooled connection is still in the set, disarmed, from its last
+	// wait (see finish): re-arming it is one call where taking it out and
+	// adding it again were two. A new one is added.
+	err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_MOD, w.fd, &ev)
+	if err == syscall.ENOENT {
+		err = syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, w.fd, &ev)
+	}
 	if err == nil {
 		w.state = waitRegistered
 		p.waits[w.token] = w
@@ -101,7 +107,7 @@ func (w *pollWait) start() {
 	}
 }
 
-// epollOneShot: an event disarms the descriptor until it is removed.
+// epollOneShot: an event disarms the descriptor until it is re-armed.
 const epollOneShot = 1 << 30
 
 // Close closes the connection and, when the wait had not fired yet, runs
@@ -111,6 +117,12 @@ func (w *pollWait) Close() error {
 	p := w.p
 	p.mu.Lock()
 	fire := w.state != waitDone
+	if w.state == waitRegistered {
+		// Armed: it leaves the set before anyone may close the
+		// descriptor, so that a number reused by a later connection is
+		// never removed in its place.
+		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
+	}
 	p.finish(w)
 	p.mu.Unlock()
 	err := w.conn.Close()
@@ -120,13 +132,13 @@ func (w *pollWait) Close() error {
 	return err
 }
 
-// finish marks w done and takes it out of the epoll set, under p.mu. The
-// descriptor leaves the set before anyone may close it, so that a number
-// reused by a later connection is never removed in its place.
+// finish marks w done, under p.mu. Its descriptor, once its event fired,
+// stays in the epoll set, disarmed (one-shot), until its connection waits
+// again (start re-arms it) or is closed, which takes it out of the set:
+// nothing can fire for it meanwhile, and no call names it after its close.
 func (p *poller) finish(w *pollWait) {
 	if w.state == waitRegistered {
 		delete(p.waits, w.token)
-		syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, w.fd, nil)
 	}
 	w.state = waitDone
 }
