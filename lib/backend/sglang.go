@@ -200,13 +200,13 @@ func duplicateRID(e *Error) {
 type sglangAnswer struct {
 	rid          string // the rid sent (--extra may set its own); "" checks nothing
 	mode         StreamMode
-	promptTokens int    // len(input_ids), for servers that omit prompt_tokens
-	chunks       int    // stream chunks seen
-	ids          []int  // output ids so far
-	text         []byte // text so far
-	scratch      []int  // ids of the current chunk
-	meta         gjson.Result
-	sawOutput    bool // a chunk carried output (FirstToken is known)
+	promptTokens int        // len(input_ids), for servers that omit prompt_tokens
+	chunks       int        // stream chunks seen
+	ids          []int      // output ids so far
+	text         []byte     // text so far
+	scratch      []int      // ids of the current chunk
+	meta         sglangMeta // the last chunk's
+	sawOutput    bool       // a chunk carried output (FirstToken is known)
 }
 
 func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
@@ -214,7 +214,7 @@ func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
 	if _, e := a.event(doc); e != nil {
 		return nil, e
 	}
-	if !a.meta.Get("finish_reason").IsObject() && a.meta.Get("finish_reason").Type != gjson.String {
+	if !a.meta.finishReason.IsObject() && a.meta.finishReason.Type != gjson.String {
 		return nil, protocolError("answer has no finish_reason: %s", snippet([]byte(doc.Raw)))
 	}
 	return a.end()
@@ -237,15 +237,15 @@ func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
 	if text.Exists() && text.Type != gjson.String && text.Type != gjson.Null {
 		return false, protocolError("text is not a string")
 	}
-	meta := doc.Get("meta_info")
-	if id := meta.Get("id"); a.rid != "" && id.Exists() && id.String() != a.rid {
+	meta := pickSGLangMeta(doc.Get("meta_info"))
+	if id := meta.id; a.rid != "" && id.Exists() && id.String() != a.rid {
 		// A proxy or server that mixes up its connections answers one
 		// request with another's output: never to be written as this
 		// record's answer. Another attempt may well get its own.
 		return false, protocolError("answer to another request: meta_info.id is %q, the rid sent was %q", id.String(), a.rid)
 	}
 	if a.mode == StreamAuto && a.chunks > 0 {
-		a.mode = a.detectMode(a.scratch, text.Str, meta.Get("completion_tokens"))
+		a.mode = a.detectMode(a.scratch, text.Str, meta.completionTokens)
 	}
 	output := len(a.scratch) > 0 || text.Str != ""
 	if a.mode == StreamIncremental {
@@ -261,6 +261,63 @@ func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
 	a.chunks++
 	a.sawOutput = a.sawOutput || output
 	return output, nil
+}
+
+// sglangMeta is what the answer reads of a chunk's meta_info, picked in
+// one pass over it: a lookup by name walks the object up to its key, and
+// to its end for a key that is absent (cached_tokens, most retraction
+// counts), past the logprobs when they were asked for. Like a lookup, it
+// takes the first of a key written twice.
+type sglangMeta struct {
+	id, finishReason, promptTokens, completionTokens, cachedTokens, reasoningTokens gjson.Result
+	// retraction is num_retractions, total_retractions and
+	// retraction_count, the names of the count in SGLang's versions.
+	retraction [3]gjson.Result
+}
+
+func pickSGLangMeta(meta gjson.Result) sglangMeta {
+	var m sglangMeta
+	if !meta.IsObject() {
+		return m
+	}
+	meta.ForEach(func(key, v gjson.Result) bool {
+		var slot *gjson.Result
+		switch key.Str {
+		case "id":
+			slot = &m.id
+		case "finish_reason":
+			slot = &m.finishReason
+		case "prompt_tokens":
+			slot = &m.promptTokens
+		case "completion_tokens":
+			slot = &m.completionTokens
+		case "cached_tokens":
+			slot = &m.cachedTokens
+		case "reasoning_tokens":
+			slot = &m.reasoningTokens
+		case "num_retractions":
+			slot = &m.retraction[0]
+		case "total_retractions":
+			slot = &m.retraction[1]
+		case "retraction_count":
+			slot = &m.retraction[2]
+		}
+		if slot != nil && !slot.Exists() {
+			*slot = v
+		}
+		return true
+	})
+	return m
+}
+
+// retractions is the first retraction count given (see firstOf).
+func (m *sglangMeta) retractions() gjson.Result {
+	for _, v := range m.retraction {
+		if v.Exists() && v.Type != gjson.Null {
+			return v
+		}
+	}
+	return gjson.Result{}
 }
 
 // superseded skips the intermediate snapshots of a cumulative stream once
@@ -315,17 +372,17 @@ func (a *sglangAnswer) heldBytes() int64 {
 }
 
 func (a *sglangAnswer) end() (*Result, *Error) {
-	meta := a.meta
-	fr := meta.Get("finish_reason")
+	meta := &a.meta
+	fr := meta.finishReason
 	res := &Result{
 		OutputIDs:          a.ids,
 		Text:               string(a.text),
 		NativeFinishReason: rawJSON(fr),
-		PromptTokens:       intOr(meta.Get("prompt_tokens"), a.promptTokens),
-		CompletionTokens:   intOr(meta.Get("completion_tokens"), len(a.ids)),
-		CachedTokens:       int(meta.Get("cached_tokens").Int()),
-		ReasoningTokens:    int(meta.Get("reasoning_tokens").Int()),
-		Retractions:        int(firstOf(meta, "num_retractions", "total_retractions", "retraction_count").Int()),
+		PromptTokens:       intOr(meta.promptTokens, a.promptTokens),
+		CompletionTokens:   intOr(meta.completionTokens, len(a.ids)),
+		CachedTokens:       int(meta.cachedTokens.Int()),
+		ReasoningTokens:    int(meta.reasoningTokens.Int()),
+		Retractions:        int(meta.retractions().Int()),
 	}
 	kind := fr.Get("type").String()
 	if fr.Type == gjson.String {

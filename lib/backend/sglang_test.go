@@ -414,3 +414,28 @@ func TestAppendIDsDigitPath(t *testing.T) {
 		}
 	}
 }
+
+// TestPickSGLangMeta: the one pass over meta_info picks what a lookup by
+// name finds, the first of a key written twice, an escaped key, null.
+func TestPickSGLangMeta(t *testing.T) {
+	for _, raw := range []string{
+		`{"id":"r1","finish_reason":{"type":"length","length":16},"prompt_tokens":3,"num_retractions":0,"reasoning_tokens":0,"completion_tokens":16,"cached_tokens":2}`,
+		`{"completion_tokens":1,"completion_tokens":2,"id":null,"\u0069d":"x","retraction_count":4,"total_retractions":null}`,
+		`{"output_token_logprobs":[[-0.1,5,null]],"finish_reason":"stop","total_retractions":3,"retraction_count":4}`,
+		`{}`, `[]`, `null`, `7`, ``,
+	} {
+		meta := gjson.Parse(raw)
+		m := pickSGLangMeta(meta)
+		for name, got := range map[string]gjson.Result{
+			"id": m.id, "finish_reason": m.finishReason, "prompt_tokens": m.promptTokens,
+			"completion_tokens": m.completionTokens, "cached_tokens": m.cachedTokens, "reasoning_tokens": m.reasoningTokens,
+		} {
+			if want := meta.Get(name); got.Raw != want.Raw || got.Type != want.Type {
+				t.Errorf("%s: %s is %q, a lookup finds %q", raw, name, got.Raw, want.Raw)
+			}
+		}
+		if got, want := m.retractions(), firstOf(meta, "num_retractions", "total_retractions", "retraction_count"); got.Raw != want.Raw {
+			t.Errorf("%s: the retractions are %q, want %q", raw, got.Raw, want.Raw)
+		}
+	}
+}
