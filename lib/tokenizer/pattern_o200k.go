@@ -1,5 +1,7 @@
 package tokenizer
 
+import "unicode/utf8"
+
 // o200kMatcher is the o200k pattern of gpt-oss and, with leadingHan set, the
 // Kimi pattern (tokenization_kimi.py):
 //
@@ -49,23 +51,33 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 	}
 	// The two word alternatives, each with the optional prefix rune and
 	// without, in the regex's order (direct calls, not a loop over
-	// function values: this is the matcher's hot path).
-	hasPrefix := !isCRLF(r) && c&(classLetter|classN) == 0
-	if hasPrefix {
+	// function values: this is the matcher's hot path). Both start with an
+	// upper- or lower-class rune: where none is, they are not tried.
+	afterPrefix := false
+	if !isCRLF(r) && c&(classLetter|classN) == 0 {
+		_, next, _ := runeAt(s, i+n)
+		afterPrefix = m.startsWord(next)
+	}
+	here := m.startsWord(c)
+	if afterPrefix {
 		if e := m.upperStarLowerPlus(s, i+n); e >= 0 {
 			return e + contractionLen(s, e)
 		}
 	}
-	if e := m.upperStarLowerPlus(s, i); e >= 0 {
-		return e + contractionLen(s, e)
+	if here {
+		if e := m.upperStarLowerPlus(s, i); e >= 0 {
+			return e + contractionLen(s, e)
+		}
 	}
-	if hasPrefix {
+	if afterPrefix {
 		if e := m.upperPlusLowerStar(s, i+n); e >= 0 {
 			return e + contractionLen(s, e)
 		}
 	}
-	if e := m.upperPlusLowerStar(s, i); e >= 0 {
-		return e + contractionLen(s, e)
+	if here {
+		if e := m.upperPlusLowerStar(s, i); e >= 0 {
+			return e + contractionLen(s, e)
+		}
 	}
 	if isNumber(c) {
 		return numberEnd(s, i, 3)
@@ -76,15 +88,29 @@ func (m o200kMatcher) matchAt(s string, i int) int {
 	return whitespaceEnd(s, i)
 }
 
+// startsWord reports whether a rune of class c can start either word
+// alternative: it is upper- or lower-class (0, past the text's end, is not).
+func (m o200kMatcher) startsWord(c runeClass) bool {
+	return m.upper().has(c) || m.lower().has(c)
+}
+
 // upperStarLowerPlus matches [upper]*[lower]+ at q with backtracking: when
 // no lower-class rune follows the upper run, the lower run can only be the
 // last rune of the upper run that is also lower-class (Lm, Lo or M).
 func (m o200kMatcher) upperStarLowerPlus(s string, q int) int {
 	upper, lower := m.upper(), m.lower()
 	j, lastLower, lastLowerLen := q, -1, 0
-	// ASCII capitals are upper-class only: no lower-class rune to note.
+	// ASCII capitals are upper-class only: no lower-class rune to note;
+	// after them, an ASCII lowercase letter starts the lower run and any
+	// other ASCII byte ends the match, with no lower-class rune seen.
 	for j < len(s) && s[j]-'A' < 26 {
 		j++
+	}
+	if j < len(s) && s[j] < utf8.RuneSelf {
+		if s[j]-'a' < 26 {
+			return runEnd(s, j, lower)
+		}
+		return -1
 	}
 	for j < len(s) {
 		_, c, n := runeAt(s, j)
