@@ -81,7 +81,11 @@ func (c *MessageCache) decodeList(messages []json.RawMessage) (value, error) {
 	for _, m := range messages[keep:] {
 		c.fresh += len(m)
 	}
-	return &pyList{Items: append([]value(nil), items...)}, nil
+	// The template's list shares the cache's array: no template changes a
+	// list, and the length as its capacity makes one that adds to it copy.
+	// The next decode writes past the messages it keeps once this render,
+	// the only one that reads the list, is over.
+	return &pyList{Items: items[:len(items):len(items)]}, nil
 }
 
 // decodeListItems appends messages, decoded, to items; false when one is
