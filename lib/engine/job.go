@@ -295,25 +295,4 @@ func (p *parser) setThinking(j *job, id string, members []byte) error {
 }
 
 // parseIDs reads a JSON array of non-negative integers.
-func parseIDs(raw []byte) ([]int, bool) {
-	n, ok := jsonl.IntArrayLen(raw)
-	if !ok {
-		return nil, false
-	}
-	ids := make([]int, 0, n)
-	v := 0
-	in := false
-	for _, c := range raw[1:] {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v*10 + int(c-'0')
-			in = true
-		case c == ',' || c == ']':
-			if in {
-				ids = append(ids, v)
-			}
-			v, in = 0, false
-		}
-	}
-	return ids, len(ids) == n
-}
+func parseIDs(raw []byte) ([]int, bool) { return jsonl.AppendInts(nil, raw) }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -87,6 +88,31 @@ func IntArrayLen(v []byte) (n int, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// AppendInts appends the ids of v, an array that IntArrayLen accepts, to
+// dst in one scan of its digits, with room for them made once; ok is false,
+// with dst as it was, when v is not such an array.
+func AppendInts(dst []int, v []byte) (ids []int, ok bool) {
+	n, ok := IntArrayLen(v)
+	if !ok {
+		return dst, false
+	}
+	dst = slices.Grow(dst, n)
+	id, in := 0, false
+	for _, c := range v[1:] {
+		switch {
+		case c >= '0' && c <= '9':
+			id = id*10 + int(c-'0')
+			in = true
+		case c == ',' || c == ']':
+			if in {
+				dst = append(dst, id)
+			}
+			id, in = 0, false
+		}
+	}
+	return dst, true
 }
 
 // Valid reports whether b is one JSON value of any kind.

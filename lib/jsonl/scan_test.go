@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -255,6 +256,15 @@ func TestIntArrayLenEveryOffset(t *testing.T) {
 			n, ok := IntArrayLen([]byte(in))
 			if ok != (jerr == nil) || ok && n != len(ids) {
 				t.Errorf("IntArrayLen(%q) = %d, %v; encoding/json: %d ids, error %v", in, n, ok, len(ids), jerr)
+			}
+			// AppendInts reads what IntArrayLen counts, after what dst holds.
+			got, ok := AppendInts([]int{42}, []byte(in))
+			want := []int{42}
+			for _, id := range ids {
+				want = append(want, int(id))
+			}
+			if ok != (jerr == nil) || !slices.Equal(got, want[:len(got)]) || ok && len(got) != len(want) || !ok && len(got) != 1 {
+				t.Errorf("AppendInts([42], %q) = %v, %v; encoding/json: %v, error %v", in, got, ok, ids, jerr)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -48,29 +49,14 @@ func readJSON(r *http.Request) (gjson.Result, error) {
 func (s *Server) parseGenerate(doc gjson.Result) (generateInput, error) {
 	var in generateInput
 	ids, text := doc.Get("input_ids"), doc.Get("text")
-	if (ids.IsArray() && ids.Get("0").IsArray()) || text.IsArray() || doc.Get("rid").IsArray() {
+	if (ids.IsArray() && firstIsArray(ids.Raw)) || text.IsArray() || doc.Get("rid").IsArray() {
 		return in, errors.New("batched /generate requests are not supported by the simulator; send one prompt per request")
 	}
 	switch {
 	case ids.IsArray():
-		var list []int
-		var bad error
-		ids.ForEach(func(_, v gjson.Result) bool {
-			if v.Type != gjson.Number || v.Num != float64(int(v.Num)) || v.Num < 0 {
-				bad = fmt.Errorf("input_ids must be non-negative integers, got %s", v.Raw)
-				return false
-			}
-			if int(v.Num) >= s.cfg.VocabSize {
-				// SGLang's own check, with its wording: an id past the
-				// vocabulary would index past the embedding table.
-				bad = fmt.Errorf("The input_ids %s contains values greater than the vocab size (%d).", ids.Raw, s.cfg.VocabSize)
-				return false
-			}
-			list = append(list, int(v.Num))
-			return true
-		})
-		if bad != nil {
-			return in, bad
+		list, err := s.parseInputIDs(ids)
+		if err != nil {
+			return in, err
 		}
 		if len(list) == 0 {
 			return in, errors.New("input_ids must not be empty")
@@ -99,6 +85,43 @@ func (s *Server) parseGenerate(doc gjson.Result) (generateInput, error) {
 	in.stream = doc.Get("stream").Bool()
 	in.returnLogprob = doc.Get("return_logprob").Bool()
 	return in, nil
+}
+
+// firstIsArray says whether the array raw begins with an array: a batch
+// of prompts. It looks at the byte, where a lookup of element 0 parsed it.
+func firstIsArray(raw string) bool {
+	return strings.HasPrefix(strings.TrimLeft(raw[1:], " \t\r\n"), "[")
+}
+
+// parseInputIDs reads input_ids, an array. Plain digits, what clients
+// send, are read in one scan of their bytes (a float parse per id was a
+// fifth of the simulator's work at zero latency, on the CPU the client
+// measured beside it shares); anything else is read value by value.
+func (s *Server) parseInputIDs(ids gjson.Result) ([]int, error) {
+	list, ok := jsonl.AppendInts(nil, []byte(ids.Raw))
+	if !ok {
+		list = list[:0]
+		var bad error
+		ids.ForEach(func(_, v gjson.Result) bool {
+			if v.Type != gjson.Number || v.Num != float64(int(v.Num)) || v.Num < 0 {
+				bad = fmt.Errorf("input_ids must be non-negative integers, got %s", v.Raw)
+				return false
+			}
+			list = append(list, int(v.Num))
+			return true
+		})
+		if bad != nil {
+			return nil, bad
+		}
+	}
+	for _, id := range list {
+		if id >= s.cfg.VocabSize {
+			// SGLang's own check, with its wording: an id past the
+			// vocabulary would index past the embedding table.
+			return nil, fmt.Errorf("The input_ids %s contains values greater than the vocab size (%d).", ids.Raw, s.cfg.VocabSize)
+		}
+	}
+	return list, nil
 }
 
 // parseSampling validates the sampling parameters SGLang checks and
