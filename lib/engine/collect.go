@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -13,8 +14,9 @@ import (
 // collector writes every outcome: results to stdout, failures to the errors
 // file. It is the only goroutine that writes, settles the budgets and
 // counts what became of each record; it flushes whenever no more outcomes
-// are waiting, so that each record reaches the next stage of the pipeline
-// as soon as it is done without a write per record under load.
+// are waiting, once the goroutines ready to run had their turn, so that
+// each record reaches the next stage of the pipeline as soon as it is done
+// without a write per record under load.
 type collector struct {
 	cfg         *Config
 	results     chan *outcome
@@ -54,7 +56,12 @@ func (c *collector) run(done chan<- struct{}) {
 	for o := range c.results {
 		c.handle(o)
 		if len(c.results) == 0 {
-			c.flush()
+			// Under load the next outcomes are on goroutines ready to
+			// run: they go first, and one write takes them all.
+			runtime.Gosched()
+			if len(c.results) == 0 {
+				c.flush()
+			}
 		}
 		c.backlog.done()
 	}
