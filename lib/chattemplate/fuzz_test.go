@@ -108,6 +108,7 @@ func FuzzLoopReplay(f *testing.F) {
 		"{% set ns = namespace(n=0) %}{% for m in messages %}{% if m.tool_calls %}{% set ns.n = ns.n + 1 %}{% endif %}{{ ns.n }}{% endfor %}",
 		"{% for m in messages %}{% for c in m.tool_calls or [] %}{{ loop.index }}{{ c.id }}{% endfor %}{{ loop.last }}{% endfor %}",
 		"{% macro s(p) %}{% for m in messages %}{{ p }}{{ m.role }}{% endfor %}{% endmacro %}{{ s(1) }}{{ s(x) }}{% set x = 3 %}{{ s(x) }}",
+		"{% macro m() %}{% for x in messages %}{{ x.content }}{% endfor %}{% endmacro %}{% if messages|length is even %}{% set s = m() %}[{{ s }}]{% else %}{{ m() }}{% endif %}",
 	} {
 		f.Add(seed)
 	}

@@ -230,7 +230,7 @@ func (m *loopMemo) wrote(e *iterMemo, gen int) {
 // iterMemo is the text of one iteration and what it charged.
 type iterMemo struct {
 	text                 string
-	at                   int // where it begins in the text of render gen
+	at                   int // where it begins in the text of render gen, -1: not in the text (textWriter.place)
 	steps, output, alloc int
 	calledMacro          bool
 	gen                  int // the last render that wrote it
@@ -349,7 +349,7 @@ func (run loopRun) replay(r *renderer, item value, w *textWriter) bool {
 	c := r.cache
 	// The text the last render wrote here lies in the writer's array
 	// already when that render wrote this iteration at this place.
-	if at := w.Len(); at == e.at && e.gen == c.textGen && w.skip(e.text) {
+	if at := w.place(); at >= 0 && at == e.at && e.gen == c.textGen && w.skip(e.text) {
 		c.skipped++
 	} else {
 		w.WriteString(e.text)
@@ -361,10 +361,10 @@ func (run loopRun) replay(r *renderer, item value, w *textWriter) bool {
 }
 
 // iterMark is the render's state as an iteration starts.
-type iterMark struct{ steps, output, alloc, text int }
+type iterMark struct{ steps, output, alloc, text, place int }
 
 func (r *renderer) mark(w *textWriter) iterMark {
-	return iterMark{r.steps, r.outLen, r.allocated, w.Len()}
+	return iterMark{r.steps, r.outLen, r.allocated, w.Len(), w.place()}
 }
 
 // record keeps what the iteration over item, begun at at, wrote.
@@ -377,7 +377,7 @@ func (run loopRun) record(r *renderer, item value, at iterMark, w *textWriter) {
 		text:  strings.Clone(w.String()[at.text:]), // not the builder's buffer, which holds the whole render
 		steps: r.steps - at.steps, output: r.outLen - at.output, alloc: r.allocated - at.alloc,
 		calledMacro: r.calledMacro,
-		at:          at.text,
+		at:          at.place,
 	}
 	if old := run.m.iters[d]; old != nil && old.gen == r.cache.gen {
 		e.gen = old.gen // counted as written already

@@ -144,3 +144,25 @@ func TestRenderOver(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderOverPlaces renders a loop that writes into the text in one
+// render and into a string that is printed elsewhere in the next (a macro
+// called for its value), through one MessageCache as the conversation
+// grows: an iteration is taken where it lay in the last text only when it
+// was written into that text, at that place.
+func TestRenderOverPlaces(t *testing.T) {
+	tmpl, err := Parse("t", `{% macro m() %}{% for x in messages %}{{ x.content }}{% endfor %}{% endmacro %}`+
+		`{% if messages|length is even %}{% set s = m() %}[{{ s }}]{% else %}{{ m() }}{% endif %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := rawMessages([]string{`{"role":"user","content":"ab"}`, `{"role":"user","content":"cd"}`, `{"role":"user","content":"ef"}`, `{"role":"user","content":"gh"}`})
+	var cache MessageCache
+	for n := 1; n <= len(all); n++ {
+		want, wantErr := tmpl.Render(Options{MessageList: all[:n]})
+		got, err := tmpl.RenderOver(Options{MessageList: all[:n], Cache: &cache})
+		if got != want || errText(err) != errText(wantErr) {
+			t.Fatalf("%d messages: got %q (%v), want %q (%v)", n, got, err, want, wantErr)
+		}
+	}
+}

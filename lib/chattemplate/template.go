@@ -80,7 +80,7 @@ func (t *Template) RenderOver(o Options) (string, error) {
 	if o.MessageList == nil {
 		return t.Render(o)
 	}
-	w := textWriter{buf: c.text[:0]}
+	w := textWriter{buf: c.text[:0], over: true}
 	if c.textOK {
 		w.old = len(c.text)
 	}
@@ -163,6 +163,9 @@ type textWriter struct {
 	// what it writes is compared with what lies there, and not written
 	// when it is the same.
 	old, same int
+	// over: the writer of RenderOver, whose places are the text's (a
+	// macro called for its value writes into a writer of its own).
+	over bool
 }
 
 func (w *textWriter) WriteString(s string) {
@@ -177,12 +180,21 @@ func (w *textWriter) WriteString(s string) {
 	w.buf = append(w.buf, s...)
 }
 
+// place is where the next write goes in the text, -1 when the writer is
+// not the text's own.
+func (w *textWriter) place() int {
+	if !w.over {
+		return -1
+	}
+	return len(w.buf)
+}
+
 // skip writes s, which the last text held at the writer's length, by
 // taking it as it lies there: false when the writer is not in step or s
 // would pass the last text's end.
 func (w *textWriter) skip(s string) bool {
 	n := len(w.buf)
-	if n != w.same || n+len(s) > w.old {
+	if !w.over || n != w.same || n+len(s) > w.old {
 		return false
 	}
 	w.buf = w.buf[:n+len(s)]
