@@ -119,14 +119,6 @@ func firstOf(doc gjson.Result, paths ...string) gjson.Result {
 	return gjson.Result{}
 }
 
-// intOr returns v as an int, or def when v is absent.
-func intOr(v gjson.Result, def int) int {
-	if v.Type != gjson.Number {
-		return def
-	}
-	return int(v.Int())
-}
-
 // rawJSON copies a value's JSON text; nil when absent.
 func rawJSON(v gjson.Result) json.RawMessage {
 	if !v.Exists() {

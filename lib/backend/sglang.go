@@ -200,13 +200,14 @@ func duplicateRID(e *Error) {
 type sglangAnswer struct {
 	rid          string // the rid sent (--extra may set its own); "" checks nothing
 	mode         StreamMode
-	promptTokens int        // len(input_ids), for servers that omit prompt_tokens
-	chunks       int        // stream chunks seen
-	ids          []int      // output ids so far
-	text         []byte     // text so far
-	scratch      []int      // ids of the current chunk
-	meta         sglangMeta // the last chunk's
-	sawOutput    bool       // a chunk carried output (FirstToken is known)
+	promptTokens int          // len(input_ids), for servers that omit prompt_tokens
+	chunks       int          // stream chunks seen
+	ids          []int        // output ids so far
+	text         []byte       // text so far
+	scratch      []int        // ids of the current chunk
+	finish       gjson.Result // the last chunk's meta_info.finish_reason
+	counts       sglangCounts // and its counts
+	sawOutput    bool         // a chunk carried output (FirstToken is known)
 }
 
 func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
@@ -214,7 +215,7 @@ func (a *sglangAnswer) whole(doc gjson.Result) (*Result, *Error) {
 	if _, e := a.event(doc); e != nil {
 		return nil, e
 	}
-	if !a.meta.finishReason.IsObject() && a.meta.finishReason.Type != gjson.String {
+	if !a.finish.IsObject() && a.finish.Type != gjson.String {
 		return nil, protocolError("answer has no finish_reason: %s", snippet([]byte(doc.Raw)))
 	}
 	return a.end()
@@ -257,7 +258,7 @@ func (a *sglangAnswer) event(doc gjson.Result) (bool, *Error) {
 		a.ids, a.scratch = a.scratch, a.ids
 		a.text = append(a.text[:0], text.Str...)
 	}
-	a.meta = meta
+	a.finish, a.counts = meta.finishReason, meta.counts()
 	a.chunks++
 	a.sawOutput = a.sawOutput || output
 	return output, nil
@@ -320,6 +321,39 @@ func (m *sglangMeta) retractions() gjson.Result {
 	return gjson.Result{}
 }
 
+// sglangCounts is what an answer keeps of its last chunk's counts, as
+// numbers: the parser is made for every answer, and its meta_info's
+// values would take 80 bytes each.
+type sglangCounts struct {
+	prompt, completion             givenInt
+	cached, reasoning, retractions int
+}
+
+// givenInt is a count that a server may leave out (or give as something
+// else than a number).
+type givenInt struct {
+	n     int
+	given bool
+}
+
+// or is the count, or def when it was not given.
+func (g givenInt) or(def int) int {
+	if !g.given {
+		return def
+	}
+	return g.n
+}
+
+func (m *sglangMeta) counts() sglangCounts {
+	return sglangCounts{
+		prompt:      givenInt{int(m.promptTokens.Int()), m.promptTokens.Type == gjson.Number},
+		completion:  givenInt{int(m.completionTokens.Int()), m.completionTokens.Type == gjson.Number},
+		cached:      int(m.cachedTokens.Int()),
+		reasoning:   int(m.reasoningTokens.Int()),
+		retractions: int(m.retractions().Int()),
+	}
+}
+
 // superseded skips the intermediate snapshots of a cumulative stream once
 // the first output arrived: the final chunk holds everything they hold, and
 // parsing each would cost time quadratic in the answer's length (a 16k-token
@@ -372,17 +406,16 @@ func (a *sglangAnswer) heldBytes() int64 {
 }
 
 func (a *sglangAnswer) end() (*Result, *Error) {
-	meta := &a.meta
-	fr := meta.finishReason
+	fr, counts := a.finish, &a.counts
 	res := &Result{
 		OutputIDs:          a.ids,
 		Text:               string(a.text),
 		NativeFinishReason: rawJSON(fr),
-		PromptTokens:       intOr(meta.promptTokens, a.promptTokens),
-		CompletionTokens:   intOr(meta.completionTokens, len(a.ids)),
-		CachedTokens:       int(meta.cachedTokens.Int()),
-		ReasoningTokens:    int(meta.reasoningTokens.Int()),
-		Retractions:        int(meta.retractions().Int()),
+		PromptTokens:       counts.prompt.or(a.promptTokens),
+		CompletionTokens:   counts.completion.or(len(a.ids)),
+		CachedTokens:       counts.cached,
+		ReasoningTokens:    counts.reasoning,
+		Retractions:        counts.retractions,
 	}
 	kind := fr.Get("type").String()
 	if fr.Type == gjson.String {

@@ -422,6 +422,7 @@ func TestPickSGLangMeta(t *testing.T) {
 		`{"id":"r1","finish_reason":{"type":"length","length":16},"prompt_tokens":3,"num_retractions":0,"reasoning_tokens":0,"completion_tokens":16,"cached_tokens":2}`,
 		`{"completion_tokens":1,"completion_tokens":2,"id":null,"\u0069d":"x","retraction_count":4,"total_retractions":null}`,
 		`{"output_token_logprobs":[[-0.1,5,null]],"finish_reason":"stop","total_retractions":3,"retraction_count":4}`,
+		`{"prompt_tokens":"5","completion_tokens":true,"cached_tokens":"7","reasoning_tokens":2.0}`,
 		`{}`, `[]`, `null`, `7`, ``,
 	} {
 		meta := gjson.Parse(raw)
@@ -436,6 +437,15 @@ func TestPickSGLangMeta(t *testing.T) {
 		}
 		if got, want := m.retractions(), firstOf(meta, "num_retractions", "total_retractions", "retraction_count"); got.Raw != want.Raw {
 			t.Errorf("%s: the retractions are %q, want %q", raw, got.Raw, want.Raw)
+		}
+		given := func(v gjson.Result) givenInt { return givenInt{int(v.Int()), v.Type == gjson.Number} }
+		want := sglangCounts{
+			prompt: given(meta.Get("prompt_tokens")), completion: given(meta.Get("completion_tokens")),
+			cached: int(meta.Get("cached_tokens").Int()), reasoning: int(meta.Get("reasoning_tokens").Int()),
+			retractions: int(firstOf(meta, "num_retractions", "total_retractions", "retraction_count").Int()),
+		}
+		if got := m.counts(); got != want {
+			t.Errorf("%s: the counts are %+v, want %+v", raw, got, want)
 		}
 	}
 }
