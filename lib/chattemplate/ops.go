@@ -770,6 +770,16 @@ func sliceValue(obj, start, stop, step value) (value, error) {
 		if err != nil {
 			return nil, err
 		}
+		if st == 1 {
+			// No template changes a list (their methods that would are
+			// refused), so a plain slice shares the items: splitting the
+			// messages (messages[:k]) is then no copy of the conversation
+			// per render. Capped, so that a list made from it copies.
+			if a >= b {
+				return &pyList{Tuple: x.Tuple}, nil
+			}
+			return &pyList{Items: x.Items[a:b:b], Tuple: x.Tuple}, nil
+		}
 		var items []value
 		sliceRange(a, b, st, func(i int64) { items = append(items, x.Items[i]) })
 		return &pyList{Items: items, Tuple: x.Tuple}, nil
