@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"errors"
+	"slices"
 )
 
 // Limits that keep hostile or buggy templates from hanging or exhausting
@@ -154,6 +155,17 @@ type renderer struct {
 	outLen                  int
 	allocated               int
 	cache                   *MessageCache // nil: no loop replays an iteration
+	// argSlots hold the positional arguments of the calls under way whose
+	// callee keeps none of them (a macro binds them into its scope, a
+	// dict's methods read them), rather than an array per call: taken by
+	// evalArgs, given back by freeArgs once the call returns.
+	argSlots []value
+}
+
+// freeArgs gives back the argument slots taken since there were mark.
+func (r *renderer) freeArgs(mark int) {
+	clear(r.argSlots[mark:]) // no value outlives its call through them
+	r.argSlots = r.argSlots[:mark]
 }
 
 // account charges computed strings and lists against the allocation
@@ -756,11 +768,21 @@ func (r *renderer) evalSlice(x *sliceExpr, f *frame) (value, error) {
 	return out, r.account(out)
 }
 
-// evalArgs evaluates call arguments, unpacking *iterable and **mapping.
-func (r *renderer) evalArgs(a callArgs, f *frame) ([]value, *kwargs, error) {
+// evalArgs evaluates call arguments, unpacking *iterable and **mapping;
+// inSlots: the positional ones go in argSlots (the caller frees them).
+func (r *renderer) evalArgs(a callArgs, f *frame, inSlots bool) ([]value, *kwargs, error) {
 	var args []value
+	if n := len(a.pos); n > 0 && inSlots {
+		// A call evaluated among these arguments takes the slots past
+		// these, and may move argSlots: args keeps the array it was cut
+		// from.
+		base := len(r.argSlots)
+		r.argSlots = slices.Grow(r.argSlots, n)[:base+n]
+		args = r.argSlots[base : base+n : base+n]
+	} else if n > 0 {
+		args = make([]value, n)
+	}
 	if len(a.pos) > 0 {
-		args = make([]value, len(a.pos))
 		for i, e := range a.pos {
 			v, err := r.eval(e, f)
 			if err != nil {
@@ -835,6 +857,7 @@ func (r *renderer) unpackArgs(a callArgs, f *frame, args []value, kw *kwargs) ([
 // evalCall calls functions, macros and methods; caller is set for
 // {% call %} blocks.
 func (r *renderer) evalCall(x *callExpr, f *frame, caller *macroValue) (value, error) {
+	defer r.freeArgs(len(r.argSlots))
 	c, args, kw, err := r.evalCallParts(x, f, caller)
 	if err != nil {
 		return nil, err
@@ -866,7 +889,8 @@ func (r *renderer) evalCallParts(x *callExpr, f *frame, caller *macroValue) (c c
 	} else if c.fn, err = r.eval(x.fn, f); err != nil {
 		return callee{}, nil, nil, err
 	}
-	args, kw, err = r.evalArgs(x.args, f)
+	_, macro := c.fn.(*macroValue)
+	args, kw, err = r.evalArgs(x.args, f, macro || c.dict != nil)
 	if err != nil {
 		return callee{}, nil, nil, err
 	}
@@ -902,6 +926,7 @@ func (r *renderer) callCallee(c callee, args []value, kw *kwargs) (value, error)
 // call), charged against the limits as that string and its printing would
 // be; errors name the line as they would.
 func (r *renderer) outputCall(x *callExpr, line int, f *frame, w *textWriter) error {
+	defer r.freeArgs(len(r.argSlots))
 	c, args, kw, err := r.evalCallParts(x, f, nil)
 	if err != nil {
 		return r.withLine(err, line)

@@ -76,7 +76,7 @@ func (r *renderer) applyFilter(fl *filterExpr, v value, f *frame) (value, error)
 	if !ok {
 		return nil, &RenderError{Kind: "TemplateAssertionError", Msg: "No filter named '" + fl.name + "'."}
 	}
-	args, kw, err := r.evalArgs(fl.args, f)
+	args, kw, err := r.evalArgs(fl.args, f, false)
 	if err != nil {
 		return nil, err
 	}

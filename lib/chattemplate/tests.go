@@ -126,7 +126,7 @@ func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
 	if !ok {
 		return nil, &RenderError{Kind: "TemplateAssertionError", Msg: "No test named '" + x.name + "'."}
 	}
-	args, kw, err := r.evalArgs(x.args, f)
+	args, kw, err := r.evalArgs(x.args, f, false)
 	if err != nil {
 		return nil, err
 	}
