@@ -426,15 +426,18 @@ func (x *exchange) statusError() *Error {
 
 // readAll reads a whole answer, bounded by limit.
 func (x *exchange) readAll(limit int64) ([]byte, error) {
-	size := x.resp.ContentLength
-	if size < 0 || size > limit {
-		size = 0
+	// A length given is read into a buffer one byte longer, where the
+	// read that finds the end has room and the buffer need not grow;
+	// without one the buffer starts at bytes.MinRead.
+	want := int64(bytes.MinRead)
+	if size := x.resp.ContentLength; size >= 0 && size <= limit {
+		want = size + 1
 	}
 	// The buffer grows here rather than in bytes.Buffer, so that each
 	// larger one is charged to the memory bound before it is allocated,
 	// and never past limit+1 (doubling would take 512 MiB to find that an
 	// answer passes 256 MiB).
-	buf, err := x.grow(nil, size+bytes.MinRead, limit+1)
+	buf, err := x.grow(nil, want, limit+1)
 	if err != nil {
 		return nil, err
 	}
