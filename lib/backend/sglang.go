@@ -448,15 +448,18 @@ func sglangAbort(fr gjson.Result) *Error {
 // sglangUsage is the usage record of an SGLang answer, built from
 // meta_info (which also holds timings and, when asked for, logprobs that
 // do not belong in the accounting).
+// It is written by hand, as encoding/json would write its fields: one
+// per answer, where json.Marshal took a reflective walk and two buffers.
 func sglangUsage(res *Result) json.RawMessage {
-	u, _ := json.Marshal(struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		CachedTokens     int `json:"cached_tokens"`
-		ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
-		Retractions      int `json:"retractions"`
-	}{res.PromptTokens, res.CompletionTokens, res.CachedTokens, res.ReasoningTokens, res.Retractions})
-	return u
+	u := make([]byte, 0, 96)
+	u = strconv.AppendInt(append(u, `{"prompt_tokens":`...), int64(res.PromptTokens), 10)
+	u = strconv.AppendInt(append(u, `,"completion_tokens":`...), int64(res.CompletionTokens), 10)
+	u = strconv.AppendInt(append(u, `,"cached_tokens":`...), int64(res.CachedTokens), 10)
+	if res.ReasoningTokens != 0 {
+		u = strconv.AppendInt(append(u, `,"reasoning_tokens":`...), int64(res.ReasoningTokens), 10)
+	}
+	u = strconv.AppendInt(append(u, `,"retractions":`...), int64(res.Retractions), 10)
+	return append(u, '}')
 }
 
 // ServerInfo reads GET {base}/server_info, or the older /get_server_info

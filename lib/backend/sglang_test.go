@@ -449,3 +449,23 @@ func TestPickSGLangMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangUsage: the usage record written by hand is what encoding/json
+// writes of its fields.
+func TestSGLangUsage(t *testing.T) {
+	for _, res := range []Result{
+		{}, {PromptTokens: 3, CompletionTokens: 16, CachedTokens: 2, ReasoningTokens: 5, Retractions: 1},
+		{PromptTokens: 1 << 40, CompletionTokens: -1, ReasoningTokens: -7},
+	} {
+		want, _ := json.Marshal(struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+			CachedTokens     int `json:"cached_tokens"`
+			ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+			Retractions      int `json:"retractions"`
+		}{res.PromptTokens, res.CompletionTokens, res.CachedTokens, res.ReasoningTokens, res.Retractions})
+		if got := sglangUsage(&res); string(got) != string(want) {
+			t.Errorf("%+v: %s, want %s", res, got, want)
+		}
+	}
+}
