@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/synthpipe/synthpipe/lib/chattemplate/pyfmt"
 )
@@ -209,6 +210,9 @@ func (d *jsonDecoder) key() (value, error) {
 }
 
 func (d *jsonDecoder) str() (string, error) {
+	if s, ok := d.wellFormedStr(); ok {
+		return s, nil
+	}
 	start := d.pos
 	d.pos++
 	escaped := false
@@ -236,6 +240,84 @@ func (d *jsonDecoder) str() (string, error) {
 		d.pos++
 	}
 	return "", d.errorf("unterminated string")
+}
+
+// wellFormedStr reads the string at d.pos when it is closed and holds no
+// control character, finding its end and its escapes a word or a vector at
+// a time (a message's content is most of the bytes decoded); false leaves
+// d.pos where it was, for str's byte loop to read the string and say what
+// is wrong with it.
+func (d *jsonDecoder) wellFormedStr() (string, bool) {
+	from := d.pos + 1
+	end := from
+	for {
+		q := strings.IndexByte(d.data[end:], '"')
+		if q < 0 {
+			return "", false
+		}
+		end += q
+		// A quote after an odd run of backslashes is escaped.
+		bs := 0
+		for end-1-bs >= from && d.data[end-1-bs] == '\\' {
+			bs++
+		}
+		if bs%2 == 0 {
+			break
+		}
+		end++
+	}
+	body := d.data[from:end]
+	if strings.IndexByte(body, '\\') < 0 {
+		if hasControl(body) {
+			return "", false
+		}
+		d.pos = end + 1
+		return body, true
+	}
+	s, ok := unquote(body)
+	if !ok {
+		return "", false
+	}
+	d.pos = end + 1
+	return s, true
+}
+
+// Bytes of a word, for the tests below.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasControl tells whether s has a byte below 0x20.
+func hasControl(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if x := word(s[i:]); (x-ones*0x20)&^x&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// plainASCII tells whether the 8 bytes x are all printable ASCII other
+// than a backslash: none below 0x20, none from 0x80 (the tests are exact:
+// x-ones*n&^x&highs is not zero exactly when a byte of x is below n, for
+// n up to 0x80).
+func plainASCII(x uint64) bool {
+	esc := x ^ ones*'\\'
+	return (x-ones*0x20)&^x&highs == 0 && x&highs == 0 && (esc-ones)&^esc&highs == 0
+}
+
+// word is the first 8 bytes of s, little-endian.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // unquote decodes the escapes of a JSON string's body, as encoding/json
@@ -270,6 +352,9 @@ func unquote(body string) (s string, ok bool) {
 		case c < utf8.RuneSelf:
 			// A run of plain ASCII (most of a message) is copied at once.
 			j := i + 1
+			for j+8 <= len(body) && plainASCII(word(body[j:])) {
+				j += 8
+			}
 			for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '\\' {
 				j++
 			}
@@ -281,7 +366,8 @@ func unquote(body string) (s string, ok bool) {
 			i += n
 		}
 	}
-	return string(b), true
+	// b is no one else's: the string takes its bytes instead of a copy.
+	return unsafe.String(unsafe.SliceData(b), len(b)), true
 }
 
 // jsonEscapes are the one-letter escapes of JSON strings and what they stand for.

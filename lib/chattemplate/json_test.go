@@ -5,12 +5,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
-// checkStringDecoding decodes the JSON string literal lit, which holds an
-// escape, with decodeJSON and with encoding/json, which it must agree with:
-// the same string, or both an error. (A string without escapes is a slice
-// of the input, its bytes kept as they are.)
+// checkStringDecoding decodes the JSON string literal lit (which holds an
+// escape, or bytes that are UTF-8), with decodeJSON and with encoding/json,
+// which it must agree with: the same string, or both an error. (A string
+// without escapes is a slice of the input, its bytes kept as they are.)
 func checkStringDecoding(t *testing.T, lit string) {
 	t.Helper()
 	var want string
@@ -51,12 +52,24 @@ func TestStringEscapes(t *testing.T) {
 	}
 }
 
-// FuzzStringEscapes: decodeJSON reads any string literal as encoding/json does.
+// FuzzStringEscapes: decodeJSON reads any string literal as encoding/json
+// does, and one without an escape too where its bytes are UTF-8. The seeds
+// have runs longer than the 8 bytes that the scans test at once, with
+// what ends a run (a quote, a backslash, a control character, a byte from
+// 0x80) at each place of a word.
 func FuzzStringEscapes(f *testing.F) {
 	for _, s := range []string{`a\nb`, `\ud83d\ude00`, `\ud83d`, "\xff\\t", `\u12`} {
 		f.Add(s)
 	}
+	for i := range 9 {
+		for _, end := range []string{`"`, `\"`, `\\"`, "\x1f", "\n", "é", "\x7f", `\t`} {
+			f.Add(strings.Repeat("abcdefgh", 2)[:8+i] + end + "tail")
+		}
+	}
 	f.Fuzz(func(t *testing.T, body string) {
 		checkStringDecoding(t, `"\n`+body+`"`)
+		if utf8.ValidString(body) {
+			checkStringDecoding(t, `"`+body+`"`)
+		}
 	})
 }
