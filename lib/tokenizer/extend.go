@@ -86,7 +86,7 @@ func (t *Tokenizer) extendShared(prev *Encoding, text string, over bool, shared 
 	enc.Reused = from.ids
 	sc := t.model.scratch()
 	defer t.model.release(sc)
-	e := encoder{t: t, dst: ids, sc: sc, parseSpecial: true, marks: &enc.marks, base: from.offset}
+	e := encoder{t: t, dst: ids, sc: sc, parseSpecial: true, marks: &enc.marks, base: from.offset, coldCache: true}
 	e.encodeChunk(text[from.offset:])
 	enc.IDs = e.dst
 	return enc

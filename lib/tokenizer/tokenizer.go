@@ -64,6 +64,11 @@ type encoder struct {
 	// Extend), whose offsets start at base.
 	marks *[]restart
 	base  int
+	// coldCache tells an encode that runs between other work, as Extend's
+	// of a conversation's turn does, when the local cache is out of the
+	// processor's caches: its pieces are looked up in batches (see
+	// bpeModel.appendPieces).
+	coldCache bool
 }
 
 func (e *encoder) appendID(id, _ int) { e.dst = append(e.dst, id) }
@@ -103,7 +108,30 @@ func (e *encoder) encodeUnmatched(text string) {
 }
 
 func (e *encoder) encodeOrdinary(text string) {
-	splitIsolated(text, e.t.stages, e.appendPiece)
+	if !e.coldCache {
+		splitIsolated(text, e.t.stages, e.appendPiece)
+		return
+	}
+	splitIsolated(text, e.t.stages, e.queuePiece)
+	e.flushPieces()
+}
+
+// pieceBatch is how many pieces an encode with coldCache looks up
+// together.
+const pieceBatch = 64
+
+// queuePiece holds a piece until pieceBatch of them are looked up at once.
+func (e *encoder) queuePiece(piece string) {
+	e.sc.pieces = append(e.sc.pieces, piece)
+	if len(e.sc.pieces) == pieceBatch {
+		e.flushPieces()
+	}
+}
+
+func (e *encoder) flushPieces() {
+	e.dst = e.t.model.appendPieces(e.dst, e.sc.pieces, e.sc)
+	clear(e.sc.pieces) // the pooled scratch must not keep the text alive
+	e.sc.pieces = e.sc.pieces[:0]
 }
 
 // Decode returns the text of ids. Added tokens give their content; other
