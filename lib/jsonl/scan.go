@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // SyntaxError says where a line stops being JSON. Offset counts bytes from the
@@ -91,9 +92,26 @@ func IntArrayLen(v []byte) (n int, ok bool) {
 }
 
 // AppendInts appends the ids of v, an array that IntArrayLen accepts, to
-// dst in one scan of its digits, with room for them made once; ok is false,
-// with dst as it was, when v is not such an array.
-func AppendInts(dst []int, v []byte) (ids []int, ok bool) {
+// dst in one scan of its digits, without a float parse per id and with room
+// for them made once; ok is false, with dst as it was, when v is not such an
+// array (a sign, a fraction, an exponent, a leading zero, a larger id, a
+// non-number), which a caller's general path then reads or refuses. It reads
+// a string (gjson's raw values) or bytes (a record's member) alike, neither
+// copied to be read.
+func AppendInts[T string | []byte](dst []int, raw T) (ids []int, ok bool) {
+	return appendInts(dst, readOnlyBytes(raw))
+}
+
+// readOnlyBytes is v's bytes, those of a string shared rather than copied:
+// the caller must not write to them.
+func readOnlyBytes[T string | []byte](v T) []byte {
+	if s, ok := any(v).(string); ok {
+		return unsafe.Slice(unsafe.StringData(s), len(s))
+	}
+	return any(v).([]byte)
+}
+
+func appendInts(dst []int, v []byte) (ids []int, ok bool) {
 	n, ok := IntArrayLen(v)
 	if !ok {
 		return dst, false

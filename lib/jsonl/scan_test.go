@@ -270,6 +270,35 @@ func TestIntArrayLenEveryOffset(t *testing.T) {
 	}
 }
 
+// TestAppendInts: the one scan reads a string as it reads bytes, what
+// encoding/json reads, and refuses the rest with dst as it was, leading
+// zeros among them: JSON forbids them and gjson, behind callers' general
+// paths, reads them anyway.
+func TestAppendInts(t *testing.T) {
+	for _, in := range []string{
+		`[]`, `[ ]`, `[0]`, `[1,2,3]`, `[ 12 , 7 ,0 ]`, "[1,\n2]", `[2147483647]`, `[10,100]`,
+		`[01]`, `[00]`, `[1,007]`, `[1.0]`, `[1e3]`, `[-1]`, `[-0]`, `[1,]`, `[1 2]`, `[2147483648]`,
+		`[1000000000000000]`, `[1,"2"]`, `[[1]]`, `[1]x`, `[1] `, ` [1]`, `[`, ``, `{}`,
+	} {
+		ids, jerr := tokenIDs([]byte(in))
+		if strings.TrimSpace(in) != in {
+			jerr = fmt.Errorf("white space around the array") // a raw value has none
+		}
+		want := []int{42}
+		for _, id := range ids {
+			want = append(want, int(id))
+		}
+		fromString, okString := AppendInts([]int{42}, in)
+		fromBytes, okBytes := AppendInts([]int{42}, []byte(in))
+		if okString != okBytes || !slices.Equal(fromString, fromBytes) {
+			t.Errorf("%q: a string reads %v %v, bytes %v %v", in, fromString, okString, fromBytes, okBytes)
+		}
+		if okString != (jerr == nil) || okString && !slices.Equal(fromString, want) || !okString && !slices.Equal(fromString, []int{42}) {
+			t.Errorf("AppendInts([42], %q) = %v, %v; encoding/json: %v, error %v", in, fromString, okString, ids, jerr)
+		}
+	}
+}
+
 // TestStringStopEveryOffset: a string's stops (its closing quote, an
 // escape, a control character) and the non-ASCII bytes before them are
 // found at every offset within the 8-byte word that holds them, as

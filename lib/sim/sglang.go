@@ -98,7 +98,7 @@ func firstIsArray(raw string) bool {
 // fifth of the simulator's work at zero latency, on the CPU the client
 // measured beside it shares); anything else is read value by value.
 func (s *Server) parseInputIDs(ids gjson.Result) ([]int, error) {
-	list, ok := jsonl.AppendInts(nil, []byte(ids.Raw))
+	list, ok := jsonl.AppendInts(nil, ids.Raw)
 	if !ok {
 		list = list[:0]
 		var bad error
