@@ -7,10 +7,20 @@
 #                   piece cache warm as in a long run; "cold" empties it per pass)
 #   ours, tool      tokenize-prompts --template none, whole: reading JSON, encoding,
 #                   writing records; -j 1 and -j 2; loading the tokenizer is timed
-#                   apart and taken out, as the reference's load is
+#                   apart (a one-record run) and taken out, as the reference's
+#                   load is. The tool is given enough copies of the corpus that
+#                   the load is a minor share of its run: at 20 copies gptoss's
+#                   load was ~1.35 s of ~1.7 s, and the load's noise swung the
+#                   difference by up to +-50%; at 200 it is ~1.4 s of ~4.8 s.
+#                   More copies change only that share, not what is measured:
+#                   the same texts, per CPU-second, the piece cache warm after
+#                   the first copy as the reference's is after its warm-up pass
 #   reference       npm tokenizers@0.23.2 by its fast path, encodeBatch over
 #                   batches of 1,024 texts, on one thread (RAYON_NUM_THREADS=1)
-#                   and on all threads; Kimi: npm tiktoken@1.0.22 (WASM, no batch API)
+#                   and on all threads; Kimi: npm tiktoken@1.0.22 (WASM, no batch API).
+#                   Timed inside the process (its CPU time after loading, parsing
+#                   the texts and one warm-up pass), so nothing is subtracted
+#                   there, and reading JSON is not in its figure as it is in ours
 #
 # Ratios use CPU time (user + system over every thread), which a machine busy
 # with other work disturbs far less than wall time. Before timing, the ids the
@@ -18,8 +28,8 @@
 #
 # Run from anywhere: scripts/bench/tokenize.sh
 # Settings (environment): BENCH_SECONDS per reference and library measurement
-# (default 3), BENCH_COPIES of the corpus given to the tool (default 20, about
-# 4.6 MB of text), BENCH_RUNS of the tool, best of (default 3).
+# (default 3), BENCH_COPIES of the corpus given to the tool (default 200, about
+# 46 MB of text), BENCH_RUNS of the tool, best of (default 3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -28,7 +38,7 @@ cd "$ROOT"
 source scripts/bench/anchor.sh
 bench_begin BENCH_SECONDS BENCH_COPIES BENCH_RUNS
 SECS="${BENCH_SECONDS:-3}"
-COPIES="${BENCH_COPIES:-20}"
+COPIES="${BENCH_COPIES:-200}"
 RUNS="${BENCH_RUNS:-3}"
 TESTDATA="$ROOT/lib/tokenizer/testdata"
 FAMILIES=(qwen3 deepseek_v3 llama3_1 gptoss kimi_k2 kimi_k25)
@@ -92,10 +102,11 @@ while read -r name _ _ _ _ _ cpumbps _; do
 done < <(grep -E '^BenchmarkEncode(ColdCache)?/' "$WORK/go.txt")
 
 # best_of CMD...: "WALL CPU" in seconds, each the least of RUNS runs. The
-# tool's figures are a difference (a run less the load of a one-record run,
-# most of its CPU time on 20 copies), so each side is taken at its least
-# disturbed: the CPU time of the fastest run by the clock was a draw of its
-# own, and a load drawn high once gave a family 150 MB/s, drawn low 6x.
+# tool's figures are a difference (a run less the load of a one-record run),
+# so each side is taken at its least disturbed: the CPU time of the fastest
+# run by the clock was a draw of its own, and a load drawn high once gave a
+# family 150 MB/s, drawn low 6x (at 20 copies, where the load was most of a
+# run's CPU time; see the header).
 best_of() {
   local best="" cpu="" wall user sys c
   for ((r = 0; r < RUNS; r++)); do
