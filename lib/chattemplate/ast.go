@@ -195,6 +195,9 @@ type (
 		otherwise []stmt
 		recursive bool
 		plan      memoPlan // whether and how an iteration may be replayed (loopmemo.go)
+		// keepsScope: the body may keep an iteration's scope past its end
+		// (keepsScope in scope.go); otherwise the scope is reused.
+		keepsScope bool
 	}
 	setStmt struct {
 		pos
@@ -265,4 +268,5 @@ type macroDef struct {
 	anonymous                              bool     // a {% call %} block's caller: its name is None
 	undef                                  []string // names that start undefined in the body
 	plan                                   memoPlan // what a replayed loop compares of it (loopmemo.go)
+	keepsScope                             bool     // the body may keep a call's scope past its end (scope.go)
 }

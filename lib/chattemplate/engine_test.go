@@ -94,6 +94,19 @@ func TestLoopVariables(t *testing.T) {
 	})
 }
 
+// TestScopeReuse: a scope given back for the next iteration or call
+// starts as a new one would, and one that a macro defined in it keeps is
+// not given back.
+func TestScopeReuse(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% for x in lst %}{{ y is defined }}{% set y = x %}{{ y }}{% endfor %}", "False3False1False2"},
+		{"{% macro m(a) %}{{ b is defined }}{% set b = a %}{{ b }}{% endmacro %}{{ m(1) }}{{ m(2) }}", "False1False2"},
+		{"{% macro m(a) %}{% for x in [a, a] %}{{ x }}{% endfor %}{% endmacro %}{% for y in lst %}{{ m(y) }}{% endfor %}", "331122"},
+		{"{% set ns = namespace(m=none) %}{% macro outer(a) %}{% macro inner() %}{{ a }}{% endmacro %}{% set ns.m = inner %}{% endmacro %}" +
+			"{{ outer(1) }}{% set k = ns.m %}{{ outer(2) }}{{ k() }}{{ ns.m() }}", "12"},
+	})
+}
+
 func TestNamespaceAndMacros(t *testing.T) {
 	runTable(t, []tableCase{
 		{"{% set ns = namespace(a=1, b='x') %}{% set ns.a = ns.a + 1 %}{% for v in lst %}{% set ns.b = ns.b ~ v %}{% endfor %}{{ ns.a }} {{ ns.b }}", "2 x312"},

@@ -97,7 +97,13 @@ var missing value = missingValue{}
 // newScope opens a scope whose listed names start out undefined.
 func newScope(parent *frame, undef []string) *frame {
 	f := newFrame(parent)
-	if len(undef) > frameInlineVars/2 {
+	f.bindUndef(undef)
+	return f
+}
+
+// bindUndef adds the names, undefined, to f.
+func (f *frame) bindUndef(undef []string) {
+	if len(undef) > frameInlineVars/2 && cap(f.vars)-len(f.vars) < len(undef)+frameInlineVars {
 		// Room for the loop variables or macro arguments bound next, so
 		// that the scope grows once rather than by doublings.
 		f.vars = make([]binding, 0, len(undef)+frameInlineVars)
@@ -105,7 +111,29 @@ func newScope(parent *frame, undef []string) *frame {
 	for _, n := range undef {
 		f.vars = append(f.vars, binding{n, missing})
 	}
+}
+
+// openScope is newScope, in a frame a scope closed before gave back when
+// there is one.
+func (r *renderer) openScope(parent *frame, undef []string) *frame {
+	n := len(r.freeFrames)
+	if n == 0 {
+		return newScope(parent, undef)
+	}
+	f := r.freeFrames[n-1]
+	r.freeFrames = r.freeFrames[:n-1]
+	f.parent = parent
+	f.bindUndef(undef)
 	return f
+}
+
+// closeScope gives back the frame of a loop iteration or a macro call that
+// is over, for openScope. Only a body that cannot keep its scope (see
+// keepsScope) gives it back: then no frame or value refers to it any more.
+func (r *renderer) closeScope(f *frame) {
+	clear(f.vars) // the values it held are not kept alive by the frame
+	f.vars, f.parent = f.vars[:0], nil
+	r.freeFrames = append(r.freeFrames, f)
 }
 
 func (f *frame) lookup(name string) (value, bool) {
@@ -160,6 +188,8 @@ type renderer struct {
 	// dict's methods read them), rather than an array per call: taken by
 	// evalArgs, given back by freeArgs once the call returns.
 	argSlots []value
+	// freeFrames are scopes closed during the render (closeScope).
+	freeFrames []*frame
 }
 
 // freeArgs gives back the argument slots taken since there were mark.
@@ -512,13 +542,16 @@ func (r *renderer) runLoop(s *forStmt, it value, f *frame, w *textWriter, depth 
 			continue
 		}
 		at := r.mark(w)
-		scope := newScope(f, s.undef)
+		scope := r.openScope(f, s.undef)
 		scope.set("loop", loop)
 		if err := r.assign(s.target, item, scope); err != nil {
 			return r.withLine(err, s.line)
 		}
 		err := r.execBody(s.body, scope, w)
 		i = loop.index // the body may have consumed the loop by iterating it
+		if !s.keepsScope && (err == nil || err == errBreak || err == errContinue) {
+			r.closeScope(scope)
+		}
 		if err == errBreak {
 			break
 		}
@@ -1036,7 +1069,7 @@ func (r *renderer) callMacroTo(m *macroValue, args []value, kw *kwargs, w *textW
 		return &RenderError{Kind: "RecursionError", Msg: "maximum recursion depth exceeded"}
 	}
 	def := m.def
-	scope := newScope(m.closure, def.undef)
+	scope := r.openScope(m.closure, def.undef)
 	if len(args) > len(def.params) && !def.catchVarargs {
 		return typeError("macro '%s' takes not more than %d argument(s)", def.name, len(def.params))
 	}
@@ -1092,6 +1125,9 @@ func (r *renderer) callMacroTo(m *macroValue, args []value, kw *kwargs, w *textW
 			return &RenderError{Kind: "TemplateSyntaxError", Msg: "loop control outside of a loop"}
 		}
 		return err
+	}
+	if !def.keepsScope {
+		r.closeScope(scope)
 	}
 	return nil
 }

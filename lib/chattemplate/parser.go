@@ -1183,5 +1183,6 @@ func Parse(name, src string) (*Template, error) {
 	}
 	undef := analyzeScopes(body)
 	analyzeMemo(body)
+	markKeptScopes(body)
 	return &Template{name: name, body: body, undef: undef, limits: defaultLimits}, nil
 }

@@ -254,3 +254,71 @@ func (s *scopeInfo) expr(e expr) {
 	}
 	eachOperand(e, s.expr)
 }
+
+// markKeptScopes sets keepsScope on every loop and macro in body. A loop
+// iteration's or a macro call's scope is given back for the next one
+// (renderer.closeScope) unless it may outlive its body: a macro defined in
+// it, or a {% call %} block's caller, keeps it as its closure, and a
+// recursive loop's loop() as the frame it runs in, all of which may be
+// kept past the body (assigned to a namespace's attribute).
+func markKeptScopes(body []stmt) {
+	eachBody(body, func(s stmt) {
+		switch x := s.(type) {
+		case *forStmt:
+			x.keepsScope = keepsScope(x.body)
+		case *macroStmt:
+			x.def.keepsScope = keepsScope(x.def.body)
+		case *callBlockStmt:
+			x.caller.keepsScope = keepsScope(x.caller.body)
+		}
+	})
+}
+
+// keepsScope tells whether body may keep the scope it runs in past its
+// end (see markKeptScopes).
+func keepsScope(body []stmt) bool {
+	kept := false
+	eachBody(body, func(s stmt) {
+		switch x := s.(type) {
+		case *macroStmt, *callBlockStmt:
+			kept = true
+		case *forStmt:
+			kept = kept || x.recursive
+		case *textStmt, *outputStmt, *ifStmt, *setStmt, *setBlockStmt, *filterBlockStmt, *withStmt,
+			*autoescapeStmt, *loopControlStmt:
+		default: // a statement this file does not know
+			kept = true
+		}
+	})
+	return kept
+}
+
+// eachBody calls visit on every statement of body and of the bodies nested
+// in them, macros' and call blocks' included.
+func eachBody(body []stmt, visit func(stmt)) {
+	for _, s := range body {
+		visit(s)
+		switch x := s.(type) {
+		case *ifStmt:
+			for _, b := range x.bodies {
+				eachBody(b, visit)
+			}
+			eachBody(x.otherwise, visit)
+		case *forStmt:
+			eachBody(x.body, visit)
+			eachBody(x.otherwise, visit)
+		case *setBlockStmt:
+			eachBody(x.body, visit)
+		case *macroStmt:
+			eachBody(x.def.body, visit)
+		case *callBlockStmt:
+			eachBody(x.caller.body, visit)
+		case *filterBlockStmt:
+			eachBody(x.body, visit)
+		case *withStmt:
+			eachBody(x.body, visit)
+		case *autoescapeStmt:
+			eachBody(x.body, visit)
+		}
+	}
+}
