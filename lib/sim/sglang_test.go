@@ -335,3 +335,29 @@ func TestSamplingSeed(t *testing.T) {
 		t.Errorf("chat seeds 1, 2, 1: %q, %q, %q", c1, c2, chat(1))
 	}
 }
+
+// TestMembersPick: the one pass over an object finds what a lookup by name
+// finds: the first of a key written twice, an escaped key, null, a missing
+// member, a name not picked, and nothing in what is not an object.
+func TestMembersPick(t *testing.T) {
+	names := []string{"rid", "stream", "input_ids", "text"}
+	for _, raw := range []string{
+		`{"rid":"a","stream":true,"input_ids":[1,2],"text":null}`,
+		`{"rid":"a","rid":"b","\u0073tream":false,"x":{"rid":"inner"}}`,
+		`{"input_ids":[[1],[2]],"stream":"yes","extra":7}`,
+		`{}`, `[]`, `null`, `7`, ``,
+	} {
+		obj := gjson.Parse(raw)
+		var m members
+		m.pick(obj, names)
+		for _, name := range append(names, "extra", "x") {
+			want := gjson.Result{}
+			if obj.IsObject() {
+				want = obj.Get(name)
+			}
+			if got := m.get(name); got.Raw != want.Raw || got.Type != want.Type {
+				t.Errorf("%s: %s is %q, Get finds %q", raw, name, got.Raw, want.Raw)
+			}
+		}
+	}
+}
