@@ -299,6 +299,11 @@ type treeMerge struct {
 	tree    minTree
 	results []uint32 // what the pair at each position merges into
 	touched []int32  // the leaves a sweep changed
+	// The last pair looked up and its merge: a run of one character looks
+	// the same few pairs up over and over, and a compare is cheaper than a
+	// probe of the merge table.
+	lastPair          uint64
+	lastRank, lastRes uint32
 }
 
 func (w *treeMerge) leaf(pos int32) *uint64 { return &w.tree[w.tree.leaves()+int(pos)] }
@@ -309,7 +314,12 @@ func (w *treeMerge) pairKey(pos int32) uint64 {
 	if next < 0 {
 		return noPair
 	}
-	r, res := w.m.merge(w.syms[pos].id, w.syms[next].id)
+	pair := pairKey(w.syms[pos].id, w.syms[next].id)
+	if pair != w.lastPair {
+		w.lastPair = pair
+		w.lastRank, w.lastRes = w.m.merge(w.syms[pos].id, w.syms[next].id)
+	}
+	r, res := w.lastRank, w.lastRes
 	if r == noRank {
 		return noPair
 	}
@@ -378,7 +388,7 @@ func (w *treeMerge) sweep() {
 // close to O(n) on runs of one character, which merge in sweeps.
 func (m *bpeModel) mergeWithTree(dst []int, ids []uint32, sc *bpeScratch) []int {
 	n := len(ids)
-	w := treeMerge{m: m, syms: sc.syms[:0], results: sc.results[:0], touched: sc.touched[:0]}
+	w := treeMerge{m: m, syms: sc.syms[:0], results: sc.results[:0], touched: sc.touched[:0], lastPair: noPair}
 	for i, id := range ids {
 		w.syms = append(w.syms, linkedSymbol{id: id, prev: int32(i - 1), next: int32(i + 1)})
 		w.results = append(w.results, 0)
