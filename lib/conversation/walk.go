@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/synthpipe/synthpipe/lib/answerformat"
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 	"github.com/synthpipe/synthpipe/lib/record"
 )
 
@@ -191,13 +192,13 @@ func (w *Walk) End(reason string) {
 // it: content, reasoning_content, tool_calls.
 func (w *Walk) assistant(a answerformat.Answer) json.RawMessage {
 	b := []byte(`{"role":"assistant","content":`)
-	b = appendJSONString(b, a.Content)
+	b = jsonl.AppendString(b, a.Content)
 	if a.Reasoning != "" {
 		for _, name := range append([]string{"reasoning_content"}, w.opts.ReasoningAlso...) {
 			b = append(b, ',')
-			b = appendJSONString(b, name)
+			b = jsonl.AppendString(b, name)
 			b = append(b, ':')
-			b = appendJSONString(b, a.Reasoning)
+			b = jsonl.AppendString(b, a.Reasoning)
 		}
 	}
 	if calls := answerformat.CallsJSON(a.ToolCalls); calls != nil {
@@ -205,11 +206,6 @@ func (w *Walk) assistant(a answerformat.Answer) json.RawMessage {
 		b = append(b, calls...)
 	}
 	return append(b, '}')
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string cannot fail
-	return append(b, q...)
 }
 
 // Member is one member generate adds to the conversation's output line.
@@ -260,7 +256,7 @@ func (w *Walk) Members(promptField, completionField string) []Member {
 	return []Member{
 		{FieldConversation, w.Messages()},
 		{FieldTurns, turns},
-		{FieldEnded, appendJSONString(nil, w.ended)},
+		{FieldEnded, jsonl.AppendString(nil, w.ended)},
 		{promptField, strconv.AppendInt(nil, int64(prompt), 10)},
 		{completionField, strconv.AppendInt(nil, int64(completion), 10)},
 		{FieldConversationTokens, strconv.AppendInt(nil, int64(conv), 10)},
@@ -282,10 +278,10 @@ func appendTurn(b []byte, t Turn) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, `,"`+record.FieldText+`":`...)
-	b = appendJSONString(b, t.Answer.Content)
+	b = jsonl.AppendString(b, t.Answer.Content)
 	if t.Answer.Reasoning != "" {
 		b = append(b, `,"`+record.FieldReasoning+`":`...)
-		b = appendJSONString(b, t.Answer.Reasoning)
+		b = jsonl.AppendString(b, t.Answer.Reasoning)
 	}
 	if calls := answerformat.CallsJSON(t.Answer.ToolCalls); calls != nil {
 		b = append(b, `,"`+record.FieldToolCalls+`":`...)
@@ -293,10 +289,10 @@ func appendTurn(b []byte, t Turn) []byte {
 	}
 	if t.ReadError != "" {
 		b = append(b, `,"read_error":`...)
-		b = appendJSONString(b, t.ReadError)
+		b = jsonl.AppendString(b, t.ReadError)
 	}
 	b = append(b, `,"`+record.FieldFinishReason+`":`...)
-	b = appendJSONString(b, t.FinishReason)
+	b = jsonl.AppendString(b, t.FinishReason)
 	b = append(b, `,"`+record.FieldCompletionTokens+`":`...)
 	b = strconv.AppendInt(b, int64(t.CompletionTokens), 10)
 	b = append(b, `,"cached_tokens":`...)

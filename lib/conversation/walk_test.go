@@ -207,3 +207,27 @@ func TestTrailingRequest(t *testing.T) {
 		t.Fatalf("ended %q", w.Ended())
 	}
 }
+
+// TestAnswerTextAsWritten: an answer's text goes into the conversation as
+// a JSON string that reads back as the text (invalid UTF-8 as U+FFFD), with
+// markup characters as they are, as generate writes every other string.
+func TestAnswerTextAsWritten(t *testing.T) {
+	src, err := Parse(json.RawMessage(toolLoop), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := src.Walk(Options{})
+	text := "<b>x</b> & \"q\"\n\t\x01 \xff end"
+	w.Add(Turn{Answer: answerformat.Answer{Content: text, Reasoning: "<think>", Closed: true}, FinishReason: "stop"})
+	msgs := gjson.ParseBytes(w.Messages()).Array()
+	got := msgs[len(msgs)-1]
+	if want := strings.ToValidUTF8(text, "\uFFFD"); got.Get("content").String() != want {
+		t.Fatalf("content reads back as %q, want %q", got.Get("content").String(), want)
+	}
+	if !strings.Contains(got.Raw, `"<b>x</b> & \"q\"\n\t\u0001 \ufffd end"`) || got.Get("reasoning_content").String() != "<think>" {
+		t.Fatalf("written as %s", got.Raw)
+	}
+	if !json.Valid(w.Messages()) {
+		t.Fatalf("not valid JSON: %s", w.Messages())
+	}
+}
