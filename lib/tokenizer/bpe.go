@@ -65,7 +65,12 @@ func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
 // that is its concatenation, ranked by that token's rank (tiktoken's rule).
 func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
 	if m.lookups.Add(1) == buildMergesAfter {
-		go m.built.Store(m.concatMerges())
+		// Not `go m.built.Store(m.concatMerges())`: a go statement
+		// evaluates its call's arguments first, so that built the table
+		// on the encoding goroutine, which stalled its batch (and, with
+		// -j 2, the other worker waiting for it to be written) for the
+		// build's third of a second.
+		go func() { m.built.Store(m.concatMerges()) }()
 	}
 	var buf [64]byte
 	b := append(append(buf[:0], m.tokenBytes[left]...), m.tokenBytes[right]...)
