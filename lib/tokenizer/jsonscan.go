@@ -14,7 +14,14 @@ import (
 // jsonCursor walks a validated JSON value.
 type jsonCursor struct {
 	data []byte
+	// text is data as one string, made once: the strings read are slices
+	// of it, not a copy each (half a million merges, each a string).
+	text string
 	pos  int
+}
+
+func newJSONCursor(data []byte) *jsonCursor {
+	return &jsonCursor{data: data, text: string(data)}
 }
 
 func (c *jsonCursor) skipSpace() {
@@ -61,10 +68,10 @@ func (c *jsonCursor) str() (string, error) {
 			c.pos += 2
 			continue
 		case '"':
-			raw := c.data[start:c.pos]
+			end := c.pos
 			c.pos++
 			if !escaped {
-				return string(raw), nil
+				return c.text[start:end], nil
 			}
 			var s string
 			err := json.Unmarshal(c.data[start-1:c.pos], &s)
@@ -111,7 +118,7 @@ func (c *jsonCursor) list(item func() error) error {
 
 // readVocab reads {"token": id, ...}.
 func readVocab(data []byte) (map[string]int, error) {
-	c := &jsonCursor{data: data}
+	c := newJSONCursor(data)
 	vocab := make(map[string]int, len(data)/16)
 	if err := c.expect('{'); err != nil {
 		return nil, err
@@ -146,11 +153,11 @@ func readVocab(data []byte) (map[string]int, error) {
 // readMerges reads merges written as "left right" strings or as
 // ["left", "right"] pairs.
 func readMerges(data []byte) ([][2]string, error) {
-	c := &jsonCursor{data: data}
+	c := newJSONCursor(data)
 	if c.peek() == 'n' { // null
 		return nil, nil
 	}
-	var pairs [][2]string
+	pairs := make([][2]string, 0, len(data)/16) // "Ġt he", : some 10 to 20 bytes each
 	err := c.list(func() error {
 		if c.peek() == '[' {
 			var pair [2]string

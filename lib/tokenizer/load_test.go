@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -217,5 +218,36 @@ func TestFallbackPattern(t *testing.T) {
 	// Pieces "abc" and " cab"; the space is not in this tiny vocabulary.
 	if got, want := tok.Encode("abc cab", true), []int{5, 2, 3}; !equalIDs(got, want) {
 		t.Errorf("Encode = %v, want %v", got, want)
+	}
+}
+
+// TestResolveMergesNamesTheFirstMissing: the merges are resolved in parts
+// on several goroutines, and the error still names the first merge, by
+// rank, whose tokens are missing, whichever part finds it first.
+func TestResolveMergesNamesTheFirstMissing(t *testing.T) {
+	vocab := map[string]int{"a": 0, "b": 1, "ab": 2}
+	pairs := make([][2]string, 100000)
+	for i := range pairs {
+		pairs[i] = [2]string{"a", "b"}
+	}
+	rules, err := resolveMerges(vocab, pairs)
+	if err != nil || len(rules) != len(pairs) || rules[len(pairs)-1] != (mergeRule{pairKey(0, 1), 2}) {
+		t.Fatalf("all found: %d rules, last %v, err %v", len(rules), rules[len(rules)-1], err)
+	}
+	for _, tc := range []struct {
+		missing []int
+		want    string
+	}{
+		{[]int{99999}, `merge 99999 ("a" "x")`},
+		{[]int{70000, 90000}, `merge 70000 ("a" "x")`},
+		{[]int{3, 90000}, `merge 3 ("a" "x")`},
+	} {
+		bad := slices.Clone(pairs)
+		for _, rank := range tc.missing {
+			bad[rank] = [2]string{"a", "x"}
+		}
+		if _, err := resolveMerges(vocab, bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("missing at %v: error %v, want %s", tc.missing, err, tc.want)
+		}
 	}
 }
