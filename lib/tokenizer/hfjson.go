@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,6 +68,11 @@ func loadHFTokenizer(path string, cfg *tokenizerConfigFile, chatTemplateFile str
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
+	// The vocabulary and the merges are most of the file: making the
+	// model's tables of them starts now, while encoding/json decodes (and
+	// validates) the whole.
+	ahead := make(chan aheadTables, 1)
+	go func() { ahead <- buildAhead(data) }()
 	var f hfTokenizerFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer: parse %s: %w", path, err)
@@ -78,7 +84,7 @@ func loadHFTokenizer(path string, cfg *tokenizerConfigFile, chatTemplateFile str
 	if t.stages, err = f.PreTokenizer.build(); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
-	if t.model, err = f.Model.build(); err != nil {
+	if t.model, err = f.Model.build(ahead); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
 	t.vocabSize = len(t.model.tokenBytes)
@@ -198,8 +204,10 @@ func (p *hfPostProcessor) leadingSpecialToken() string {
 }
 
 // build converts the vocabulary to raw bytes and indexes the merge rules
-// by rank, the order HF's BPE applies them in.
-func (m *hfModel) build() (*bpeModel, error) {
+// by rank, the order HF's BPE applies them in. ahead gives the tables made
+// of the file before it was decoded, used when they were made of m's vocab
+// and merges.
+func (m *hfModel) build(ahead <-chan aheadTables) (*bpeModel, error) {
 	if m.Type != "BPE" {
 		return nil, fmt.Errorf("unsupported model %q (only BPE)", m.Type)
 	}
@@ -207,18 +215,46 @@ func (m *hfModel) build() (*bpeModel, error) {
 		(m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "") || (m.Dropout != nil && *m.Dropout != 0) {
 		return nil, fmt.Errorf("unsupported BPE options (byte_fallback, subword prefix/suffix or dropout)")
 	}
+	var b *bpeModel
+	var err error
+	if a := <-ahead; a.vocabText != nil && a.mergesText != nil &&
+		bytes.Equal(a.vocabText, m.Vocab) && bytes.Equal(a.mergesText, m.Merges) {
+		b, err = a.model, a.err
+	} else {
+		b, err = buildTables(m.Vocab, m.Merges)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.wholePieceFirst = m.IgnoreMerges
+	return b, nil
+}
+
+// aheadTables is a model's tables made from where a quick scan found its
+// vocab and merges in the file (findModelTables), before encoding/json
+// decoded it: the model's build uses them only when they were made of the
+// very text that the decoding finds there, and makes its own otherwise.
+type aheadTables struct {
+	vocabText, mergesText []byte // nil: not found
+	model                 *bpeModel
+	err                   error
+}
+
+func buildAhead(data []byte) aheadTables {
+	var a aheadTables
+	if a.vocabText, a.mergesText = findModelTables(data); a.vocabText != nil && a.mergesText != nil {
+		a.model, a.err = buildTables(a.vocabText, a.mergesText)
+	}
+	return a
+}
+
+// buildTables makes a model's tables of its vocab and merges: the token
+// of every id in raw bytes, the id of every token, and the merges by pair.
+func buildTables(vocabText, mergesText []byte) (*bpeModel, error) {
 	// The merges are read while the vocabulary is (neither needs the
 	// other): each is about a fifth of loading a large tokenizer.json.
-	type readResult struct {
-		pairs [][2]string
-		err   error
-	}
-	merges := make(chan readResult, 1)
-	go func() {
-		pairs, err := readMerges(m.Merges)
-		merges <- readResult{pairs, err}
-	}()
-	vocab, err := readVocab(m.Vocab)
+	merges := goRead(func() ([][2]string, error) { return readMerges(mergesText) })
+	vocab, err := readVocab(vocabText)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +268,6 @@ func (m *hfModel) build() (*bpeModel, error) {
 		}
 	}
 	b := newBPEModel(size)
-	b.wholePieceFirst = m.IgnoreMerges
 	filled := make(chan struct{})
 	go func() { // the model's own tables, while the merges are resolved
 		defer close(filled)
@@ -248,12 +283,12 @@ func (m *hfModel) build() (*bpeModel, error) {
 		}
 		b.indexSingleBytes()
 	}()
-	read := <-merges
-	if read.err != nil {
+	pairs, err := merges()
+	if err != nil {
 		<-filled
-		return nil, read.err
+		return nil, err
 	}
-	rules, err := resolveMerges(vocab, read.pairs)
+	rules, err := resolveMerges(vocab, pairs)
 	<-filled
 	if err != nil {
 		return nil, err
@@ -263,6 +298,22 @@ func (m *hfModel) build() (*bpeModel, error) {
 		b.merges.put(r.key, uint64(rank)<<32|uint64(r.result))
 	}
 	return b, nil
+}
+
+// goRead runs read on a goroutine of its own; the function it returns
+// waits for read's result.
+func goRead[T any](read func() (T, error)) func() (T, error) {
+	done := make(chan struct{})
+	var v T
+	var err error
+	go func() {
+		defer close(done)
+		v, err = read()
+	}()
+	return func() (T, error) {
+		<-done
+		return v, err
+	}
 }
 
 // mergeRule is a merge's pair of ids (pairKey) and the id it merges into.

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -189,4 +190,139 @@ func readMerges(data []byte) ([][2]string, error) {
 		return fmt.Errorf("merge %d %q has no space", len(pairs), s)
 	})
 	return pairs, err
+}
+
+// findModelTables finds the model's "vocab" and "merges" values in a
+// tokenizer.json by a quick scan of its structure, nil for one it does not
+// find, so that reading them can start before encoding/json has decoded
+// (and validated) the whole file; their text is compared with what the
+// decoding finds before they are used. The last of duplicate keys wins, as
+// in encoding/json; a key spelled with escapes or in other letter cases,
+// which encoding/json also matches, is not found here (and read after the
+// decoding).
+func findModelTables(data []byte) (vocab, merges []byte) {
+	c := &jsonCursor{data: data}
+	c.members(func(key []byte) bool {
+		if string(key) != "model" {
+			return c.skipValue()
+		}
+		if c.peek() != '{' {
+			return c.skipValue()
+		}
+		vocab, merges = nil, nil
+		return c.members(func(key []byte) bool {
+			c.skipSpace()
+			start := c.pos
+			if !c.skipValue() {
+				return false
+			}
+			switch string(key) {
+			case "vocab":
+				vocab = data[start:c.pos]
+			case "merges":
+				merges = data[start:c.pos]
+			}
+			return true
+		})
+	})
+	return vocab, merges
+}
+
+// members calls member with each key of the object at the cursor, the
+// cursor before the key's value, which member must consume; it stops at the
+// object's end or when member returns false, and reports which.
+func (c *jsonCursor) members(member func(key []byte) bool) bool {
+	if c.expect('{') != nil {
+		return false
+	}
+	if c.peek() == '}' {
+		c.pos++
+		return true
+	}
+	for {
+		if c.peek() != '"' {
+			return false
+		}
+		start := c.pos + 1
+		if !c.skipString() {
+			return false
+		}
+		key := c.data[start : c.pos-1]
+		if c.expect(':') != nil || !member(key) {
+			return false
+		}
+		switch c.peek() {
+		case ',':
+			c.pos++
+		case '}':
+			c.pos++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skipValue moves the cursor past the value at it (after space), without
+// checking that it is valid JSON, and reports whether the value ended
+// before the data did.
+func (c *jsonCursor) skipValue() bool {
+	depth := 0
+	for c.skipSpace(); c.pos < len(c.data); c.skipSpace() {
+		switch c.data[c.pos] {
+		case '"':
+			if !c.skipString() {
+				return false
+			}
+		case '{', '[':
+			depth++
+			c.pos++
+		case '}', ']':
+			if depth == 0 {
+				return false
+			}
+			depth--
+			c.pos++
+		default: // a number, a literal, or inside a container ',' and ':'
+			for c.pos < len(c.data) && !endsScalar(c.data[c.pos]) {
+				c.pos++
+			}
+			if depth > 0 && c.pos < len(c.data) && (c.data[c.pos] == ',' || c.data[c.pos] == ':') {
+				c.pos++
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// skipString moves the cursor past the string that starts at it.
+func (c *jsonCursor) skipString() bool {
+	c.pos++ // the opening quote
+	for {
+		i := bytes.IndexByte(c.data[c.pos:], '"')
+		if i < 0 {
+			c.pos = len(c.data)
+			return false
+		}
+		c.pos += i + 1
+		backslashes := 0
+		for j := c.pos - 2; j >= 0 && c.data[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return true
+		}
+	}
+}
+
+// endsScalar tells the bytes that end a number or a literal.
+func endsScalar(b byte) bool {
+	switch b {
+	case ',', ':', '{', '}', '[', ']', '"', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
 }

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,4 +252,80 @@ func TestResolveMergesNamesTheFirstMissing(t *testing.T) {
 			t.Errorf("missing at %v: error %v, want %s", tc.missing, err, tc.want)
 		}
 	}
+}
+
+// TestFindModelTables: the scan that starts a tokenizer.json's tables
+// before encoding/json has decoded it finds the text that encoding/json
+// finds for the model's vocab and merges, or nothing (and then the tables
+// are made after the decoding, of what it found: Load agrees either way).
+func TestFindModelTables(t *testing.T) {
+	model := `{"type":"BPE","vocab":{"a":0,"b":1,"c":2,"ab":3,"bc":4,"abc":5},"merges":["a b"]}`
+	other := `{"type":"BPE","vocab":{"a":0,"b":1,"c":2,"ab":3,"bc":4,"abc":5},"merges":[["b","c"],["a","bc"]]}`
+	indent := func(doc string) string {
+		var b bytes.Buffer
+		if err := json.Indent(&b, []byte(doc), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	tiny := tinyTokenizerJSON(`[]`, llama3PatternJSON)
+	rest := tiny[1:strings.Index(tiny, `"model":`)] // the members before the model, with their commas
+	for _, tc := range []struct {
+		name, doc string
+		found     bool
+		want      []int // Encode("abc")
+	}{
+		{"compact", `{` + rest + `"model":` + model + `}`, true, []int{3, 2}},
+		{"indented", indent(`{` + rest + `"model":` + model + `}`), true, []int{3, 2}},
+		{"the last model wins", `{` + rest + `"model":` + model + `,"model":` + other + `}`, true, []int{5}},
+		{"keys elsewhere", `{"x":{"model":{"vocab":{},"merges":[]}},"y":["\"}]{[\\",{"vocab":1}],` + rest + `"model":` + other + `}`, true, []int{5}},
+		{"the last vocab wins", `{` + rest + `"model":` + strings.Replace(other, `"vocab":`, `"vocab":{"a":9},"vocab":`, 1) + `}`, true, []int{5}},
+		{"a key in other letter cases", `{` + rest + `"Model":` + other + `}`, false, []int{5}},
+		{"an escaped key", `{` + rest + `"mod\u0065l":` + other + `}`, false, []int{5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f hfTokenizerFile
+			if err := json.Unmarshal([]byte(tc.doc), &f); err != nil {
+				t.Fatal(err)
+			}
+			vocab, merges := findModelTables([]byte(tc.doc))
+			if found := vocab != nil && merges != nil; found != tc.found {
+				t.Fatalf("found %v (%q, %q), want %v", found, vocab, merges, tc.found)
+			}
+			if tc.found && (!bytes.Equal(vocab, f.Model.Vocab) || !bytes.Equal(merges, f.Model.Merges)) {
+				t.Errorf("found %s and %s, encoding/json %s and %s", vocab, merges, f.Model.Vocab, f.Model.Merges)
+			}
+			path := filepath.Join(t.TempDir(), "tokenizer.json")
+			writeFile(t, path, tc.doc)
+			tok, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Encode("abc", true); !equalIDs(got, tc.want) {
+				t.Errorf("Encode(abc) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, doc := range []string{`{"model":{"vocab":{"a":0`, `{"model":{"vocab":"\`, `{"model"`, `{"model":{"vocab":]}}`, `}`, ``} {
+		findModelTables([]byte(doc)) // a broken file: no panic, whatever is found
+	}
+}
+
+// FuzzFindModelTables: the scan never panics, and in a valid document what
+// it finds is a whole JSON value.
+func FuzzFindModelTables(f *testing.F) {
+	f.Add(tinyTokenizerJSON(`["a b"]`, llama3PatternJSON))
+	f.Add(`{"x":{"model":{"vocab":{},"merges":[]}},"y":["\"}]{[\\",{"vocab":1}],"model":{"vocab":{"a":0},"merges":[["a","b"]]}}`)
+	f.Add(`{"model":{"vocab":{"a":0`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		vocab, merges := findModelTables([]byte(doc))
+		if !json.Valid([]byte(doc)) {
+			return
+		}
+		for _, v := range [][]byte{vocab, merges} {
+			if v != nil && !json.Valid(v) {
+				t.Fatalf("found %q in %q", v, doc)
+			}
+		}
+	})
 }
