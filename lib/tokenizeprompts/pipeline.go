@@ -47,7 +47,10 @@ func (p *pipeline[In, Out]) run(parent context.Context) error {
 	defer cancel(nil)
 	window := p.workers * inFlightPerWorker
 	slots := make(chan struct{}, window)
-	jobs := make(chan sequenced[In], p.workers)
+	// The reader may run ahead by the whole window (slots bounds it), not
+	// just a batch per worker: a reader kept off the CPU for a while (a
+	// busy machine) then leaves the workers that much work queued.
+	jobs := make(chan sequenced[In], window)
 	results := make(chan sequenced[Out], window)
 	produced := make(chan error, 1)
 
