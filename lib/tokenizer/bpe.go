@@ -89,7 +89,7 @@ func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
 // single byte's id is byteID's, and when no two ids spell the same bytes
 // no token needs checking that it is its id's.
 func (m *bpeModel) concatMerges() *pairTable {
-	t := newPairTable(2 * m.pieceID.len())
+	rules := make([]pairSlot, 0, 2*m.pieceID.len())
 	tokens := 0
 	for _, ok := range m.tokenOK {
 		if ok {
@@ -121,11 +121,11 @@ func (m *bpeModel) concatMerges() *pairTable {
 				continue
 			}
 			if right, ok := lookup(tok[cut:]); ok {
-				t.put(pairKey(uint32(left), uint32(right)), uint64(id)<<32|uint64(id))
+				rules = append(rules, pairSlot{pairKey(uint32(left), uint32(right)) + 1, uint64(id)<<32 | uint64(id)})
 			}
 		}
 	}
-	return t
+	return pairTableOf(rules)
 }
 
 // longPiece is the symbol count above which the tree-based merge replaces

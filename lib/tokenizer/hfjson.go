@@ -293,10 +293,7 @@ func buildTables(vocabText, mergesText []byte) (*bpeModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.merges = newPairTable(len(rules))
-	for rank, r := range rules {
-		b.merges.put(r.key, uint64(rank)<<32|uint64(r.result))
-	}
+	b.merges = pairTableOf(rules)
 	return b, nil
 }
 
@@ -316,18 +313,14 @@ func goRead[T any](read func() (T, error)) func() (T, error) {
 	}
 }
 
-// mergeRule is a merge's pair of ids (pairKey) and the id it merges into.
-type mergeRule struct {
-	key    uint64
-	result uint32
-}
-
 // resolveMerges looks the tokens of every merge up in the vocabulary, the
 // merges split among the CPUs: three lookups for each of a large model's
 // few hundred thousand merges were a third of its load. The error names
-// the first merge, by rank, whose tokens are missing.
-func resolveMerges(vocab map[string]int, pairs [][2]string) ([]mergeRule, error) {
-	rules := make([]mergeRule, len(pairs))
+// the first merge, by rank, whose tokens are missing. The rules are by
+// rank, as a pairTable's slots: the pair's key (plus one), and the rank and
+// the id it merges into.
+func resolveMerges(vocab map[string]int, pairs [][2]string) ([]pairSlot, error) {
+	rules := make([]pairSlot, len(pairs))
 	parts := min(runtime.GOMAXPROCS(0), 1+len(pairs)/(1<<14))
 	bad := make([]int, parts) // each part's first missing merge, or -1
 	var wg sync.WaitGroup
@@ -346,7 +339,7 @@ func resolveMerges(vocab map[string]int, pairs [][2]string) ([]mergeRule, error)
 					bad[part] = rank
 					return
 				}
-				rules[rank] = mergeRule{pairKey(uint32(left), uint32(right)), uint32(result)}
+				rules[rank] = pairSlot{pairKey(uint32(left), uint32(right)) + 1, uint64(rank)<<32 | uint64(result)}
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,7 +234,7 @@ func TestResolveMergesNamesTheFirstMissing(t *testing.T) {
 		pairs[i] = [2]string{"a", "b"}
 	}
 	rules, err := resolveMerges(vocab, pairs)
-	if err != nil || len(rules) != len(pairs) || rules[len(pairs)-1] != (mergeRule{pairKey(0, 1), 2}) {
+	if err != nil || len(rules) != len(pairs) || rules[len(pairs)-1] != (pairSlot{pairKey(0, 1) + 1, uint64(len(pairs)-1)<<32 | 2}) {
 		t.Fatalf("all found: %d rules, last %v, err %v", len(rules), rules[len(rules)-1], err)
 	}
 	for _, tc := range []struct {
@@ -328,4 +329,34 @@ func FuzzFindModelTables(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPairTableOf: a table made of rules at once, in the order of their
+// slots, answers as one made by putting them one by one in their order,
+// the last of a key's rules winning.
+func TestPairTableOf(t *testing.T) {
+	for _, n := range []int{0, 5, 1000, 200000} {
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		rules := make([]pairSlot, n)
+		for i := range rules {
+			// few distinct keys, so that many repeat
+			rules[i] = pairSlot{pairKey(rng.Uint32N(uint32(n/3+2)), rng.Uint32N(5)) + 1, uint64(i)}
+		}
+		want := newPairTable(n)
+		for _, r := range rules {
+			want.put(r.keyPlusOne-1, r.value)
+		}
+		got := pairTableOf(rules)
+		if got.count != want.count {
+			t.Fatalf("%d rules: %d keys, want %d", n, got.count, want.count)
+		}
+		for _, s := range want.slots {
+			if s.keyPlusOne == 0 {
+				continue
+			}
+			if v, ok := got.get(s.keyPlusOne - 1); !ok || v != s.value {
+				t.Fatalf("%d rules: key %x gives %d, %v; want %d", n, s.keyPlusOne-1, v, ok, s.value)
+			}
+		}
+	}
 }

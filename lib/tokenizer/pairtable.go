@@ -70,3 +70,40 @@ func (t *pairTable) grow() {
 	}
 	*t = *bigger
 }
+
+// pairTableOf makes a table of rules, keyPlusOne-1 to value each, the last
+// of a key's rules winning as with put. The rules go in by the order of
+// their slots, not their own: a table of a few hundred thousand rules is
+// megabytes, and put in the rules' order each one was a cache miss (a
+// tenth of a second for gptoss's 446,189 merges, a third of a tiktoken
+// model's merge table build); sorted by slot (a counting sort on the
+// slot's top bits, which keeps each key's rules in their order) the puts
+// walk the table from start to end.
+func pairTableOf(rules []pairSlot) *pairTable {
+	t := newPairTable(len(rules))
+	const bucketBits = 12
+	if bits.Len(uint(len(t.slots)-1)) <= bucketBits {
+		for _, r := range rules {
+			t.put(r.keyPlusOne-1, r.value)
+		}
+		return t
+	}
+	bucket := func(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> (64 - bucketBits) } // the top bits of index
+	var starts [1<<bucketBits + 1]int
+	for _, r := range rules {
+		starts[bucket(r.keyPlusOne-1)+1]++
+	}
+	for i := 1; i < len(starts); i++ {
+		starts[i] += starts[i-1]
+	}
+	sorted := make([]pairSlot, len(rules))
+	for _, r := range rules {
+		b := bucket(r.keyPlusOne - 1)
+		sorted[starts[b]] = r
+		starts[b]++
+	}
+	for _, r := range sorted {
+		t.put(r.keyPlusOne-1, r.value)
+	}
+	return t
+}
