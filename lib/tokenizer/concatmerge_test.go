@@ -64,3 +64,47 @@ func TestMergesByConcatenationAreTheTable(t *testing.T) {
 		})
 	}
 }
+
+// TestConcatMergesWholeTable: the merge table of a tiktoken model, built
+// with its shortcuts (byteID, shortIDs, no self-checks), holds the rules
+// that the plain way finds, every token cut every way and each half looked
+// up in pieceID, and no others.
+func TestConcatMergesWholeTable(t *testing.T) {
+	for _, fam := range []string{"kimi_k2", "kimi_k25"} {
+		t.Run(fam, func(t *testing.T) {
+			tok, err := Load(filepath.Join(unpackedModels(t), fam))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := tok.model
+			if !m.byConcat {
+				t.Skipf("%s is not read from tiktoken ranks", fam)
+			}
+			want := newPairTable(2 * m.pieceID.len())
+			for id, tok := range m.tokenBytes {
+				if first, _ := m.pieceID.get(tok); !m.tokenOK[id] || first != id {
+					continue
+				}
+				for cut := 1; cut < len(tok); cut++ {
+					left, okL := m.pieceID.get(tok[:cut])
+					right, okR := m.pieceID.get(tok[cut:])
+					if okL && okR {
+						want.put(pairKey(uint32(left), uint32(right)), uint64(id)<<32|uint64(id))
+					}
+				}
+			}
+			got := m.concatMerges()
+			if got.count != want.count {
+				t.Fatalf("%d rules, want %d", got.count, want.count)
+			}
+			for _, s := range want.slots {
+				if s.keyPlusOne == 0 {
+					continue
+				}
+				if v, ok := got.get(s.keyPlusOne - 1); !ok || v != s.value {
+					t.Fatalf("pair %x: %x, %v; want %x", s.keyPlusOne-1, v, ok, s.value)
+				}
+			}
+		})
+	}
+}

@@ -95,3 +95,75 @@ func (t *pieceTable) grow() {
 	}
 	*t = *bigger
 }
+
+// shortIDs maps the tokens of 2 to 8 bytes to their ids, each token's
+// bytes held in its slot: a lookup reads one slot, where pieceID reads a
+// slot, then the token's string header, then its bytes, three cache misses
+// in tables of megabytes. concatMerges makes one for its million lookups,
+// most of them of short pieces.
+type shortIDs struct {
+	slots []shortSlot
+	shift uint
+}
+
+// shortSlot is a token packed by packShort and its id; key 0 is empty.
+type shortSlot struct {
+	key uint64
+	n   uint8
+	id  uint32
+}
+
+// packShort packs a piece of up to 8 bytes into a word, zero-padded: with
+// its length, which the slot keeps, it tells the piece from any other.
+func packShort(piece string) uint64 {
+	var k uint64
+	for i := len(piece) - 1; i >= 0; i-- {
+		k = k<<8 | uint64(piece[i])
+	}
+	return k
+}
+
+// newShortIDs makes the table of the short tokens among tokens, whose ids
+// ok tells; no two of them may spell the same bytes.
+func newShortIDs(tokens []string, ok []bool) *shortIDs {
+	n := 0
+	for id, tok := range tokens {
+		if ok[id] && len(tok) >= 2 && len(tok) <= 8 {
+			n++
+		}
+	}
+	size := 1 << bits.Len(uint(2*n+1)) // at most half full
+	t := &shortIDs{slots: make([]shortSlot, size), shift: uint(64 - bits.Len(uint(size-1)))}
+	for id, tok := range tokens {
+		if !ok[id] || len(tok) < 2 || len(tok) > 8 {
+			continue
+		}
+		key := packShort(tok)
+		for i := t.index(key, len(tok)); ; i = (i + 1) & (size - 1) {
+			if t.slots[i].n == 0 {
+				t.slots[i] = shortSlot{key, uint8(len(tok)), uint32(id)}
+				break
+			}
+		}
+	}
+	return t
+}
+
+func (t *shortIDs) index(key uint64, n int) int {
+	return int(((key ^ uint64(n)<<61) * 0x9E3779B97F4A7C15) >> t.shift)
+}
+
+// get returns the id of piece, of 2 to 8 bytes.
+func (t *shortIDs) get(piece string) (int, bool) {
+	key, n := packShort(piece), uint8(len(piece))
+	mask := len(t.slots) - 1
+	for i := t.index(key, len(piece)); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.n == 0 {
+			return 0, false
+		}
+		if s.key == key && s.n == n {
+			return int(s.id), true
+		}
+	}
+}
