@@ -248,14 +248,15 @@ func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool,
 		return nil, true, err
 	}
 	for {
-		resp, err = http.ReadResponse(br, req)
+		var frame bodyFrame
+		resp, frame, err = readResponse(br, req)
 		if err != nil {
 			return nil, false, err
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // an informational answer precedes the real one
 		}
-		resp.Body = &connBody{body: resp.Body, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
+		resp.Body = &connBody{frame: frame, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
 		return resp, false, nil
 	}
 }
@@ -264,7 +265,7 @@ func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool,
 // to the pool and the read buffer to readBuffers; closed before that, it
 // closes the connection, which tells the server the client left.
 type connBody struct {
-	body     io.ReadCloser // from http.ReadResponse: framing only, never closed (it would drain)
+	frame    bodyFrame
 	t        *transport
 	addr     string
 	conn     net.Conn
@@ -278,7 +279,7 @@ func (b *connBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
-	n, err := b.body.Read(p)
+	n, err := b.frame.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.finish()
 		return n, io.EOF
