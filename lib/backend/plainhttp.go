@@ -247,18 +247,30 @@ func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool,
 	if _, err = br.Peek(1); err != nil {
 		return nil, true, err
 	}
+	a := new(answer)
 	for {
 		var frame bodyFrame
-		resp, frame, err = readResponse(br, req)
+		resp, frame, err = readResponse(br, req, &a.resp, a.values[:])
 		if err != nil {
 			return nil, false, err
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // an informational answer precedes the real one
 		}
-		resp.Body = &connBody{frame: frame, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
+		a.body = connBody{frame: frame, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
+		resp.Body = &a.body
 		return resp, false, nil
 	}
+}
+
+// answer is what readHead allocates for an answer, together rather than
+// each on its own: its head (unused when http.ReadResponse read it), its
+// header's values (answers commonly have a handful of header lines) and
+// the reader of its body.
+type answer struct {
+	resp   http.Response
+	values [6]string
+	body   connBody
 }
 
 // connBody is an answer's body. Read to its end, it returns the connection

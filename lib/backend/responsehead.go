@@ -26,8 +26,12 @@ import (
 // http.ReadResponse, unread, so that what net/http decides about it,
 // errors included, stays what it decides. What the plain path decides
 // must be exactly what http.ReadResponse would (FuzzReadResponse).
-func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, bodyFrame, error) {
-	if resp, frame, ok := readPlainHead(br, req); ok {
+//
+// A plain head is read into resp, and its header's values into values
+// when they are enough (nil: none), so that the caller can allocate them
+// with what else the answer needs.
+func readResponse(br *bufio.Reader, req *http.Request, resp *http.Response, values []string) (*http.Response, bodyFrame, error) {
+	if frame, ok := readPlainHead(br, req, resp, values); ok {
 		return resp, frame, nil
 	}
 	resp, err := http.ReadResponse(br, req)
@@ -136,18 +140,18 @@ func upcomingDoubleCRLF(br *bufio.Reader) bool {
 // read. It reads nothing from the connection itself: a head that came in
 // pieces goes to http.ReadResponse, which waits for what it needs, and
 // fails, as it always did.
-func readPlainHead(br *bufio.Reader, req *http.Request) (resp *http.Response, frame bodyFrame, ok bool) {
+func readPlainHead(br *bufio.Reader, req *http.Request, resp *http.Response, values []string) (frame bodyFrame, ok bool) {
 	if req != nil && req.Method == http.MethodHead {
-		return nil, bodyFrame{}, false
+		return bodyFrame{}, false
 	}
 	buf, _ := br.Peek(br.Buffered())
 	statusLine, rest, ok := cutCRLF(buf)
 	if !ok {
-		return nil, bodyFrame{}, false
+		return bodyFrame{}, false
 	}
 	code, ok := plainStatus(statusLine)
 	if !ok {
-		return nil, bodyFrame{}, false
+		return bodyFrame{}, false
 	}
 	fields := rest
 	n, size := 0, len(statusLine)-len("HTTP/1.1 ")
@@ -155,14 +159,14 @@ func readPlainHead(br *bufio.Reader, req *http.Request) (resp *http.Response, fr
 	for {
 		var line []byte
 		if line, rest, ok = cutCRLF(rest); !ok {
-			return nil, bodyFrame{}, false
+			return bodyFrame{}, false
 		}
 		if len(line) == 0 {
 			break
 		}
 		name, value, ok := plainField(line)
 		if !ok {
-			return nil, bodyFrame{}, false
+			return bodyFrame{}, false
 		}
 		switch framingHeader(name) {
 		case "Content-Length":
@@ -180,26 +184,26 @@ func readPlainHead(br *bufio.Reader, req *http.Request) (resp *http.Response, fr
 			ok = false // net/http rewrites them: its own business
 		}
 		if !ok {
-			return nil, bodyFrame{}, false
+			return bodyFrame{}, false
 		}
 		size += len(name) + len(value)
 		n++
 	}
 	// One framing header, which net/http would also act on alone.
 	if framing != 1 {
-		return nil, bodyFrame{}, false
+		return bodyFrame{}, false
 	}
 	fields = fields[:len(fields)-len(rest)]
-	resp = plainResponse(req, statusLine, fields, n, size, closing)
+	plainResponse(resp, values, req, statusLine, fields, n, size, closing)
 	resp.StatusCode = code
 	br.Discard(len(buf) - len(rest))
 	if chunked {
 		resp.ContentLength = -1
 		resp.TransferEncoding = []string{"chunked"}
-		return resp, bodyFrame{br: br, left: -1, body: httputil.NewChunkedReader(br), chunked: resp}, true
+		return bodyFrame{br: br, left: -1, body: httputil.NewChunkedReader(br), chunked: resp}, true
 	}
 	resp.ContentLength = length
-	return resp, bodyFrame{br: br, left: length}, true
+	return bodyFrame{br: br, left: length}, true
 }
 
 // cutCRLF cuts the line that ends b's first LF, which must follow a CR:
@@ -212,13 +216,13 @@ func cutCRLF(b []byte) (line, rest []byte, ok bool) {
 	return b[:lf-1], b[lf+1:], true
 }
 
-// plainResponse makes the answer of a plain head, whose header lines
-// (fields, through the blank line) readPlainHead checked: n lines whose
-// status, names and values are size bytes. Those strings are cut from
-// one, and the header's values from one slice. Transfer-Encoding, and
-// Connection when it says close, are left out, as net/http leaves them
-// out.
-func plainResponse(req *http.Request, statusLine, fields []byte, n, size int, closing bool) *http.Response {
+// plainResponse sets resp to the answer of a plain head, whose header
+// lines (fields, through the blank line) readPlainHead checked: n lines
+// whose status, names and values are size bytes. Those strings are cut
+// from one, and the header's values from values (or one slice when it is
+// too short). Transfer-Encoding, and Connection when it says close, are
+// left out, as net/http leaves them out.
+func plainResponse(resp *http.Response, values []string, req *http.Request, statusLine, fields []byte, n, size int, closing bool) {
 	var sb strings.Builder
 	sb.Grow(size)
 	sb.Write(statusLine[len("HTTP/1.1 "):])
@@ -226,7 +230,9 @@ func plainResponse(req *http.Request, statusLine, fields []byte, n, size int, cl
 	// builder only appends.
 	status := sb.String()
 	header := make(http.Header, n)
-	values := make([]string, n)
+	if len(values) < n {
+		values = make([]string, n)
+	}
 	for {
 		line, rest, _ := cutCRLF(fields)
 		fields = rest
@@ -248,7 +254,7 @@ func plainResponse(req *http.Request, statusLine, fields []byte, n, size int, cl
 		values[0] = v
 		header[key], values = values[:1:1], values[1:]
 	}
-	return &http.Response{
+	*resp = http.Response{
 		Status:     status,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
