@@ -77,11 +77,7 @@ func failedCall(err error) *Call { return &Call{err: err} }
 func (call *Call) OnAnswer(then func()) {
 	s := call.sent
 	if p := sharedPoller(); p != nil && s != nil && s.err == nil {
-		w := p.newWait(s.conn, func(ready bool) {
-			s.ready = ready
-			then()
-		})
-		if w != nil {
+		if w := &s.poll; p.newWait(w, s.conn, s.fd, &s.ready, then) {
 			call.x.watch(w)
 			w.start()
 			return

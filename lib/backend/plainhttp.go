@@ -36,6 +36,7 @@ type transport struct {
 
 type pooledConn struct {
 	conn  net.Conn
+	fd    int // conn's descriptor for the poller (see connFD); -1: not known
 	since time.Time
 }
 
@@ -108,10 +109,14 @@ type sent struct {
 	// cancelled (exchange.watch); otherwise ctx's end does.
 	x      *exchange
 	conn   net.Conn
-	reused bool        // conn came from the pool
-	stop   func() bool // stops the closing of conn on cancellation
-	err    error       // writing failed: no byte of an answer can come
-	ready  bool        // wait saw the answer's first bytes (or the end)
+	fd     int       // conn's descriptor (see pooledConn)
+	reused bool      // conn came from the pool
+	stop   unwatcher // stops the closing of conn on cancellation
+	err    error     // writing failed: no byte of an answer can come
+	ready  bool      // wait saw the answer's first bytes (or the end)
+	// poll is the wait for the answer in the poller (Call.OnAnswer), part
+	// of the request rather than an allocation of its own.
+	poll pollWait
 }
 
 // send writes req (with body as its body when of, which makes it again,
@@ -124,12 +129,12 @@ func (t *transport) send(ctx context.Context, req *http.Request, body []byte, x 
 	if err != nil {
 		return nil, err
 	}
-	conn, reused, err := t.get(ctx, canonicalAddr(req.URL.Host), x)
+	conn, fd, reused, err := t.get(ctx, canonicalAddr(req.URL.Host), x)
 	if err != nil {
 		releaseWriteBuffer(wire)
 		return nil, err
 	}
-	s.conn, s.reused = conn, reused
+	s.conn, s.fd, s.reused = conn, fd, reused
 	s.stop, s.err = s.write(conn, wire)
 	return s, nil
 }
@@ -177,10 +182,10 @@ func (s *sent) wait() {
 func (s *sent) response() (*http.Response, error) {
 	resp, beforeAnswer, err := (*http.Response)(nil), true, s.err
 	if err != nil {
-		s.stop()
+		s.stop.unwatch()
 		s.conn.Close()
 	} else {
-		resp, beforeAnswer, err = s.t.readHead(s.req, s.conn, s.stop, s.ready)
+		resp, beforeAnswer, err = s.t.readHead(s.req, s.conn, s.fd, s.stop, s.ready)
 	}
 	if err == nil || !beforeAnswer || !s.reused || s.ctx.Err() != nil || (s.of == nil && s.req.Body != nil && s.req.GetBody == nil) {
 		return resp, err
@@ -198,38 +203,50 @@ func (s *sent) response() (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, _, err = s.t.readHead(s.req, conn, stop, false)
+	resp, _, err = s.t.readHead(s.req, conn, -1, stop, false)
 	return resp, err
 }
 
 // write writes wire on conn, and has the request's cancellation close
 // conn from then on (stop undoes that). A connection that failed is
 // closed.
-func (s *sent) write(conn net.Conn, wire *[]byte) (stop func() bool, err error) {
+func (s *sent) write(conn net.Conn, wire *[]byte) (stop unwatcher, err error) {
 	if s.x != nil {
 		s.x.watch(conn)
-		stop = s.x.unwatch
+		stop = s.x
 	} else {
-		stop = context.AfterFunc(s.ctx, func() { conn.Close() })
+		stop = unwatchFunc(context.AfterFunc(s.ctx, func() { conn.Close() }))
 	}
 	_, err = conn.Write(*wire)
 	releaseWriteBuffer(wire)
 	if err != nil {
-		stop()
+		stop.unwatch()
 		conn.Close()
 	}
 	return stop, err
 }
 
-// readHead reads the head of the answer to req from conn (ready: its
-// first bytes are known to be there). The connection is closed when the
-// context ends before the answer has been read. beforeAnswer reports a
-// failure before any byte of the answer arrived.
-func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool, ready bool) (resp *http.Response, beforeAnswer bool, err error) {
+// unwatcher stops the closing of a connection when its request is
+// cancelled: an exchange's watch, or a context's AfterFunc; false when
+// the cancellation came first. An interface rather than a func: the
+// method value x.unwatch would be one more allocation per request.
+type unwatcher interface{ unwatch() bool }
+
+// unwatchFunc is the stop function of context.AfterFunc.
+type unwatchFunc func() bool
+
+func (f unwatchFunc) unwatch() bool { return f() }
+
+// readHead reads the head of the answer to req from conn, whose
+// descriptor is fd (see pooledConn; ready: its first bytes are known to
+// be there). The connection is closed when the context ends before the
+// answer has been read. beforeAnswer reports a failure before any byte
+// of the answer arrived.
+func (t *transport) readHead(req *http.Request, conn net.Conn, fd int, stop unwatcher, ready bool) (resp *http.Response, beforeAnswer bool, err error) {
 	var br *bufio.Reader
 	defer func() {
 		if err != nil {
-			stop()
+			stop.unwatch()
 			conn.Close()
 			if br != nil {
 				br.Reset(nil)
@@ -257,7 +274,7 @@ func (t *transport) readHead(req *http.Request, conn net.Conn, stop func() bool,
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // an informational answer precedes the real one
 		}
-		a.body = connBody{frame: frame, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, br: br, stop: stop, reusable: !resp.Close}
+		a.body = connBody{frame: frame, t: t, addr: canonicalAddr(req.URL.Host), conn: conn, fd: fd, br: br, stop: stop, reusable: !resp.Close}
 		resp.Body = &a.body
 		return resp, false, nil
 	}
@@ -281,8 +298,9 @@ type connBody struct {
 	t        *transport
 	addr     string
 	conn     net.Conn
+	fd       int // conn's descriptor (see pooledConn)
 	br       *bufio.Reader
-	stop     func() bool // stops the context's closing of conn
+	stop     unwatcher // stops the closing of conn on cancellation
 	reusable bool
 	done     bool
 }
@@ -304,8 +322,8 @@ func (b *connBody) finish() {
 	b.done = true
 	// The context must not close a connection another request now uses;
 	// if it already fired, the connection is closed or about to be.
-	if b.stop() && b.reusable && b.br.Buffered() == 0 {
-		b.t.put(b.addr, b.conn)
+	if b.stop.unwatch() && b.reusable && b.br.Buffered() == 0 {
+		b.t.put(b.addr, b.conn, b.fd)
 	} else {
 		b.conn.Close()
 	}
@@ -317,27 +335,32 @@ func (b *connBody) finish() {
 func (b *connBody) Close() error {
 	if !b.done {
 		b.done = true
-		b.stop()
+		b.stop.unwatch()
 		b.conn.Close()
 	}
 	return nil
 }
 
-// get returns a pooled connection to addr, or a new one.
-func (t *transport) get(ctx context.Context, addr string, x *exchange) (conn net.Conn, reused bool, err error) {
+// get returns a pooled connection to addr, or a new one, with its
+// descriptor (see pooledConn).
+func (t *transport) get(ctx context.Context, addr string, x *exchange) (conn net.Conn, fd int, reused bool, err error) {
 	t.mu.Lock()
 	for conns := t.idle[addr]; len(conns) > 0; conns = t.idle[addr] {
 		last := conns[len(conns)-1]
 		t.idle[addr] = conns[:len(conns)-1]
 		if time.Since(last.since) < t.idleTimeout {
 			t.mu.Unlock()
-			return last.conn, true, nil
+			return last.conn, last.fd, true, nil
 		}
 		last.conn.Close()
 	}
 	t.mu.Unlock()
-	conn, err = t.dial(ctx, addr, x)
-	return conn, false, err
+	if conn, err = t.dial(ctx, addr, x); err != nil {
+		return nil, -1, false, err
+	}
+	// Asked once for the connection's life, rather than by each wait
+	// for an answer on it (asking allocates).
+	return conn, connFD(conn), false, nil
 }
 
 // dial connects to addr on a goroutine of its own, which ends with the
@@ -376,7 +399,7 @@ func (f closerFunc) Close() error {
 	return nil
 }
 
-func (t *transport) put(addr string, conn net.Conn) {
+func (t *transport) put(addr string, conn net.Conn, fd int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	conns := t.idle[addr]
@@ -389,7 +412,7 @@ func (t *transport) put(addr string, conn net.Conn) {
 	if len(conns) >= t.maxIdlePerHost {
 		conn.Close()
 	} else {
-		conns = append(conns, pooledConn{conn, time.Now()})
+		conns = append(conns, pooledConn{conn, fd, time.Now()})
 	}
 	t.idle[addr] = conns
 }

@@ -32,7 +32,8 @@ type pollWait struct {
 	token uint64
 	fd    int
 	conn  net.Conn
-	then  func(ready bool)
+	ready *bool // set before then runs: true when conn has bytes to read
+	then  func()
 	state int
 }
 
@@ -54,26 +55,44 @@ var sharedPoller = sync.OnceValue(func() *poller {
 	return p
 })
 
-// newWait makes the wait of conn, which start puts in the epoll set: then
-// runs once, then(true) when conn has bytes to read (or ended, or failed),
-// or then(false) when the wait is closed first (which closes conn). nil
-// when conn cannot be watched here.
-func (p *poller) newWait(conn net.Conn, then func(ready bool)) *pollWait {
+// newWait makes w the wait of conn, whose descriptor is fd (-1: not
+// known), which start puts in the epoll set: then runs once, with *ready
+// true when conn has bytes to read (or ended, or failed), false when the
+// wait is closed first (which closes conn). false when conn cannot be
+// watched here. w is the caller's, and then a function it has already,
+// so that a wait allocates nothing of its own.
+func (p *poller) newWait(w *pollWait, conn net.Conn, fd int, ready *bool, then func()) bool {
+	if fd < 0 {
+		if fd = connFD(conn); fd < 0 {
+			return false
+		}
+	}
+	// The descriptor stays conn's while the wait is registered: conn is
+	// closed only by Close, once the wait has left the set. A given fd
+	// may be that of a conn closed since (its request was cancelled
+	// before the wait took over the watch): the wait is then closed
+	// before it starts (exchange.watch), and fd never enters the set.
+	*w = pollWait{p: p, conn: conn, fd: fd, ready: ready, then: then}
+	return true
+}
+
+// connFD is conn's descriptor, -1 when it has none to poll. It is the
+// same for the connection's life, which the transport keeps it for:
+// asking for it allocates.
+func connFD(conn net.Conn) int {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
-		return nil
+		return -1
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return nil
+		return -1
 	}
-	w := &pollWait{p: p, conn: conn, then: then, fd: -1}
-	// The descriptor stays conn's while the wait is registered: conn is
-	// closed only by Close, once the wait has left the set.
-	if raw.Control(func(fd uintptr) { w.fd = int(fd) }) != nil {
-		return nil
+	fd := -1
+	if raw.Control(func(d uintptr) { fd = int(d) }) != nil {
+		return -1
 	}
-	return w
+	return fd
 }
 
 // start puts w in the epoll set, unless it was closed already; when the
@@ -103,8 +122,14 @@ func (w *pollWait) start() {
 	}
 	p.mu.Unlock()
 	if err != nil {
-		runpool.Go(func() { w.then(true) })
+		w.fire(true)
 	}
+}
+
+// fire runs w's function on a goroutine of runpool, once w is done.
+func (w *pollWait) fire(ready bool) {
+	*w.ready = ready
+	runpool.Go(w.then)
 }
 
 // epollOneShot: an event disarms the descriptor until it is re-armed.
@@ -127,7 +152,7 @@ func (w *pollWait) Close() error {
 	p.mu.Unlock()
 	err := w.conn.Close()
 	if fire {
-		runpool.Go(func() { w.then(false) })
+		w.fire(false)
 	}
 	return err
 }
@@ -160,7 +185,7 @@ func (p *poller) run() {
 			}
 			p.mu.Unlock()
 			if w != nil {
-				runpool.Go(func() { w.then(true) })
+				w.fire(true)
 			}
 		}
 	}

@@ -35,11 +35,16 @@ func TestPollerWaitRunsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer server.Close()
-		w := p.newWait(client, func(bool) {
+		fd := -1 // asked by newWait, or given as the transport gives it
+		if i%2 == 0 {
+			fd = connFD(client)
+		}
+		w := new(pollWait)
+		var ready bool
+		if !p.newWait(w, client, fd, &ready, func() {
 			ran[i].Add(1)
 			wg.Done() // a second run makes the count negative: a panic
-		})
-		if w == nil {
+		}) {
 			t.Fatal("a TCP connection cannot be watched")
 		}
 		// The answer and the cancellation race; every third wait is

@@ -12,7 +12,9 @@ type pollWait struct{}
 
 func sharedPoller() *poller { return nil }
 
-func (p *poller) newWait(net.Conn, func(bool)) *pollWait { return nil }
+func (p *poller) newWait(*pollWait, net.Conn, int, *bool, func()) bool { return false }
+
+func connFD(net.Conn) int { return -1 }
 
 func (w *pollWait) start() {}
 
