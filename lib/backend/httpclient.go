@@ -278,7 +278,9 @@ func (x *exchange) received(resp *http.Response, err error) error {
 		return transportError(x.parent, x.ctx, err)
 	}
 	x.resp = resp
-	x.resp.Body = &activityReader{r: x.resp.Body, x: x}
+	if x.idle != nil { // without an idle timeout there is nothing to push back
+		x.resp.Body = &activityReader{r: x.resp.Body, x: x}
+	}
 	return nil
 }
 
@@ -491,7 +493,7 @@ type activityReader struct {
 
 func (a *activityReader) Read(p []byte) (int, error) {
 	n, err := a.r.Read(p)
-	if n > 0 && a.x.idle != nil {
+	if n > 0 {
 		a.x.idle.Reset(a.x.idleAfter)
 	}
 	return n, err
