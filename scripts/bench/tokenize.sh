@@ -11,7 +11,8 @@
 #                   load is. The tool is given enough copies of the corpus that
 #                   the load is a minor share of its run: at 20 copies gptoss's
 #                   load was ~1.35 s of ~1.7 s, and the load's noise swung the
-#                   difference by up to +-50%; at 200 it is ~1.4 s of ~4.8 s.
+#                   difference by up to +-50%; at 200 it was ~1.4 s of ~4.8 s (the load,
+#                   made parallel since, is now ~0.6 s).
 #                   More copies change only that share, not what is measured:
 #                   the same texts, per CPU-second, the piece cache warm after
 #                   the first copy as the reference's is after its warm-up pass
