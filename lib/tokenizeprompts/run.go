@@ -53,7 +53,8 @@ func run(c *cli.Context, cfg *config) (err error) {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	// in is closed by tokenizeAll's reading goroutine, which may still be
+	// in a read when the run ends early (see pipeline).
 	w := &writer{cfg: cfg, invalid: invalid, out: jsonl.NewWriter(c.App.Writer)}
 	defer func() { // what is done reaches stdout even when we fail
 		if ferr := w.out.Flush(); err == nil {
@@ -84,6 +85,10 @@ func tokenizeAll(ctx context.Context, cfg *config, in *jsonl.Reader, batches *ba
 	p := pipeline[*batch, *batch]{
 		workers: cfg.jobs,
 		produce: func(ctx context.Context, send func(*batch) bool) error {
+			// Closed here, once reading is over: a run that failed or
+			// reached --limit returns while this may still be in Next,
+			// and a Close from there would race with it.
+			defer in.Close()
 			batches.start(ctx, send, func() int64 { return in.Stats().Invalid })
 			for in.Next() {
 				if err := batches.add(in.Position(), in.Bytes()); err != nil {
