@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -209,6 +210,14 @@ func Main(app *App, args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	return Run(app, args, iostreams.System(stdin, stdout, stderr))
 }
 
+// flagParsing lets one run at a time parse its flags: urfave/cli writes to
+// its package-wide --help and --version flags (cli.HelpFlag,
+// cli.VersionFlag) as it parses, which races when a process runs tools
+// side by side (the tests do; go test -race reports it). It is released
+// once the flags are parsed (the App's Before), not held while the tool
+// runs.
+var flagParsing sync.Mutex
+
 // Run is Main with streams whose terminal facts the caller gives: a test
 // says "stdout is a terminal" with iostreams.Test and SetStdoutTTY. The tool
 // finds them with Streams.
@@ -230,7 +239,14 @@ func Run(app *App, args []string, streams *iostreams.IOStreams) int {
 	// of an os.Exit behind the caller's back; the process exits with it and
 	// takes the goroutine along.
 	ran := make(chan error, 1)
-	go func() { ran <- app.RunContext(ctx, args) }()
+	flagParsing.Lock()
+	parsed := sync.OnceFunc(flagParsing.Unlock)
+	app.Before = func(*cli.Context) error { parsed(); return nil }
+	go func() {
+		err := app.RunContext(ctx, args)
+		parsed() // --help, --version and usage errors end before Before
+		ran <- err
+	}()
 	var err error
 	select {
 	case err = <-ran:
