@@ -14,7 +14,7 @@ RECIPEDIR   := $(DESTDIR)$(PREFIX)/share/synthpipe/scripts
 RECIPES     := run-dataset.sh fanout.sh several-servers.sh slurm/run-array.sbatch slurm/server.sbatch
 TOOLS   := $(notdir $(wildcard cmd/*))
 
-.PHONY: help build test go-test test-loaded vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
+.PHONY: help build test go-test test-loaded race vet fmt-check tidy-check staticcheck man bench stress demo install uninstall clean
 
 help:
 	@echo "make build     build every tool into bin/"
@@ -23,6 +23,7 @@ help:
 	@echo "make demo      run the whole pipeline on the bundled prompts against the simulator"
 	@echo "make bench     benchmarks side by side with their reference tools"
 	@echo "make stress    the long reliability tests (crash/resume, fault storms, dying servers)"
+	@echo "make race      the library's tests under the race detector (about 5 minutes)"
 	@echo "make man       regenerate man/ from the CLI definitions"
 	@echo "make install   install binaries, man pages, completions and the recipes (scripts/) under PREFIX (DESTDIR honoured)"
 	@echo "make clean     remove build output"
@@ -53,6 +54,13 @@ RUNS ?= 10
 test-loaded:
 	bash scripts/ensure-test-deps.sh
 	bash scripts/test-loaded.sh $(RUNS)
+
+# The library's tests under the race detector: the concurrency (readers
+# ahead, worker pools, the poller, tokenizer loads) lives in lib/. Not part
+# of make test, whose time it would double.
+race:
+	bash scripts/ensure-test-deps.sh
+	$(GO) test -race -timeout 60m ./lib/...
 
 vet:
 	$(GO) vet ./...
