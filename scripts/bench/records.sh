@@ -9,8 +9,12 @@
 # memory per id. Run from anywhere:
 #   bash scripts/bench/records.sh
 # Settings (environment): BENCH_SIZE (default 200MB), BENCH_IDS (default
-# 10000000), BENCH_RUNS (default 3: every command runs that many times and
-# the median is kept), BENCH_DIR (default tests/bench/out, where generated
+# 10000000), BENCH_RUNS (default 15: wc -l and our tools run that many times
+# and the median is kept; each run takes well under a second, and at 3 runs
+# the ratios swung from 1.5-2.2x to 1.1-1.4x between two runs of the script
+# minutes apart, as the page cache's copy, which wc -l is, sped up or slowed
+# down), BENCH_REF_RUNS (default 3: the same for python and jq, which take
+# seconds a run), BENCH_DIR (default tests/bench/out, where generated
 # data is kept and reused), BENCH_REFS (default "python jq": the slow
 # references timed besides wc -l; "" for none), BENCH_IDS=0 (no done-file
 # part).
@@ -21,10 +25,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 # shellcheck source=scripts/bench/anchor.sh
 source scripts/bench/anchor.sh
-bench_begin BENCH_SIZE BENCH_IDS BENCH_RUNS BENCH_REFS
+bench_begin BENCH_SIZE BENCH_IDS BENCH_RUNS BENCH_REF_RUNS BENCH_REFS
 SIZE="${BENCH_SIZE:-200MB}"
 NIDS="${BENCH_IDS:-10000000}"
-RUNS="${BENCH_RUNS:-3}"
+RUNS="${BENCH_RUNS:-15}"
+REF_RUNS="${BENCH_REF_RUNS:-3}"
 REFS=" ${BENCH_REFS-python jq} "
 DIR="${BENCH_DIR:-$ROOT/tests/bench/out}"
 mkdir -p "$DIR" bin
@@ -71,7 +76,7 @@ MB=$(awk -v b="$BYTES" 'BEGIN { printf "%.0f", b / 1e6 }')
 # wall time is below their CPU time when the cores are free (and is what
 # other work on the machine slows first).
 
-declare -a NAMES WALLS CPUS RESULTS
+declare -a NAMES WALLS CPUS RESULTS COUNTS
 # measure NAME RUNS CMD...: appends a row; the result shown is the first
 # number CMD printed.
 measure() {
@@ -85,6 +90,7 @@ measure() {
     WALLS+=("$wall")
     CPUS+=("$cpu")
     RESULTS+=("${result//,/}")
+    COUNTS+=("$runs")
   fi
 }
 
@@ -111,10 +117,10 @@ measure "budget-cut" "$RUNS" bash -c 'bin/budget-cut --tokens 1000G "$1" 2>&1 >/
 # (its records go to /dev/null, the count from its summary, as for budget-cut)
 measure "dedupe-resume" "$RUNS" bash -c 'bin/dedupe-resume --done "$2" "$1" 2>&1 >/dev/null | sed -E "s/.*: ([0-9]+) to do.*/\1/"' _ "$DATA" "$WORK/none.jsonl"
 if [[ $REFS == *" python "* ]]; then
-  measure "python3 json" "$RUNS" python3 -c "$PY_COUNT" "$DATA"
+  measure "python3 json" "$REF_RUNS" python3 -c "$PY_COUNT" "$DATA"
 fi
 if [[ $REFS == *" jq "* ]] && command -v jq >/dev/null; then
-  measure "jq" "$RUNS" jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
+  measure "jq" "$REF_RUNS" jq -n 'reduce inputs as $r (0; . + $r.prompt_tokens + $r.completion_tokens)' "$DATA"
 fi
 
 # --- dedupe-resume: loading the done ids ----------------------------------
@@ -164,8 +170,8 @@ WC_WALL=$(col_of "wc -l" WALLS)
 PY_WALL=$(col_of "python3 json" WALLS)
 JQ_WALL=$(col_of "jq" WALLS)
 
-printf '\nToken count of %s (%s bytes, %s records), median of %s runs;\n' \
-  "$DATA" "$BYTES" "$(wc -l <"$DATA")" "$RUNS"
+printf '\nToken count of %s (%s bytes, %s records), median of %s runs (python and jq: %s);\n' \
+  "$DATA" "$BYTES" "$(wc -l <"$DATA")" "$RUNS" "$REF_RUNS"
 printf 'each tool'"'"'s time as a multiple of wc -l'"'"'s ("x wc", by wall and by CPU time),\n'
 printf 'MB/s and the ratios to python and jq by wall and by CPU time (user+sys):\n\n'
 printf '%-16s %8s %8s %7s %7s %10s %10s %10s %10s %8s %8s  %s\n' tool "wall s" "CPU s" "x wc" "x wcCPU" "MB/s wall" "MB/s CPU" "py wall" "py CPU" "jq wall" "jq CPU" "tokens (lines for wc)"
@@ -190,7 +196,7 @@ for i in "${!NAMES[@]}"; do
   esac
   target="-"
   [[ $name == tokstat* || $name == budget-cut || $name == dedupe-resume ]] && target="<= 2x"
-  bench_line "$key" "\`$name\`, $MB MB of generate-shaped records, median of $RUNS" \
+  bench_line "$key" "\`$name\`, $MB MB of generate-shaped records, median of ${COUNTS[$i]}" \
     "$(printf '%.3f s wall, %.3f s CPU' "${WALLS[$i]}" "${CPUS[$i]}")" \
     "$(printf '`wc -l` %.3f s wall, %.3f s CPU' "$WC_WALL" "$WC_CPU")" \
     "$(bench_ratio "${WALLS[$i]}" "$WC_WALL")x \`wc -l\`'s wall time, $(bench_ratio "${CPUS[$i]}" "$WC_CPU")x its CPU" "$target"
