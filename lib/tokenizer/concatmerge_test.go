@@ -7,20 +7,28 @@ import (
 	"testing"
 )
 
+// tiktokenFamily loads the tokenizer of fam, a family read from tiktoken
+// ranks (its merges looked up by concatenation).
+func tiktokenFamily(t *testing.T, fam string) *Tokenizer {
+	t.Helper()
+	tok, err := Load(filepath.Join(unpackedModels(t), fam))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tok.model.byConcat {
+		t.Skipf("%s is not read from tiktoken ranks", fam)
+	}
+	return tok
+}
+
 // A tiktoken model looks merges up by concatenation until it has built its
 // table (bpeModel.byConcat): both answer every pair alike, and encode
 // alike, so a run that never builds the table tokenizes as one that does.
 func TestMergesByConcatenationAreTheTable(t *testing.T) {
 	for _, fam := range []string{"kimi_k2", "kimi_k25"} {
 		t.Run(fam, func(t *testing.T) {
-			tok, err := Load(filepath.Join(unpackedModels(t), fam))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tok := tiktokenFamily(t, fam)
 			m := tok.model
-			if !m.byConcat {
-				t.Skipf("%s is not read from tiktoken ranks", fam)
-			}
 			table := m.concatMerges()
 			if table.count == 0 {
 				t.Fatal("no merge rules")
@@ -72,14 +80,8 @@ func TestMergesByConcatenationAreTheTable(t *testing.T) {
 func TestConcatMergesWholeTable(t *testing.T) {
 	for _, fam := range []string{"kimi_k2", "kimi_k25"} {
 		t.Run(fam, func(t *testing.T) {
-			tok, err := Load(filepath.Join(unpackedModels(t), fam))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tok := tiktokenFamily(t, fam)
 			m := tok.model
-			if !m.byConcat {
-				t.Skipf("%s is not read from tiktoken ranks", fam)
-			}
 			want := newPairTable(2 * m.pieceID.len())
 			for id, tok := range m.tokenBytes {
 				if first, _ := m.pieceID.get(tok); !m.tokenOK[id] || first != id {

@@ -82,13 +82,14 @@ func (t *pairTable) grow() {
 func pairTableOf(rules []pairSlot) *pairTable {
 	t := newPairTable(len(rules))
 	const bucketBits = 12
-	if bits.Len(uint(len(t.slots)-1)) <= bucketBits {
+	indexBits := bits.Len(uint(len(t.slots) - 1))
+	if indexBits <= bucketBits {
 		for _, r := range rules {
 			t.put(r.keyPlusOne-1, r.value)
 		}
 		return t
 	}
-	bucket := func(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> (64 - bucketBits) } // the top bits of index
+	bucket := func(key uint64) int { return t.index(key) >> (indexBits - bucketBits) } // the top bits of its slot
 	var starts [1<<bucketBits + 1]int
 	for _, r := range rules {
 		starts[bucket(r.keyPlusOne-1)+1]++

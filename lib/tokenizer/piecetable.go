@@ -106,7 +106,8 @@ type shortIDs struct {
 	shift uint
 }
 
-// shortSlot is a token packed by packShort and its id; key 0 is empty.
+// shortSlot is a token packed by packShort, its length and its id; a
+// length of 0 marks an empty slot (the empty token is never one of them).
 type shortSlot struct {
 	key uint64
 	n   uint8
