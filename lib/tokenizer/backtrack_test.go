@@ -45,7 +45,9 @@ func TestMatchersAgreeWithBacktracking(t *testing.T) {
 }
 
 func FuzzMatchersAgreeWithBacktracking(f *testing.F) {
-	for _, s := range []string{"Hello World's", "  \r\n x", "ǅAbc'LL", "a\u0301B\u0301c", "中文abc", "1234567", "...//\n", "\u3000\u00a0x", "'ſ"} {
+	for _, s := range []string{"Hello World's", "  \r\n x", "ǅAbc'LL", "a\u0301B\u0301c", "中文abc", "1234567", "...//\n", "\u3000\u00a0x", "'ſ",
+		// where ASCII meets non-ASCII, which the ASCII fast paths hand over
+		"Hello wörld", "ABÉc", "AB\u0301c", " \u00a0x", "\n \u2028", "12١", "!!¡…\n/", "x'ſ", " ǅx", "(中"} {
 		f.Add(s)
 	}
 	oracles := backtrackOracles(f)

@@ -63,6 +63,56 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkPreTokenize measures the pre-tokenizer alone: each family's
+// Split stages cut the texts into pieces, which are counted and not
+// encoded. all is the corpus of BenchmarkEncode, ascii its texts that are
+// pure ASCII (English prose, code, chat), what the ASCII fast paths serve.
+func BenchmarkPreTokenize(b *testing.B) {
+	all, allSize := benchTexts(b)
+	var ascii []string
+	var asciiSize int64
+	for _, t := range all {
+		if isASCII(t) {
+			ascii = append(ascii, t)
+			asciiSize += int64(len(t))
+		}
+	}
+	for _, set := range []struct {
+		name  string
+		texts []string
+		size  int64
+	}{{"all", all, allSize}, {"ascii", ascii, asciiSize}} {
+		for _, fam := range families {
+			b.Run(set.name+"/"+fam, func(b *testing.B) {
+				tok := loadFamily(b, fam)
+				pieces := 0
+				count := func(string) { pieces++ }
+				b.SetBytes(set.size)
+				b.ResetTimer()
+				cpu := startCPUMeter()
+				for b.Loop() {
+					for _, t := range set.texts {
+						splitIsolated(t, tok.stages, count)
+					}
+				}
+				cpu.report(b, set.size)
+				if pieces == 0 {
+					b.Fatal("no pieces")
+				}
+			})
+		}
+	}
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // BenchmarkEncodeColdCache is BenchmarkEncode with the piece cache emptied
 // before every pass over the corpus: the speed on text never seen before.
 func BenchmarkEncodeColdCache(b *testing.B) {

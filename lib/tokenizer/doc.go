@@ -47,5 +47,8 @@
 //
 // A Tokenizer is immutable after Load apart from a lock-free cache of
 // merged pieces, so one Tokenizer can serve many goroutines. Pieces longer
-// than 128 symbols are merged with a tournament tree in O(n log n).
+// than 128 symbols are merged with a tournament tree in O(n log n). The
+// hand-written matchers decide ASCII text with a table of byte kinds and
+// leave a match to the Unicode class tables where a non-ASCII rune could
+// change it (match_ascii.go).
 package tokenizer

@@ -13,6 +13,9 @@ func (m cl100kMatcher) matchAt(s string, i int) int {
 	if n := contractionLen(s, i); n > 0 {
 		return i + n
 	}
+	if end, ok := m.matchASCII(s, i); ok {
+		return end
+	}
 	r, c, n := runeAt(s, i)
 	if !isCRLF(r) && c&(classLetter|classN) == 0 {
 		if _, next, _ := runeAt(s, i+n); i+n < len(s) && isLetter(next) {

@@ -86,13 +86,16 @@ var (
 	punctAndSymbols = classMask{any: classP | classS}
 )
 
-func (deepseekWordMatcher) matchAt(s string, i int) int {
+func (m deepseekWordMatcher) matchAt(s string, i int) int {
 	if isASCIIPunct(s[i]) && i+1 < len(s) && isASCIILetter(s[i+1]) {
 		j := i + 1
 		for j < len(s) && isASCIILetter(s[j]) {
 			j++
 		}
 		return j
+	}
+	if end, ok := m.matchASCII(s, i); ok {
+		return end
 	}
 	r, c, n := runeAt(s, i)
 	if !isCRLF(r) && c&(classLetter|classP|classS) == 0 {

@@ -45,6 +45,9 @@ var han = classMask{any: classHan}
 func isHan(c runeClass) bool { return c&classHan != 0 }
 
 func (m o200kMatcher) matchAt(s string, i int) int {
+	if end, ok := m.matchASCII(s, i); ok {
+		return end
+	}
 	r, c, n := runeAt(s, i)
 	if m.leadingHan && isHan(c) {
 		return runEnd(s, i, han)
