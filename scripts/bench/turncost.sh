@@ -16,7 +16,9 @@
 # Settings (environment): BENCH_TURNCOST_CONVS (default 256),
 # BENCH_TURNCOST_TURNS (user turns per conversation, default 20),
 # BENCH_TURNCOST_CONCURRENCY (default 32), BENCH_TURNCOST_RUNS (profiled runs,
-# the median share is kept; default 3).
+# the median share is kept; default 5: a run of ~2.5 s of CPU holds ~250
+# profile samples, so encode's share alone, ~15 samples, swung 2.5-6.2%
+# across three runs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -24,7 +26,7 @@ cd "$ROOT"
 CONVS="${BENCH_TURNCOST_CONVS:-256}"
 TURNS="${BENCH_TURNCOST_TURNS:-20}"
 CONC="${BENCH_TURNCOST_CONCURRENCY:-32}"
-RUNS="${BENCH_TURNCOST_RUNS:-3}"
+RUNS="${BENCH_TURNCOST_RUNS:-5}"
 # shellcheck source=scripts/bench/sim.sh
 source scripts/bench/sim.sh # WORK, removed on exit; note; chats
 # shellcheck source=scripts/bench/anchor.sh
