@@ -267,7 +267,7 @@ func (s *Server) reject(w http.ResponseWriter, d dialect, status int, message st
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := marshal(v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -277,6 +277,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// marshal is json.Marshal, or v's own writer where it has one.
+func marshal(v any) ([]byte, error) {
+	if a, ok := v.(appender); ok {
+		return a.appendJSON(make([]byte, 0, 1024)), nil
+	}
+	return json.Marshal(v)
 }
 
 // newRID returns a fresh request id in SGLang's style (32 hex digits).

@@ -30,6 +30,10 @@ func (s *sseWriter) data(v any) error {
 	if s.err != nil {
 		return s.err
 	}
+	if a, ok := v.(appender); ok {
+		buf := a.appendJSON([]byte("data: "))
+		return s.raw(append(buf, "\n\n"...))
+	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		s.err = err
