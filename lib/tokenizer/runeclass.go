@@ -3,13 +3,14 @@ package tokenizer
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
 
 // runeClass is a bit set of the Unicode properties the pre-tokenizer
-// patterns ask about. Looking one up is a single table read for the BMP,
-// which is what keeps the hand-written matchers fast.
+// patterns ask about. Looking one up is a single table read for the BMP and
+// two above it, which is what keeps the hand-written matchers fast.
 type runeClass uint16
 
 const (
@@ -42,8 +43,31 @@ var (
 	bmpClasses     []runeClass
 )
 
+// The supplementary planes (emoji, historic scripts, rare Han) are cached a
+// block at a time, each block computed on its first lookup: computing all
+// of them takes about 300 ms, and a text touches few. Of the 4096 blocks of
+// 256 runes, fewer than a hundred mix classes; the rest hold one class each
+// and share one block per class, so the cache stays under 100 KiB.
+const (
+	astralBase      = 0x10000
+	astralBlockBits = 8
+	astralBlockMask = 1<<astralBlockBits - 1
+)
+
+type astralBlock [1 << astralBlockBits]runeClass
+
+var (
+	// astralBlocks[i] holds the classes of the runes from
+	// astralBase + i<<astralBlockBits, or nil before their first lookup.
+	// Goroutines that race to fill one compute the same classes.
+	astralBlocks [(unicode.MaxRune + 1 - astralBase) >> astralBlockBits]atomic.Pointer[astralBlock]
+
+	uniformBlocksMu sync.Mutex
+	uniformBlocks   = map[runeClass]*astralBlock{}
+)
+
 // computeClass answers from the unicode package tables, corrected by
-// classUpdates; classOf caches the answers for the BMP.
+// classUpdates; classOf caches the answers.
 func computeClass(r rune) runeClass {
 	var c runeClass
 	if u, ok := findClassUpdate(r); ok {
@@ -118,11 +142,46 @@ func classOf(r rune) runeClass {
 	if uint32(r) < utf8.RuneSelf {
 		return asciiClasses[r]
 	}
-	if r < 0x10000 && r >= 0 {
+	if r < astralBase && r >= 0 {
 		bmpClassesOnce.Do(initBMPClasses)
 		return bmpClasses[r]
 	}
+	if r >= astralBase && r <= unicode.MaxRune {
+		return astralClass(r)
+	}
 	return computeClass(r)
+}
+
+// astralClass returns the class of r, from U+10000 to U+10FFFF.
+func astralClass(r rune) runeClass {
+	slot := &astralBlocks[(r-astralBase)>>astralBlockBits]
+	b := slot.Load()
+	if b == nil {
+		b = computeAstralBlock(r &^ astralBlockMask)
+		slot.Store(b)
+	}
+	return b[r&astralBlockMask]
+}
+
+// computeAstralBlock returns the classes of the block starting at first,
+// the shared block of its class when all its runes have one.
+func computeAstralBlock(first rune) *astralBlock {
+	b := new(astralBlock)
+	uniform := true
+	for i := range b {
+		b[i] = computeClass(first + rune(i))
+		uniform = uniform && b[i] == b[0]
+	}
+	if !uniform {
+		return b
+	}
+	uniformBlocksMu.Lock()
+	defer uniformBlocksMu.Unlock()
+	if shared, ok := uniformBlocks[b[0]]; ok {
+		return shared
+	}
+	uniformBlocks[b[0]] = b
+	return b
 }
 
 // decodeRune decodes the rune at s[i:], treating invalid UTF-8 as one byte of
