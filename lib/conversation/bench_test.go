@@ -8,6 +8,7 @@ import (
 
 	"github.com/synthpipe/synthpipe/lib/answerformat"
 	"github.com/synthpipe/synthpipe/lib/chat"
+	"github.com/synthpipe/synthpipe/lib/chattemplate"
 )
 
 // benchTurns is the number of assistant turns of the conversation the
@@ -52,28 +53,43 @@ func benchConversation(b *testing.B) (*Source, []answerformat.Answer) {
 // encoded. One op is the whole conversation. incremental is what generate
 // does (chat.TurnPrompts): each prompt rendered through the conversation's
 // MessageCache (its loops replay what they wrote for the messages the last
-// prompt held) and encoded from where it parts from the last one; whole
-// renders every prompt from scratch and encodes it from its start; render
-// only renders, from scratch.
+// prompt held) and encoded from where it parts from the last one;
+// incremental-render only renders, as incremental does (its share of
+// incremental); whole renders every prompt from scratch and encodes it
+// from its start; render only renders, from scratch. cpu-ns/op is the CPU
+// time the process spent per op, the garbage collector's included: on a
+// busy machine, a steadier measure than the wall time of ns/op.
 func BenchmarkTurnPrompts(b *testing.B) {
 	m, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	src, answers := benchConversation(b)
+	// turns is what a conversation keeps from one turn to the next.
+	type turns struct {
+		prompts chat.TurnPrompts
+		cache   chattemplate.MessageCache
+	}
 	ways := []struct {
 		name   string
-		prompt func(p *chat.TurnPrompts, w *Walk) (int, error)
+		prompt func(p *turns, w *Walk) (int, error)
 	}{
-		{"incremental", func(p *chat.TurnPrompts, w *Walk) (int, error) {
-			ids, err := p.Next(m, w.MessageList(), w.Tools())
+		{"incremental", func(p *turns, w *Walk) (int, error) {
+			ids, err := p.prompts.Next(m, w.MessageList(), w.Tools())
 			return len(ids), err
 		}},
-		{"whole", func(_ *chat.TurnPrompts, w *Walk) (int, error) {
+		{"incremental-render", func(p *turns, w *Walk) (int, error) {
+			text, err := m.Template.RenderOver(chattemplate.Options{
+				MessageList: w.MessageList(), Tools: w.Tools(), AddGenerationPrompt: true, Cache: &p.cache,
+				BOSToken: m.Tok.Config().BOSToken, EOSToken: m.Tok.Config().EOSToken, Extra: m.Extra,
+			})
+			return len(text), err
+		}},
+		{"whole", func(_ *turns, w *Walk) (int, error) {
 			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(m.Encode(text)), err
 		}},
-		{"render", func(_ *chat.TurnPrompts, w *Walk) (int, error) {
+		{"render", func(_ *turns, w *Walk) (int, error) {
 			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(text), err
 		}},
@@ -81,9 +97,11 @@ func BenchmarkTurnPrompts(b *testing.B) {
 	for _, way := range ways {
 		b.Run(way.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := processCPU()
+			defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
 			for b.Loop() {
 				w := src.Walk(Options{})
-				var p chat.TurnPrompts
+				var p turns
 				for _, a := range answers {
 					n, err := way.prompt(&p, w)
 					if err != nil {
