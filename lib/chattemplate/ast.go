@@ -94,6 +94,11 @@ type callArgs struct {
 	dynArgs, dynKwargs expr
 }
 
+// none tells whether there are no arguments at all.
+func (a callArgs) none() bool {
+	return len(a.pos) == 0 && len(a.kwargs) == 0 && a.dynArgs == nil && a.dynKwargs == nil
+}
+
 // each calls visit with each argument expression, in order.
 func (a callArgs) each(visit func(expr)) {
 	for _, e := range a.pos {

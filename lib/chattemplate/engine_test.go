@@ -278,3 +278,33 @@ func TestJinja2Syntax(t *testing.T) {
 		}
 	}
 }
+
+// TestSignedConstants: a sign before a number is folded into a constant at
+// parse time; the value must be what evaluating it gives, and a sign
+// before anything else is still evaluated when rendered.
+func TestSignedConstants(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{{ -1 }}|{{ -1.5 }}|{{ +2 }}|{{ - -1 }}|{{ -2 ** 2 }}|{{ -9223372036854775808 }}|{{ -0.0 }}", "-1|-1.5|2|1|4|-9223372036854775808|-0.0"},
+		{"{{ -i }}|{{ -1 + i }}|{{ [10, 20, 30][-1] }}|{{ range(3, -1, -1)|list }}|{{ -1|abs }}|{{ +x }}|{{ -t }}", "-7|6|30|[3, 2, 1, 0]|1|2.5|-1"},
+	})
+	tmpl, err := Parse("sign", "{{ -s }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tmpl.Render(Options{Extra: tableVars}); err == nil || !strings.Contains(err.Error(), "bad operand type for unary -: 'str'") {
+		t.Fatalf("-s: got %v, want the TypeError", err)
+	}
+}
+
+// TestDefinedTest: "name is defined" and "is undefined" on a bare name
+// are answered from the name's binding, without evaluating it; a name
+// bound to an undefined value, one that a later set makes local and
+// unassigned yet, a global and a macro's missing argument must still
+// answer as jinja2 does.
+func TestDefinedTest(t *testing.T) {
+	runTable(t, []tableCase{
+		{"{% set u = nothere %}{{ u is defined }}|{{ n is defined }}|{{ range is defined }}|{{ i is undefined }}|{{ i is not defined }}|{{ nothere is not undefined }}|{{ nothere is defined }}", "False|True|True|False|False|False|False"},
+		{"{% for m in messages %}{{ i is defined }}{{ m is defined }}{{ loop is defined }}{% endfor %}{% set i = 1 %}", "FalseTrueTrue"},
+		{"{% macro f(a) %}{{ a is defined }}{{ b is defined }}{{ caller is defined }}{% endmacro %}{{ f() }}{{ f(1) }}", "FalseFalseFalseTrueFalseFalse"},
+	})
+}

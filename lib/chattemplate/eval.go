@@ -3,6 +3,7 @@ package chattemplate
 import (
 	"errors"
 	"slices"
+	"time"
 )
 
 // Limits that keep hostile or buggy templates from hanging or exhausting
@@ -173,7 +174,7 @@ func (f *frame) set(name string, v value) {
 // renderer holds the mutable state of one Render call.
 type renderer struct {
 	tmpl *Template
-	opts *Options
+	now  func() time.Time // Options.Now
 	// autoescape is set inside {% autoescape true %} blocks; calledMacro
 	// tells whether the last call made was to a macro.
 	autoescape, calledMacro bool

@@ -119,8 +119,8 @@ func globalStrftimeNow(r *renderer, args []value, kw *kwargs) (value, error) {
 		return nil, typeError("strftime() argument 1 must be str, not %s", typeName(args[0]))
 	}
 	now := time.Now
-	if r.opts != nil && r.opts.Now != nil {
-		now = r.opts.Now
+	if r.now != nil {
+		now = r.now
 	}
 	return strftime(now(), format), nil
 }

@@ -35,6 +35,11 @@ func decodeJSON(data []byte) (value, error) {
 type jsonDecoder struct {
 	data string
 	pos  int
+	// The body of the last string that had escapes, and its value: a
+	// string that repeats it is not decoded again. An answer's message
+	// may carry its reasoning under two names (chat.AssistantTurn,
+	// generate's conversation.Options.ReasoningAlso).
+	lastBody, lastValue string
 }
 
 const maxJSONDepth = 1000
@@ -274,11 +279,16 @@ func (d *jsonDecoder) wellFormedStr() (string, bool) {
 		d.pos = end + 1
 		return body, true
 	}
+	if body == d.lastBody {
+		d.pos = end + 1
+		return d.lastValue, true
+	}
 	s, ok := unquote(body)
 	if !ok {
 		return "", false
 	}
 	d.pos = end + 1
+	d.lastBody, d.lastValue = body, s
 	return s, true
 }
 

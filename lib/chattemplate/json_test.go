@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -72,4 +73,37 @@ func FuzzStringEscapes(f *testing.F) {
 			checkStringDecoding(t, `"`+body+`"`)
 		}
 	})
+}
+
+// TestRepeatedStrings decodes objects whose strings with escapes repeat
+// (an answer's reasoning under two names), after strings of the same
+// length that differ, after a bad one: each must be what encoding/json
+// decodes, the repeat taken from the string before it.
+func TestRepeatedStrings(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":"x\ny","b":"x\ny","c":"x\ny"}`,
+		`{"a":"x\ny","b":"x\nz","c":"x\ny","d":"x\nz"}`,
+		`{"a":"x\ny","b":"plain","c":"x\ny"}`,
+		`{"a":["x\ny",{"b":"x\ny"}],"c":"x\\ny","d":"x\ny"}`,
+		`{"a":"\u00e9\n","b":"\u00e9\n","c":"\u00E9\n"}`,
+		`{"a":"x\ny","b":"x\qy"}`,
+	} {
+		var want any
+		wantErr := json.Unmarshal([]byte(doc), &want)
+		got, err := decodeJSON([]byte(doc))
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%s: error %v, encoding/json's %v", doc, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		gotJSON, _ := toJSON(got, newJSONOptions())
+		wantJSON, _ := json.Marshal(want)
+		var g, w any
+		_ = json.Unmarshal([]byte(gotJSON), &g)
+		_ = json.Unmarshal(wantJSON, &w)
+		if gs, ws := fmt.Sprint(g), fmt.Sprint(w); gs != ws {
+			t.Fatalf("%s: decoded %s, encoding/json %s", doc, gs, ws)
+		}
+	}
 }

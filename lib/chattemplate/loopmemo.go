@@ -23,7 +23,9 @@ import (
 //     JSON values only and never changes (no template can change what it is
 //     given), at the same address (MessageCache hands a conversation's
 //     unchanged messages to the next render as they were);
-//   - every name the body reads (whether it is bound in the body or not)
+//   - every name the body reads (whether it is bound in the body or not,
+//     but for those bound before it runs: the loop's target, a macro's
+//     parameters, the names its scope starts undefined)
 //     looks up to the same value outside the loop as when the text was
 //     written: scalars and undefined values compared by value, JSON dicts
 //     by address, builtins by identity, macros by their definition and,
@@ -47,8 +49,13 @@ type memoPlan struct {
 	// (for a loop body) or changes anything outside the call (for a
 	// macro's).
 	replayable bool
-	// names are every name the body reads, bound in it or not.
-	names []string
+	// names are every name the body reads, bound in it or not (but for
+	// those bound before it runs, see planBody), and
+	// globals what each stands for where no scope binds it (a global
+	// function, or nil: undefined), found once here rather than at every
+	// run of the loop.
+	names   []string
+	globals []value
 }
 
 // analyzeMemo plans every loop and macro in body.
@@ -61,7 +68,11 @@ func analyzeMemo(body []stmt) {
 			}
 			analyzeMemo(x.otherwise)
 		case *forStmt:
-			x.plan = planBody(x.body, true)
+			var bound []string
+			if x.target.attr == "" {
+				bound = x.target.names
+			}
+			x.plan = planBody(x.body, true, bound, x.undef)
 			x.plan.replayable = x.plan.replayable && !x.recursive
 			analyzeMemo(x.body)
 			analyzeMemo(x.otherwise)
@@ -82,7 +93,9 @@ func analyzeMemo(body []stmt) {
 }
 
 func planMacro(def *macroDef) {
-	def.plan = planBody(def.body, false)
+	def.plan = planBody(def.body, false, def.params, def.undef)
+	// A default is evaluated before the parameters after it are bound:
+	// there, they may look up outside.
 	w := planWalker{plan: &def.plan, seen: map[string]bool{}}
 	for _, n := range def.plan.names {
 		w.seen[n] = true
@@ -93,10 +106,20 @@ func planMacro(def *macroDef) {
 	analyzeMemo(def.body)
 }
 
-// planBody plans a loop body (loop) or a macro body.
-func planBody(body []stmt, loop bool) memoPlan {
+// planBody plans a loop body (loop) or a macro body. The names in bound
+// and undef are bound in the body's scope before it runs (the loop's
+// target or the macro's parameters, and the names the scope starts
+// undefined, see scope.go): reading them never looks up outside the body,
+// so they are not among its names.
+func planBody(body []stmt, loop bool, bound, undef []string) memoPlan {
 	plan := memoPlan{replayable: true}
 	w := planWalker{plan: &plan, loop: loop, seen: map[string]bool{}}
+	for _, n := range bound {
+		w.seen[n] = true
+	}
+	for _, n := range undef {
+		w.seen[n] = true
+	}
 	w.stmts(body, 0)
 	return plan
 }
@@ -190,6 +213,7 @@ func (w *planWalker) name(name string, depth int) {
 	if !w.seen[name] {
 		w.seen[name] = true
 		w.plan.names = append(w.plan.names, name)
+		w.plan.globals = append(w.plan.globals, globals[name])
 	}
 }
 
@@ -205,7 +229,7 @@ func (w *planWalker) expr(e expr, depth int) {
 // loopMemo is what one loop wrote for each message, kept by a
 // MessageCache from one render to the next.
 type loopMemo struct {
-	deps  []value // what the body's names looked up to (appendDeps)
+	deps  []value // what the body's names looked up to (depsWalker)
 	iters map[*pyDict]*iterMemo
 	// epoch counts the times deps changed and iters were cleared: a run
 	// of the loop that began before (a run nested in its own body, through
@@ -256,13 +280,24 @@ func (r *renderer) loopMemo(s *forStmt, f *frame) loopRun {
 	if c == nil || !s.plan.replayable {
 		return loopRun{}
 	}
-	seen := c.seen[:0]
-	deps, ok := appendDeps(append(c.deps[:0], r.callDepth, r.autoescape), s.plan.names, f, &seen)
-	c.deps, c.seen = deps, seen
+	// The dependencies are compared with the memo's as they are looked
+	// up, and only written out from where they part: most runs find the
+	// memo's, and write nothing.
+	m := c.loops[s]
+	d := depsWalker{seen: c.seen[:0], out: c.deps[:0]}
+	if m != nil {
+		d.old = m.deps
+	}
+	d.add(r.callDepth)
+	d.add(r.autoescape)
+	ok := d.names(&s.plan, f)
+	c.seen = d.seen
+	if d.parted || !ok {
+		c.deps = d.out // the room, kept for the next loop that parts
+	}
 	if !ok {
 		return loopRun{}
 	}
-	m := c.loops[s]
 	if m == nil {
 		if c.loops == nil {
 			c.loops = map[*forStmt]*loopMemo{}
@@ -270,8 +305,8 @@ func (r *renderer) loopMemo(s *forStmt, f *frame) loopRun {
 		m = &loopMemo{iters: map[*pyDict]*iterMemo{}}
 		c.loops[s] = m
 	}
-	if !slices.Equal(m.deps, deps) {
-		m.deps = append(m.deps[:0], deps...)
+	if d.changed() {
+		m.deps = append(m.deps[:0], d.out...)
 		clear(m.iters)
 		m.written = 0
 		m.epoch++
@@ -279,51 +314,94 @@ func (r *renderer) loopMemo(s *forStmt, f *frame) loopRun {
 	return loopRun{m, m.epoch}
 }
 
-// appendDeps appends what names look up to in f, and whether each is of a
-// kind compared here (see the top of this file).
-func appendDeps(deps []value, names []string, f *frame, seen *[]*macroValue) ([]value, bool) {
-	for _, n := range names {
-		v, defined := resolveDefined(f, n)
+// depsWalker lists what a loop body's names look up to (see the top of
+// this file) and compares the list with old, the list of the memo, as it
+// goes: while the two agree it only counts (at), and once they part it
+// writes the list out (out, old's first at values then the rest).
+type depsWalker struct {
+	old    []value
+	at     int
+	parted bool
+	out    []value
+	seen   []*macroValue // the macros met, for seenDep
+}
+
+func (d *depsWalker) add(v value) {
+	if !d.parted && d.at < len(d.old) && d.old[d.at] == v {
+		d.at++
+		return
+	}
+	d.part()
+	d.out = append(d.out, v)
+}
+
+// changed tells whether the list differs from old; if so, out holds it
+// whole.
+func (d *depsWalker) changed() bool {
+	if !d.parted && d.at == len(d.old) {
+		return false
+	}
+	d.part()
+	return true
+}
+
+// part starts writing the list out, if it has not yet.
+func (d *depsWalker) part() {
+	if !d.parted {
+		d.parted = true
+		d.out = append(d.out, d.old[:d.at]...)
+	}
+}
+
+// names adds what the names of plan look up to in f, and tells whether
+// each is of a kind compared here (see the top of this file).
+func (d *depsWalker) names(plan *memoPlan, f *frame) bool {
+	for i, n := range plan.names {
+		// resolveDefined, with the global found when planned
+		v, defined := plan.globals[i], plan.globals[i] != nil
+		if b := f.find(n); b != nil {
+			v, defined = b.val, b.val != missing
+		}
 		if !defined {
-			deps = append(deps, undefinedDep{})
+			d.add(undefinedDep{})
 			continue
 		}
 		switch x := v.(type) {
 		case nil, bool, int64, float64, string, bigInt:
-			deps = append(deps, x)
+			d.add(x)
 		case *undefinedValue:
-			deps = append(deps, *x)
+			d.add(*x)
 		case *pyDict:
 			if !x.json {
-				return deps, false
+				return false
 			}
-			deps = append(deps, x)
+			d.add(x)
 		case *builtinFunc:
 			// The globals themselves: a joiner is a builtinFunc with
 			// state, and strftime_now reads the clock.
 			if globals[x.name] != x || x.name == "strftime_now" {
-				return deps, false
+				return false
 			}
-			deps = append(deps, x)
+			d.add(x)
 		case *macroValue:
-			deps = append(deps, x.def)
-			if i := slices.Index(*seen, x); i >= 0 {
-				deps = append(deps, seenDep{i})
+			d.add(x.def)
+			if i := slices.Index(d.seen, x); i >= 0 {
+				d.add(seenDep{i})
 				continue
 			}
 			if !x.def.plan.replayable {
-				return deps, false
+				return false
 			}
-			*seen = append(*seen, x)
-			var ok bool
-			if deps, ok = appendDeps(append(deps, expandedDep{}), x.def.plan.names, x.closure, seen); !ok {
-				return deps, false
+			d.seen = append(d.seen, x)
+			d.add(expandedDep{})
+			if !d.names(&x.def.plan, x.closure) {
+				return false
 			}
 		default:
-			return deps, false
+			return false
 		}
 	}
-	return deps, true
+	return true
 }
 
 func (run loopRun) live() bool { return run.m != nil && run.m.epoch == run.epoch }

@@ -313,3 +313,175 @@ func TestLoopMemoForgets(t *testing.T) {
 		}
 	}
 }
+
+// TestDepsWalkerCompares: a loop's dependencies, looked up again, are
+// compared with the memo's as they come; the walker must tell a list that
+// is the memo's from one that parts from it anywhere (in the middle, at
+// the end, shorter, longer, or no memo at all), and then hold the new
+// list whole.
+func TestDepsWalkerCompares(t *testing.T) {
+	list := []value{0, false, "a", undefinedDep{}, expandedDep{}, seenDep{1}, "b"}
+	edited := func(i int, v value) []value {
+		out := slices.Clone(list)
+		out[i] = v
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		old     []value
+		changed bool
+	}{
+		{"the same", slices.Clone(list), false},
+		{"no memo", nil, true},
+		{"parts at the start", edited(0, 1), true},
+		{"parts in the middle", edited(3, "c"), true},
+		{"parts at the end", edited(len(list)-1, "c"), true},
+		{"the memo's is shorter", list[:4], true},
+		{"the memo's is longer", append(slices.Clone(list), "c"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := depsWalker{old: tc.old, out: make([]value, 0, 1)}
+			for _, v := range list {
+				d.add(v)
+			}
+			if got := d.changed(); got != tc.changed {
+				t.Fatalf("changed: %v, want %v", got, tc.changed)
+			}
+			if tc.changed && !slices.Equal(d.out, list) {
+				t.Fatalf("wrote out %v, want %v", d.out, list)
+			}
+		})
+	}
+}
+
+// TestLoopReplayDependencyChanges renders a growing conversation through
+// one MessageCache while the values a loop's body reads through its
+// macros change from render to render, one at a time, first or last in
+// the loop's dependencies: each render must equal one without the cache,
+// replay nothing when a dependency changed, and replay again once they
+// stay put.
+func TestLoopReplayDependencyChanges(t *testing.T) {
+	tmpl, err := Parse("deps", `{% macro tail(m) %}{{ m.content }}{{ b }}{% endmacro %}{% macro head(m) %}{{ a }}{{ tail(m) }}{% endmacro %}{% for m in messages %}[{{ head(m) }}{{ c is defined }}]{% endfor %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cache MessageCache
+	var msgs []string
+	for i, tc := range []struct {
+		args    string
+		replays bool
+	}{
+		{`{"a": 1, "b": 2}`, false}, // the first render has nothing to replay
+		{`{"a": 1, "b": 2}`, true},
+		{`{"a": 9, "b": 2}`, false},
+		{`{"a": 9, "b": 2}`, true},
+		{`{"a": 9, "b": "x"}`, false},
+		{`{"a": 9, "b": "x", "c": null}`, false},
+		{`{"a": 9, "b": "x", "c": null}`, true},
+		{`{"a": 9}`, false},
+		{`{"a": 9}`, true},
+	} {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":"m%d"}`, i))
+		var extra map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(tc.args), &extra); err != nil {
+			t.Fatal(err)
+		}
+		o := Options{MessageList: rawMessages(msgs), Extra: extra}
+		want, wantErr := tmpl.Render(o)
+		o.Cache = &cache
+		got, err := tmpl.Render(o)
+		if got != want || errText(err) != errText(wantErr) {
+			t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
+		}
+		if replays := cache.Replayed > 0; replays != tc.replays {
+			t.Fatalf("render %d (%s): %d iterations replayed, want replays: %v", i, tc.args, cache.Replayed, tc.replays)
+		}
+	}
+}
+
+// TestRenderAfterFailedRender renders a conversation through one
+// MessageCache where some renders fail part way (inside a loop, inside
+// a macro called by it, at the step limit) and the next ones do not: the
+// renders through the cache, whose renderer and scopes the next render
+// takes up again, must each give what a render without the cache gives.
+func TestRenderAfterFailedRender(t *testing.T) {
+	tmpl, err := Parse("fail", `{% macro show(m) %}{% set c = m.content %}{% if c == 'boom' %}{{ raise_exception('boom in ' ~ m.role) }}{% endif %}{{ c }}{% endmacro %}{% for m in messages %}<{{ show(m) }}>{% endfor %}{% for m in messages[1:] %}{% if m.content == 'bang' %}{{ m.nothere.x }}{% endif %}{{ m.role }}{% endfor %}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cache MessageCache
+	var msgs []string
+	failed := 0
+	for i, content := range []string{"a", "b", "boom", "c", "bang", "d", "e"} {
+		msg := fmt.Sprintf(`{"role":"user","content":%q}`, content)
+		o := Options{MessageList: rawMessages(append(msgs, msg))}
+		want, wantErr := tmpl.Render(o)
+		o.Cache = &cache
+		got, err := tmpl.Render(o)
+		if got != want || errText(err) != errText(wantErr) {
+			t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
+		}
+		if wantErr != nil {
+			failed++
+			continue // the failing message does not stay
+		}
+		msgs = append(msgs, msg)
+		limited := *tmpl
+		limited.limits.steps = len(msgs) // fails in the first loop
+		if _, err := limited.Render(o); err == nil || !strings.Contains(err.Error(), "step limit") {
+			t.Fatalf("render %d with a step limit: %v, want the step limit's error", i, err)
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d renders failed, want 2", failed)
+	}
+}
+
+// TestLoopReplayBoundNames renders a growing conversation through one
+// MessageCache while the argument p changes at every render. A loop body
+// or macro that binds p before it runs (as the loop's target, a macro
+// parameter, a name its scope assigns before reading) never sees the
+// argument, and must replay every message the last render wrote; one that
+// may read it from outside (assigned in one branch only, in a parameter's
+// default) must replay none. Each render must equal one without the cache.
+func TestLoopReplayBoundNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		replays   bool
+	}{
+		{"loop target", `{% for p in messages %}{{ p.content }}{% endfor %}`, true},
+		{"macro parameter", `{% macro show(p) %}{{ p.content }}{% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`, true},
+		{"set before read", `{% for m in messages %}{% set p = m.role %}{{ p }}{{ m.content }}{% endfor %}`, true},
+		{"set before read in a macro", `{% macro show(m) %}{% set p = m.role %}{{ p }}{% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`, true},
+		{"set in one branch", `{% for m in messages %}{% if m.content == 'c' %}{% set p = 'C' %}{% endif %}{{ p }}{{ m.content }}{% endfor %}`, false},
+		{"parameter default", `{% macro show(m, q=p) %}{{ q }}{{ m.content }}{% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`, false},
+		{"default before its parameter", `{% macro show(m, q=p, p=1) %}{{ q }}{{ p }}{{ m.content }}{% endmacro %}{% for m in messages %}{{ show(m) }}{% endfor %}`, false},
+		{"nested loop target", `{% for m in messages %}{% for p in [m.content] %}{{ p }}{% endfor %}{{ p }}{% endfor %}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := Parse(tc.name, tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cache MessageCache
+			var msgs []string
+			for i, content := range []string{"a", "b", "c", "d"} {
+				msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q}`, content))
+				o := Options{MessageList: rawMessages(msgs), Extra: map[string]json.RawMessage{"p": json.RawMessage(fmt.Sprintf(`"p%d"`, i))}}
+				want, wantErr := tmpl.Render(o)
+				o.Cache = &cache
+				got, err := tmpl.Render(o)
+				if got != want || errText(err) != errText(wantErr) {
+					t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
+				}
+				wantReplayed := 0
+				if tc.replays {
+					wantReplayed = i
+				}
+				if cache.Replayed != wantReplayed {
+					t.Fatalf("render %d: %d iterations replayed, want %d", i, cache.Replayed, wantReplayed)
+				}
+			}
+		})
+	}
+}

@@ -51,6 +51,30 @@ type MessageCache struct {
 	// Replayed is how many loop iterations the last render wrote as an
 	// earlier render had rather than running them.
 	Replayed int
+
+	// The renderer and root scope of the last render, made again for the
+	// next: the frames its loops and macros gave back (closeScope), its
+	// argument slots and the root's array of variables are kept, not
+	// allocated anew at every turn. Nothing outlives a render through
+	// them: a render's values die with it, but for the messages, the
+	// loops' texts and the dependencies those are compared on (which hold
+	// macro definitions, not the macros bound in the root).
+	r    renderer
+	root frame
+}
+
+// renderer is a renderer and a root scope for a render through c, those
+// of the last render made ready again, or new ones when c is nil.
+func (c *MessageCache) renderer() (*renderer, *frame) {
+	if c == nil {
+		return &renderer{}, newFrame(nil)
+	}
+	clear(c.root.vars)
+	c.root.vars = c.root.vars[:0]
+	// The argument slots are empty (freeArgs) and the frames cleared
+	// (closeScope) already.
+	c.r = renderer{argSlots: c.r.argSlots[:0], freeFrames: c.r.freeFrames}
+	return &c.r, &c.root
 }
 
 // decodeList decodes messages, given one by one (Options.MessageList),

@@ -772,7 +772,7 @@ func (p *parser) parseUnary(withFilter bool) (expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		x = &unaryExpr{pos{t.line}, t.val, inner}
+		x = foldSign(&unaryExpr{pos{t.line}, t.val, inner})
 	} else if x, err = p.parsePrimary(); err != nil {
 		return nil, err
 	}
@@ -783,6 +783,35 @@ func (p *parser) parseUnary(withFilter bool) (expr, error) {
 		return p.parseFilterExpr(x)
 	}
 	return x, nil
+}
+
+// foldSign is x, a sign before a number, as the constant it makes (as
+// jinja2 folds it): a number boxed once, not at every evaluation.
+func foldSign(x *unaryExpr) expr {
+	c, ok := x.x.(*constExpr)
+	if !ok {
+		return x
+	}
+	switch v := c.val.(type) {
+	case int64:
+		if v == math.MinInt64 {
+			return x
+		}
+	case float64:
+	default:
+		return x
+	}
+	var v value
+	var err error
+	if x.op == "-" {
+		v, err = negate(c.val)
+	} else {
+		v, err = positive(c.val)
+	}
+	if err != nil {
+		return x
+	}
+	return &constExpr{pos: x.pos, val: v}
 }
 
 func (p *parser) parsePrimary() (expr, error) {

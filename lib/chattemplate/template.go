@@ -96,16 +96,23 @@ func (t *Template) RenderOver(o Options) (string, error) {
 
 // render renders the template into w.
 func (t *Template) render(o Options, w *textWriter) error {
-	root := newFrame(nil)
+	if o.MessageList == nil {
+		o.Cache = nil // it keeps a MessageList's messages
+	}
+	r, root := o.Cache.renderer()
+	r.tmpl, r.now, r.limits, r.cache = t, o.Now, &t.limits, o.Cache
 	// The root holds the fixed variables below, Extra and the undefined
-	// names: sized once rather than grown.
-	root.vars = make([]binding, 0, 6+len(o.Extra)+len(t.undef))
+	// names, and a few more that the template sets after reading them
+	// (preserve_thinking = preserve_thinking | default(false)): sized once
+	// rather than grown.
+	if n := 10 + len(o.Extra) + len(t.undef); cap(root.vars) < n {
+		root.vars = make([]binding, 0, n)
+	}
 	var messages value
 	var err error
 	if o.MessageList != nil {
 		messages, err = o.Cache.decodeList(o.MessageList)
 	} else {
-		o.Cache = nil // it keeps a MessageList's messages
 		messages, err = decodeOption("messages", o.Messages)
 	}
 	if err != nil {
@@ -135,7 +142,6 @@ func (t *Template) render(o Options, w *textWriter) error {
 	for _, name := range t.undef {
 		root.set(name, missing)
 	}
-	r := &renderer{tmpl: t, opts: &o, limits: &t.limits, cache: o.Cache}
 	defer o.Cache.prune()
 	start := w.Len()
 	w.grow(o.textRoom()) // after the decoding, which it reads

@@ -118,6 +118,15 @@ func init() {
 }
 
 func (r *renderer) evalTest(x *testExpr, f *frame) (value, error) {
+	if n, ok := x.arg.(*nameExpr); ok && (x.name == "defined" || x.name == "undefined") && x.args.none() {
+		// "name is defined", the common case, without the undefined
+		// value eval would make for a name that is not.
+		v, defined := resolveDefined(f, n.name)
+		if _, u := v.(*undefinedValue); u {
+			defined = false // bound to an undefined value
+		}
+		return defined == (x.name == "defined") != x.negate, nil
+	}
 	v, err := r.eval(x.arg, f)
 	if err != nil {
 		return nil, err

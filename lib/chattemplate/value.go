@@ -56,10 +56,26 @@ type pyDict struct {
 
 const dictIndexThreshold = 12
 
+// smallDict is a dict of up to smallDictCap items and the arrays its
+// slices start in (newDict).
+type smallDict struct {
+	d                 pyDict
+	keys, vals, nkeys [smallDictCap]value
+}
+
+const smallDictCap = 4
+
 // newDict makes an empty dict with room for capacity items. The three
 // slices share one allocation: templates build a dict for every message
 // object they see, so this is on the path of every render.
 func newDict(capacity int) *pyDict {
+	if capacity == smallDictCap {
+		// The common size (a message, a namespace) in one allocation
+		// with its slices rather than two.
+		sd := new(smallDict)
+		sd.d.keys, sd.d.vals, sd.d.nkeys = sd.keys[:0], sd.vals[:0], sd.nkeys[:0]
+		return &sd.d
+	}
 	backing := make([]value, 3*capacity)
 	return &pyDict{
 		keys:  backing[0:0:capacity],
