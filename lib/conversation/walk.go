@@ -191,10 +191,18 @@ func (w *Walk) End(reason string) {
 // assistant is the answer as an assistant message, as chat templates read
 // it: content, reasoning_content, tool_calls.
 func (w *Walk) assistant(a answerformat.Answer) json.RawMessage {
-	b := []byte(`{"role":"assistant","content":`)
+	// Room for the members unescaped, and some escapes: a message made
+	// at every turn is one array, not a series of doublings.
+	names := append([]string{"reasoning_content"}, w.opts.ReasoningAlso...)
+	n := len(a.Content) + 64
+	if a.Reasoning != "" {
+		n += len(names) * (len(a.Reasoning) + 32)
+	}
+	b := make([]byte, 0, n+n/16)
+	b = append(b, `{"role":"assistant","content":`...)
 	b = jsonl.AppendString(b, a.Content)
 	if a.Reasoning != "" {
-		for _, name := range append([]string{"reasoning_content"}, w.opts.ReasoningAlso...) {
+		for _, name := range names {
 			b = append(b, ',')
 			b = jsonl.AppendString(b, name)
 			b = append(b, ':')
