@@ -183,12 +183,7 @@ func TestLoopReplayFallsBack(t *testing.T) {
 					Extra:       map[string]json.RawMessage{"prefix": json.RawMessage(fmt.Sprintf(`"%d>"`, i/2))},
 					Now:         func() time.Time { return clock },
 				}
-				want, wantErr := tmpl.Render(o)
-				o.Cache = &cache
-				got, err := tmpl.Render(o)
-				if got != want || errText(err) != errText(wantErr) {
-					t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
-				}
+				renderAgainstCache(t, tmpl, o, &cache, fmt.Sprintf("render %d", i))
 				replayed += cache.Replayed
 			}
 			if tc.replays != (replayed > 0) {
@@ -387,12 +382,7 @@ func TestLoopReplayDependencyChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := Options{MessageList: rawMessages(msgs), Extra: extra}
-		want, wantErr := tmpl.Render(o)
-		o.Cache = &cache
-		got, err := tmpl.Render(o)
-		if got != want || errText(err) != errText(wantErr) {
-			t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
-		}
+		renderAgainstCache(t, tmpl, o, &cache, fmt.Sprintf("render %d", i))
 		if replays := cache.Replayed > 0; replays != tc.replays {
 			t.Fatalf("render %d (%s): %d iterations replayed, want replays: %v", i, tc.args, cache.Replayed, tc.replays)
 		}
@@ -415,13 +405,7 @@ func TestRenderAfterFailedRender(t *testing.T) {
 	for i, content := range []string{"a", "b", "boom", "c", "bang", "d", "e"} {
 		msg := fmt.Sprintf(`{"role":"user","content":%q}`, content)
 		o := Options{MessageList: rawMessages(append(msgs, msg))}
-		want, wantErr := tmpl.Render(o)
-		o.Cache = &cache
-		got, err := tmpl.Render(o)
-		if got != want || errText(err) != errText(wantErr) {
-			t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
-		}
-		if wantErr != nil {
+		if err := renderAgainstCache(t, tmpl, o, &cache, fmt.Sprintf("render %d", i)); err != nil {
 			failed++
 			continue // the failing message does not stay
 		}
@@ -468,12 +452,7 @@ func TestLoopReplayBoundNames(t *testing.T) {
 			for i, content := range []string{"a", "b", "c", "d"} {
 				msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q}`, content))
 				o := Options{MessageList: rawMessages(msgs), Extra: map[string]json.RawMessage{"p": json.RawMessage(fmt.Sprintf(`"p%d"`, i))}}
-				want, wantErr := tmpl.Render(o)
-				o.Cache = &cache
-				got, err := tmpl.Render(o)
-				if got != want || errText(err) != errText(wantErr) {
-					t.Fatalf("render %d: got %q (%v), want %q (%v)", i, got, err, want, wantErr)
-				}
+				renderAgainstCache(t, tmpl, o, &cache, fmt.Sprintf("render %d", i))
 				wantReplayed := 0
 				if tc.replays {
 					wantReplayed = i
@@ -484,4 +463,18 @@ func TestLoopReplayBoundNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderAgainstCache renders o without a cache and through cache: the two
+// must agree, text and error, which it returns. what names the render in a
+// failure.
+func renderAgainstCache(t *testing.T, tmpl *Template, o Options, cache *MessageCache, what string) error {
+	t.Helper()
+	want, wantErr := tmpl.Render(o)
+	o.Cache = cache
+	got, err := tmpl.Render(o)
+	if got != want || errText(err) != errText(wantErr) {
+		t.Fatalf("%s: got %q (%v), want %q (%v)", what, got, err, want, wantErr)
+	}
+	return err
 }
