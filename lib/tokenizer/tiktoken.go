@@ -129,6 +129,7 @@ func readTiktokenRanks(path string) (*bpeModel, error) {
 	}
 	m.indexSingleBytes()
 	m.byConcat = true // merges are looked up by concatenation (bpe.go)
+	m.memo = newPairMemo(len(m.tokenBytes))
 	return m, nil
 }
 
