@@ -25,43 +25,29 @@ type bpeModel struct {
 	// ignore_merges, and what tiktoken always does.
 	wholePieceFirst bool
 	cache           *pieceCache
-	// byConcat (tiktoken) has no merge table at load: the merge of a pair
-	// is its concatenation's rank, looked up in pieceID (the same answer
-	// as the table, which holds one rule for every way of cutting a token
-	// in two). Building that table is most of a load's time (a third of a
-	// second for Kimi-K2.5's 163,840 ranks), which a run that encodes a
-	// few prompts never wins back. Where the ids fit one, a pairMemo
-	// remembers the merges looked up instead, and no table is built;
-	// otherwise, once lookups pass buildMergesAfter, the table is built in
-	// the background and used from when it is done.
+	// byConcat (tiktoken) has no merge table: the merge of a pair is its
+	// concatenation's rank, looked up in pieceID (mergeByConcat). A table
+	// would hold one rule for every way of cutting a token in two, and
+	// building it is a quarter of a second of CPU for Kimi-K2.5's 163,840
+	// ranks, which a short run never wins back and which, with a worker on
+	// every core, is taken from the workers. memo remembers the merges
+	// looked up instead (nil where the ids do not fit its slots).
 	byConcat bool
-	lookups  atomic.Int64
-	built    atomic.Pointer[pairTable]
-	// memo, where the ids fit it, stands in for built (see pairMemo).
-	memo *pairMemo
+	memo     *pairMemo
 }
-
-// buildMergesAfter is how many merges a byConcat model looks up by
-// concatenation before it builds its table: a lookup by concatenation
-// costs about five table lookups more, and the table about six million of
-// those.
-const buildMergesAfter = 1 << 20
 
 const noRank = ^uint32(0)
 
 func pairKey(left, right uint32) uint64 { return uint64(left)<<32 | uint64(right) }
 
 func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
-	t := m.merges
 	if m.byConcat {
 		if m.memo != nil {
 			return m.memo.merge(m, left, right)
 		}
-		if t = m.built.Load(); t == nil {
-			return m.mergeByConcat(left, right)
-		}
+		return m.mergeByConcat(left, right)
 	}
-	v, ok := t.get(pairKey(left, right))
+	v, ok := m.merges.get(pairKey(left, right))
 	if !ok {
 		return noRank, 0
 	}
@@ -71,19 +57,6 @@ func (m *bpeModel) merge(left, right uint32) (rank, result uint32) {
 // mergeByConcat is merge without a table: the pair merges into the token
 // that is its concatenation, ranked by that token's rank (tiktoken's rule).
 func (m *bpeModel) mergeByConcat(left, right uint32) (rank, result uint32) {
-	if m.lookups.Add(1) == buildMergesAfter {
-		// Not `go m.built.Store(m.concatMerges())`: a go statement
-		// evaluates its call's arguments first, so that built the table
-		// on the encoding goroutine, which stalled its batch (and, with
-		// -j 2, the other worker waiting for it to be written) for the
-		// build's third of a second.
-		go func() { m.built.Store(m.concatMerges()) }()
-	}
-	return m.concatLookup(left, right)
-}
-
-// concatLookup is the merge of left and right by concatenation.
-func (m *bpeModel) concatLookup(left, right uint32) (rank, result uint32) {
 	var buf [64]byte
 	b := append(append(buf[:0], m.tokenBytes[left]...), m.tokenBytes[right]...)
 	id, ok := m.pieceID.getBytes(b)
@@ -91,62 +64,6 @@ func (m *bpeModel) concatLookup(left, right uint32) (rank, result uint32) {
 		return noRank, 0
 	}
 	return uint32(id), uint32(id)
-}
-
-// concatMerges is the table mergeByConcat answers from: for every token
-// (each its id's, where several ids spell the same bytes) and every way of
-// cutting it into two tokens, a rule ranked by the token. It is a few
-// hundred milliseconds of lookups in pieceID (1.66 million for Kimi's
-// 163,840 ranks), so those that another table answers are left out: a
-// single byte's id is byteID's, and when no two ids spell the same bytes
-// no token needs checking that it is its id's, and a piece of up to 8
-// bytes is looked up in a table of those tokens (shortIDs), a cache miss
-// each where pieceID's lookups are three.
-func (m *bpeModel) concatMerges() *pairTable {
-	rules := make([]pairSlot, 0, 2*m.pieceID.len())
-	tokens := 0
-	for _, ok := range m.tokenOK {
-		if ok {
-			tokens++
-		}
-	}
-	distinct := m.pieceID.len() == tokens
-	var short *shortIDs
-	if distinct { // else pieceID's answer, the last id of those bytes, is the one
-		short = newShortIDs(m.tokenBytes, m.tokenOK)
-	}
-	lookup := func(piece string) (int, bool) {
-		switch {
-		case len(piece) == 1:
-			id := m.byteID[piece[0]]
-			return int(id), id >= 0
-		case len(piece) <= 8 && short != nil:
-			return short.get(piece)
-		}
-		return m.pieceID.get(piece)
-	}
-	for id, tok := range m.tokenBytes {
-		if !m.tokenOK[id] || len(tok) < 2 {
-			continue
-		}
-		if !distinct {
-			if first, _ := m.pieceID.get(tok); first != id {
-				continue
-			}
-		}
-		for cut := 1; cut < len(tok); cut++ {
-			// Many prefixes are no token (two in five of Kimi's): look
-			// the rest up only for those that are.
-			left, ok := lookup(tok[:cut])
-			if !ok {
-				continue
-			}
-			if right, ok := lookup(tok[cut:]); ok {
-				rules = append(rules, pairSlot{pairKey(uint32(left), uint32(right)) + 1, uint64(id)<<32 | uint64(id)})
-			}
-		}
-	}
-	return pairTableOf(rules)
 }
 
 // longPiece is the symbol count above which the tree-based merge replaces
@@ -469,21 +386,19 @@ func (m *bpeModel) mergeWithTree(dst []int, ids []uint32, sc *bpeScratch) []int 
 
 // pairMemo remembers the merges a byConcat model looked up by
 // concatenation, a pair to a slot, the last pair written to a slot
-// winning. It stands in for the table that concatMerges builds: that build
-// is a quarter of a second of CPU which, with a worker on every core
-// (tokenize-prompts -j 2), is taken from the workers, while the pairs a
-// text merges are few enough that most lookups find theirs here. With it,
-// Kimi's encoding took 10-12% less CPU than with the table, build
-// included (46 MB of text, 8 alternating runs), and holds 2 MiB rather
-// than the table's 16. A slot is one word, written and read
-// whole, so workers share it without locks: valid bit, left and right ids
-// (memoIDBits each) and the result (its id, or memoNoMerge).
+// winning: the pairs a text merges are few enough that most lookups find
+// theirs here. With it, Kimi's encoding took 10-12% less CPU than with a
+// whole merge table built in the background, the build included (46 MB of
+// text, 8 alternating runs), and holds 2 MiB rather than the table's 16. A
+// slot is one word, written and read whole, so workers share it without
+// locks: valid bit, left and right ids (memoIDBits each) and the result
+// (its id, or memoNoMerge).
 type pairMemo struct {
 	slots []atomic.Uint64
 }
 
 const (
-	memoIDBits   = 18 // ids below 262,144: Kimi's 163,840 fit
+	memoIDBits   = 20 // a vocabulary of up to 1,048,576 ids: 1+20+20+21 bits
 	memoSlotBits = 18
 	memoSlots    = 1 << memoSlotBits
 	memoValid    = 1 << 63
@@ -493,7 +408,7 @@ const (
 // newPairMemo returns a memo for a vocabulary of n ids, or nil when its ids
 // do not fit a slot.
 func newPairMemo(n int) *pairMemo {
-	if n >= 1<<memoIDBits {
+	if n > 1<<memoIDBits {
 		return nil
 	}
 	return &pairMemo{slots: make([]atomic.Uint64, memoSlots)}
@@ -509,7 +424,7 @@ func (p *pairMemo) merge(m *bpeModel, left, right uint32) (rank, result uint32) 
 		}
 		return noRank, 0
 	}
-	rank, result = m.concatLookup(left, right)
+	rank, result = m.mergeByConcat(left, right)
 	v := uint64(memoNoMerge)
 	if rank != noRank {
 		v = uint64(result)

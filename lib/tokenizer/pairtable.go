@@ -75,10 +75,9 @@ func (t *pairTable) grow() {
 // of a key's rules winning as with put. The rules go in by the order of
 // their slots, not their own: a table of a few hundred thousand rules is
 // megabytes, and put in the rules' order each one was a cache miss (a
-// tenth of a second for gptoss's 446,189 merges, a third of a tiktoken
-// model's merge table build); sorted by slot (a counting sort on the
-// slot's top bits, which keeps each key's rules in their order) the puts
-// walk the table from start to end.
+// tenth of a second for gptoss's 446,189 merges); sorted by slot (a
+// counting sort on the slot's top bits, which keeps each key's rules in
+// their order) the puts walk the table from start to end.
 func pairTableOf(rules []pairSlot) *pairTable {
 	t := newPairTable(len(rules))
 	const bucketBits = 12
