@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -74,12 +75,7 @@ func (f *finishJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"matched":`...)
 		b = jsonl.AppendString(b, v)
 	default:
-		body, err := json.Marshal(v)
-		if err != nil {
-			panic(err)
-		}
-		b = append(b, `,"matched":`...)
-		b = append(b, body...)
+		panic(fmt.Sprintf("sim: finish_reason matched is a %T, not an id or a string", v))
 	}
 	if f.Length != nil {
 		b = append(b, `,"length":`...)

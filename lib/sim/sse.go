@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -30,11 +29,7 @@ func (s *sseWriter) data(v any) error {
 	if s.err != nil {
 		return s.err
 	}
-	if a, ok := v.(appender); ok {
-		buf := a.appendJSON([]byte("data: "))
-		return s.raw(append(buf, "\n\n"...))
-	}
-	body, err := json.Marshal(v)
+	body, err := marshal(v)
 	if err != nil {
 		s.err = err
 		return err
