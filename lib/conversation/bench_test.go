@@ -9,6 +9,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/answerformat"
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
+	"github.com/synthpipe/synthpipe/lib/cputime"
 )
 
 // benchTurns is the number of assistant turns of the conversation the
@@ -97,8 +98,11 @@ func BenchmarkTurnPrompts(b *testing.B) {
 	for _, way := range ways {
 		b.Run(way.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
-			defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op") }()
+			start, _ := cputime.Process()
+			defer func() {
+				end, _ := cputime.Process()
+				b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+			}()
 			for b.Loop() {
 				w := src.Walk(Options{})
 				var p turns

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synthpipe/synthpipe/lib/cputime"
 )
 
 // cpuMeter reports "cpu-MB/s", the bytes encoded per second of process CPU
@@ -15,12 +17,12 @@ type cpuMeter struct {
 }
 
 func startCPUMeter() cpuMeter {
-	t, ok := processCPUTime()
+	t, ok := cputime.Process()
 	return cpuMeter{start: t, ok: ok}
 }
 
 func (m cpuMeter) report(b *testing.B, bytesPerOp int64) {
-	end, ok := processCPUTime()
+	end, ok := cputime.Process()
 	if !m.ok || !ok || end <= m.start {
 		return
 	}
