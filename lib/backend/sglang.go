@@ -106,7 +106,7 @@ func (b *sglang) requestBody(req *Request, rid string) ([]byte, error) {
 	if p.MaxTokens <= 0 {
 		return nil, &Error{Kind: KindRequest, Message: fmt.Sprintf("max tokens must be positive, got %d", p.MaxTokens)}
 	}
-	body, err := appendSGLangBody(make([]byte, 0, 160+8*len(req.InputIDs)), req, rid, b.opts.Stream)
+	body, err := appendSGLangBody(make([]byte, 0, 192+9*len(req.InputIDs)), req, rid, b.opts.Stream)
 	if err != nil {
 		return nil, &Error{Kind: KindRequest, Message: err.Error(), cause: err}
 	}
@@ -124,14 +124,9 @@ func (b *sglang) requestBody(req *Request, rid string) ([]byte, error) {
 // the model produced.
 func appendSGLangBody(dst []byte, req *Request, rid string, stream bool) ([]byte, error) {
 	p := &req.Params
-	dst = append(dst, `{"input_ids":[`...)
-	for i, id := range req.InputIDs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(id), 10)
-	}
-	dst = append(dst, `],"rid":`...)
+	dst = append(dst, `{"input_ids":`...)
+	dst = jsonl.AppendIntArray(dst, req.InputIDs)
+	dst = append(dst, `,"rid":`...)
 	dst = appendJSONString(dst, rid)
 	dst = append(dst, `,"sampling_params":{"max_new_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(p.MaxTokens), 10)

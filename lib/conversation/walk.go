@@ -276,14 +276,8 @@ func appendTurn(b []byte, t Turn) []byte {
 	b = append(b, `{"`+record.FieldPromptTokens+`":`...)
 	b = strconv.AppendInt(b, int64(t.PromptTokens), 10)
 	if t.OutputIDs != nil {
-		b = append(b, `,"`+record.FieldOutputIDs+`":[`...)
-		for i, id := range t.OutputIDs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, int64(id), 10)
-		}
-		b = append(b, ']')
+		b = append(b, `,"`+record.FieldOutputIDs+`":`...)
+		b = jsonl.AppendIntArray(b, t.OutputIDs)
 	}
 	b = append(b, `,"`+record.FieldText+`":`...)
 	b = jsonl.AppendString(b, t.Answer.Content)

@@ -1,31 +1,43 @@
 package jsonl
 
 import (
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 )
 
 // AppendIntArray appends ids to dst as a JSON array: token ids are written
-// this way by generate (output_ids) and to-train (input_ids), and both must
-// agree byte for byte with what tokenize-prompts wrote. Writing the ids is
-// a tenth of tokenize-prompts' time per record, so the common ids (below
-// 10^8) are written straight into dst, two digits at a time, with room for
-// them made once; others go through strconv.
+// this way by tokenize-prompts (input_ids), generate (output_ids, and the
+// input_ids of every SGLang request) and to-train, and all must agree byte
+// for byte. Writing the ids is a tenth of tokenize-prompts' time per record
+// and a sixth of generate's CPU on long prompts, so the common ids (below
+// 10^8) are written four digits at a time from a table, each group by one
+// 4-byte store into room made once; others go through strconv.
 func AppendIntArray(dst []byte, ids []int) []byte {
-	dst = slices.Grow(dst, 2+len(ids)*maxFastDigits)
-	dst = append(dst, '[')
+	// A fast id takes at most 9 bytes with its comma, and the last group
+	// stores 4 bytes however few it keeps.
+	dst = slices.Grow(dst, 2+len(ids)*(maxFastDigits+1)+4)
+	n := len(dst)
+	buf := dst[:cap(dst)]
+	buf[n] = '['
+	n++
 	for i, id := range ids {
 		if i > 0 {
-			dst = append(dst, ',')
+			buf[n] = ','
+			n++
 		}
-		if uint(id) < fastLimit {
-			dst = appendSmallUint(dst, uint32(id))
-		} else {
-			dst = strconv.AppendInt(dst, int64(id), 10)
+		if uint(id) >= fastLimit {
+			buf = strconv.AppendInt(buf[:n], int64(id), 10)
+			n = len(buf)
+			buf = slices.Grow(buf, (len(ids)-i)*(maxFastDigits+1)+5)
+			buf = buf[:cap(buf)]
+			continue
 		}
+		n = putFastUint(buf, n, uint32(id))
 	}
-	return append(dst, ']')
+	buf[n] = ']'
+	return buf[:n+1]
 }
 
 const (
@@ -33,37 +45,35 @@ const (
 	fastLimit     = 100_000_000 // 10^maxFastDigits
 )
 
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-	"8081828384858687888990919293949596979899"
+// digitGroups[v] is v's four decimal digits, zero-padded, in the order a
+// little-endian 4-byte store writes them; digitGroupLen[v] is how many of
+// them are v's own (1 for 0).
+var digitGroups, digitGroupLen = func() (groups [10000]uint32, lens [10000]uint8) {
+	for v := range 10000 {
+		d := [4]byte{byte('0' + v/1000), byte('0' + v/100%10), byte('0' + v/10%10), byte('0' + v%10)}
+		groups[v] = binary.LittleEndian.Uint32(d[:])
+		lens[v] = uint8(len(strconv.Itoa(v)))
+	}
+	return groups, lens
+}()
 
-// appendSmallUint appends v (below fastLimit) in decimal, writing its
-// digits from the last.
-func appendSmallUint(dst []byte, v uint32) []byte {
-	n := 1
-	for t := uint32(10); n < maxFastDigits && v >= t; t *= 10 {
-		n++
+// putFastUint writes v (below fastLimit) in decimal at buf[n:], which has
+// room for 8 digits and 4 bytes more, and returns where it ends.
+func putFastUint(buf []byte, n int, v uint32) int {
+	lead := v
+	if v >= 10000 {
+		lead = v / 10000
 	}
-	if cap(dst)-len(dst) < n {
-		dst = slices.Grow(dst, n)
+	// The leading group without its padding zeros: shifting them out of
+	// the store leaves its digits first.
+	k := int(digitGroupLen[lead])
+	binary.LittleEndian.PutUint32(buf[n:], digitGroups[lead]>>(8*(4-k)))
+	n += k
+	if v >= 10000 {
+		binary.LittleEndian.PutUint32(buf[n:], digitGroups[v-lead*10000])
+		n += 4
 	}
-	end := len(dst) + n
-	dst = dst[:end]
-	i := end
-	for v >= 100 {
-		q := v / 100
-		r := 2 * (v - q*100)
-		dst[i-1], dst[i-2] = digitPairs[r+1], digitPairs[r]
-		i -= 2
-		v = q
-	}
-	if v >= 10 {
-		dst[i-1], dst[i-2] = digitPairs[2*v+1], digitPairs[2*v]
-	} else {
-		dst[i-1] = byte('0' + v)
-	}
-	return dst
+	return n
 }
 
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
