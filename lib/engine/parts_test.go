@@ -145,9 +145,19 @@ func TestAddMembers(t *testing.T) {
 			t.Fatalf("%s: got %s, want %s", tc.in, got, tc.want)
 		}
 	}
-	got := string(addMembers([]byte(`{"id":"a","text":"old"}`), ms, true))
-	if got != `{"id":"a","text":"x","completion_tokens":1}` {
-		t.Fatalf("replace: got %s", got)
+	replaced := []struct{ in, want string }{
+		{`{"id":"a","text":"old"}`, `{"id":"a","text":"x","completion_tokens":1}`},
+		// Where the key was, in its place; a nested key is not the record's.
+		{`{"completion_tokens":[1,2],"m":{"text":"in"},"id":"a"}`, `{"completion_tokens":1,"m":{"text":"in"},"id":"a","text":"x"}`},
+		// Keys compare as decoded text; the first of two is replaced.
+		{`{ "te\u0078t" : "old" , "text":"second" } `, `{ "te\u0078t" : "x" , "text":"second","completion_tokens":1}`},
+		{`{"text":"old","completion_tokens":7}`, `{"text":"x","completion_tokens":1}`},
+		{`{}`, `{"text":"x","completion_tokens":1}`},
+	}
+	for _, tc := range replaced {
+		if got := string(addMembers([]byte(tc.in), ms, true)); got != tc.want {
+			t.Fatalf("replace %s: got %s, want %s", tc.in, got, tc.want)
+		}
 	}
 }
 

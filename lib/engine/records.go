@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
-
-	"github.com/tidwall/sjson"
+	"unicode/utf8"
 
 	"github.com/synthpipe/synthpipe/lib/backend"
 	"github.com/synthpipe/synthpipe/lib/jsonl"
@@ -20,17 +20,16 @@ type member struct {
 }
 
 // addMembers returns line with members added. The input's bytes are kept as
-// they are and the members appended before its closing brace; only a record
-// that already has one of the keys goes through sjson to replace it.
+// they are and the members appended before its closing brace. With
+// replace, a member whose key the record already has takes the place of
+// its first value instead (a regenerated conversation's source record
+// holds prompt_tokens; a record sent again holds the last answer's
+// members): the record is crossed once, not once per member, as the
+// conversation's members together outweigh the rest of the line.
 func addMembers(line []byte, members []member, replace bool) []byte {
+	var values []keyedValue
 	if replace {
-		out := line
-		for _, m := range members {
-			if next, err := sjson.SetRawBytes(out, m.key, m.raw); err == nil {
-				out = next
-			}
-		}
-		return out
+		values = memberValues(line, members)
 	}
 	end := bytes.LastIndexByte(line, '}')
 	head := bytes.TrimRight(line[:end], " \t\r\n")
@@ -39,9 +38,18 @@ func addMembers(line []byte, members []member, replace bool) []byte {
 		size += len(m.key) + len(m.raw) + 4
 	}
 	out := make([]byte, 0, size)
-	out = append(out, head...)
+	from := 0 // the bytes of head before from are written
+	for _, v := range values {
+		out = append(out, head[from:v.start]...)
+		out = append(out, members[v.member].raw...)
+		from = v.end
+	}
+	out = append(out, head[from:]...)
 	empty := head[len(head)-1] == '{'
-	for _, m := range members {
+	for i, m := range members {
+		if slices.ContainsFunc(values, func(v keyedValue) bool { return v.member == i }) {
+			continue
+		}
 		if !empty {
 			out = append(out, ',')
 		}
@@ -52,6 +60,38 @@ func addMembers(line []byte, members []member, replace bool) []byte {
 		out = append(out, m.raw...)
 	}
 	return append(out, '}')
+}
+
+// keyedValue is where, in a record, the value of a member to replace lies.
+type keyedValue struct {
+	start, end int // line[start:end] is the value
+	member     int // the index of the member that replaces it
+}
+
+// memberValues finds, in order, the first value of each of members' keys
+// that line has at its top level, its keys compared as decoded text.
+func memberValues(line []byte, members []member) []keyedValue {
+	var values []keyedValue
+	jsonl.EachMember(line, func(mb jsonl.Member) bool {
+		key := mb.Key
+		if bytes.IndexByte(key, '\\') >= 0 {
+			lit := append(append([]byte{'"'}, key...), '"')
+			if text, _, err := jsonl.AppendUnquoted(nil, lit, utf8.AppendRune); err == nil {
+				key = text
+			}
+		}
+		for i, m := range members {
+			if string(key) != m.key || slices.ContainsFunc(values, func(v keyedValue) bool { return v.member == i }) {
+				continue
+			}
+			// mb.Value is a slice of line: its capacity tells where it starts.
+			start := cap(line) - cap(mb.Value)
+			values = append(values, keyedValue{start, start + len(mb.Value), i})
+			break
+		}
+		return true
+	})
+	return values
 }
 
 // resultMembers are the response fields of a successful answer.
