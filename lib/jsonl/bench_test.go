@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/synthpipe/synthpipe/tests/bench/benchdata"
@@ -70,4 +71,20 @@ func BenchmarkAppendIntArray(b *testing.B) {
 		out = AppendIntArray(out[:0], ids)
 	}
 	b.SetBytes(int64(len(out)))
+}
+
+// BenchmarkAppendString measures writing an answer's text as a JSON
+// string: 2 KB of English prose with a line break every ~80 bytes, as
+// generate writes every answer's text and reasoning.
+func BenchmarkAppendString(b *testing.B) {
+	var s strings.Builder
+	for s.Len() < 2048 {
+		s.WriteString("The draft model proposes several tokens, and the target model checks them in one pass.\n")
+	}
+	text := s.String()
+	var out []byte
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		out = AppendString(out[:0], text)
+	}
 }

@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -77,46 +78,82 @@ func putFastUint(buf []byte, n int, v uint32) int {
 }
 
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
-// encoding/json does, so that every line stays valid JSON.
+// encoding/json does, so that every line stays valid JSON. Every answer's
+// text and reasoning is written by it, so the bytes that need a look (an
+// escape, a byte past ASCII) are found eight bytes at a time, and the runs
+// between them copied whole.
 func AppendString(b []byte, s string) []byte {
+	b = slices.Grow(b, len(s)+2)
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
+	start := 0 // s[start:i] is to be copied as it is
+	for i := 0; ; {
+		i = nextNotPlain(s, i)
+		if i == len(s) {
+			break
+		}
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || size > 1 {
+				i += size
+				continue
 			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 			i++
 			start = i
 			continue
 		}
-		i += size
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// nextNotPlain is the index of the first byte of s from i that a JSON
+// string does not hold as it is (below 0x20, a quote, a backslash) or that
+// is not ASCII; len(s) when there is none.
+func nextNotPlain(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		_ = s[i+7]
+		// One 8-byte load: the compiler merges these.
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		quote, backslash := x^ones*'"', x^ones*'\\'
+		// A byte (high bit clear) below n borrows into its high bit in
+		// its lane of x - n; a quote or backslash is a zero lane of quote
+		// or backslash, which borrows in - 1. Borrows run only upwards, so
+		// the lowest flagged lane is a byte to look at, never a false one.
+		if m := ((x - ones*0x20) | (quote - ones) | (backslash - ones) | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
+}
+
+// Words of eight equal bytes, and their high bits.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 const hexDigits = "0123456789abcdef"
