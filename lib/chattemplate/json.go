@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"math/big"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -314,15 +315,6 @@ func hasControl(s string) bool {
 	return false
 }
 
-// plainASCII tells whether the 8 bytes x are all printable ASCII other
-// than a backslash: none below 0x20, none from 0x80 (the tests are exact:
-// x-ones*n&^x&highs is not zero exactly when a byte of x is below n, for
-// n up to 0x80).
-func plainASCII(x uint64) bool {
-	esc := x ^ ones*'\\'
-	return (x-ones*0x20)&^x&highs == 0 && x&highs == 0 && (esc-ones)&^esc&highs == 0
-}
-
 // word is the first 8 bytes of s, little-endian.
 func word(s string) uint64 {
 	_ = s[7]
@@ -333,21 +325,36 @@ func word(s string) uint64 {
 // unquote decodes the escapes of a JSON string's body, as encoding/json
 // does: \uXXXX pairs of surrogates give their rune, a lone surrogate and
 // bytes that are not UTF-8 give U+FFFD. ok is false for an escape JSON does
-// not have and for a control character.
+// not have and for a control character. The runs between escapes (most of
+// a message) are copied whole, UTF-8 included.
 func unquote(body string) (s string, ok bool) {
 	b := make([]byte, 0, len(body))
-	for i := 0; i < len(body); {
+	start := 0 // body[start:i] is copied as it is, when a byte asks for more
+	for i := 0; ; {
+		i = nextToDecode(body, i)
+		if i == len(body) {
+			break
+		}
 		c := body[i]
-		switch {
-		case c == '\\':
-			if i+1 == len(body) {
-				return "", false
-			}
-			if e := jsonEscapes[body[i+1]]; e != 0 {
-				b = append(b, e)
-				i += 2
+		if c >= utf8.RuneSelf {
+			if r, n := utf8.DecodeRuneInString(body[i:]); r != utf8.RuneError || n > 1 {
+				i += n
 				continue
 			}
+			b = append(b, body[start:i]...)
+			b = utf8.AppendRune(b, utf8.RuneError) // a byte that is not UTF-8
+			i++
+			start = i
+			continue
+		}
+		if c < 0x20 || i+1 == len(body) {
+			return "", false
+		}
+		b = append(b, body[start:i]...)
+		if e := jsonEscapes[body[i+1]]; e != 0 {
+			b = append(b, e)
+			i += 2
+		} else {
 			if body[i+1] != 'u' {
 				return "", false
 			}
@@ -357,27 +364,33 @@ func unquote(body string) (s string, ok bool) {
 			}
 			b = utf8.AppendRune(b, r)
 			i += n
-		case c < 0x20:
-			return "", false
-		case c < utf8.RuneSelf:
-			// A run of plain ASCII (most of a message) is copied at once.
-			j := i + 1
-			for j+8 <= len(body) && plainASCII(word(body[j:])) {
-				j += 8
-			}
-			for j < len(body) && body[j] >= 0x20 && body[j] < utf8.RuneSelf && body[j] != '\\' {
-				j++
-			}
-			b = append(b, body[i:j]...)
-			i = j
-		default:
-			r, n := utf8.DecodeRuneInString(body[i:])
-			b = utf8.AppendRune(b, r) // U+FFFD for a byte that is not UTF-8
-			i += n
 		}
+		start = i
 	}
+	b = append(b, body[start:]...)
 	// b is no one else's: the string takes its bytes instead of a copy.
 	return unsafe.String(unsafe.SliceData(b), len(b)), true
+}
+
+// nextToDecode is the index of the first byte of s from i that unquote
+// must look at (a backslash, a control character, a byte from 0x80), or
+// len(s). A word at a time: in x - n, a byte (high bit clear) below n
+// borrows into its high bit, and borrows run only upwards, so the lowest
+// flagged byte is one to look at, never a false one.
+func nextToDecode(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := word(s[i:])
+		backslash := x ^ ones*'\\'
+		if m := ((x - ones*0x20) | (backslash - ones) | x) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
 }
 
 // jsonEscapes are the one-letter escapes of JSON strings and what they stand for.
