@@ -24,7 +24,10 @@ type Tokenizer struct {
 	added          []AddedToken
 	addedByContent map[string]int
 	addedByID      map[int]string
-	vocabSize      int
+	// addedBits marks the ids of addedByID, one bit an id: Decode asks
+	// for every id, and most are no added token.
+	addedBits []uint64
+	vocabSize int
 	// byteLevelSpelling tells that vocabulary entries are spelled in the
 	// byte-level alphabet (tokenizer.json), which TokenID accepts.
 	byteLevelSpelling bool
@@ -140,9 +143,10 @@ func (e *encoder) flushPieces() {
 // an error.
 func (t *Tokenizer) Decode(ids []int) (string, error) {
 	var b strings.Builder
+	b.Grow(4 * len(ids)) // a few bytes a token
 	for _, id := range ids {
-		if s, ok := t.addedByID[id]; ok {
-			b.WriteString(s)
+		if uint(id) < uint(len(t.addedBits))*64 && t.addedBits[id/64]&(1<<(id%64)) != 0 {
+			b.WriteString(t.addedByID[id])
 			continue
 		}
 		if id < 0 || id >= len(t.model.tokenBytes) || !t.model.tokenOK[id] {
@@ -190,10 +194,17 @@ func (t *Tokenizer) setAddedTokens(tokens []AddedToken, tiktokenRules bool) {
 	t.added = tokens
 	t.addedByContent = make(map[string]int, len(tokens))
 	t.addedByID = make(map[int]string, len(tokens))
+	t.addedBits = nil
 	var rawAll, rawPlain, normAll, normPlain []AddedToken
 	for _, a := range tokens {
 		t.addedByContent[a.Content] = a.ID
 		t.addedByID[a.ID] = a.Content
+		if a.ID >= 0 {
+			for len(t.addedBits) <= a.ID/64 {
+				t.addedBits = append(t.addedBits, 0)
+			}
+			t.addedBits[a.ID/64] |= 1 << (a.ID % 64)
+		}
 		if a.ID+1 > t.vocabSize {
 			t.vocabSize = a.ID + 1
 		}
