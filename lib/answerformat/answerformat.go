@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/synthpipe/synthpipe/lib/exitcode"
@@ -59,7 +60,7 @@ type Format struct {
 	// family has none.
 	thinkStart, thinkEnd int
 	// ends are the end-of-turn ids.
-	ends map[int]bool
+	ends []int
 	// trim: the family's template trims reasoning and content (Qwen3).
 	trim  bool
 	calls callGrammar
@@ -85,7 +86,7 @@ func ForTokenizer(tok *tokenizer.Tokenizer, path string) (*Format, error) {
 		}
 		return -1
 	}
-	f := &Format{tok: tok, thinkStart: id("<think>"), thinkEnd: id("</think>"), ends: map[int]bool{}}
+	f := &Format{tok: tok, thinkStart: id("<think>"), thinkEnd: id("</think>")}
 	switch {
 	case id("<|tool_calls_section_begin|>") >= 0 && id("<|im_end|>") >= 0:
 		f.Family = "kimi-k2"
@@ -119,7 +120,7 @@ func isAdded(tok *tokenizer.Tokenizer, id int) bool {
 func (f *Format) addEnds(ids ...int) {
 	for _, id := range ids {
 		if id >= 0 {
-			f.ends[id] = true
+			f.ends = append(f.ends, id)
 		}
 	}
 }
@@ -154,7 +155,7 @@ func (f *Format) Read(prompt, output []int) (Answer, error) {
 	var a Answer
 	p := parser{f: f, inReasoning: f.OpensReasoning(prompt)}
 	for i, id := range output {
-		if f.ends[id] {
+		if slices.Contains(f.ends, id) {
 			a.Closed = true
 			output = output[:i]
 			break
@@ -180,7 +181,7 @@ type parser struct {
 	reasoning   string
 	content     strings.Builder // the reasoning while inReasoning
 	calls       []ToolCall
-	pending     []int // plain ids not yet decoded
+	pending     []int // plain ids not yet decoded: a run of the ids read
 }
 
 func (p *parser) run(ids []int) error {
@@ -201,8 +202,12 @@ func (p *parser) run(ids []int) error {
 				return err
 			}
 			i += n - 1
+		case len(p.pending) == 0:
+			p.pending = ids[i : i+1]
 		default:
-			p.pending = append(p.pending, id)
+			// Plain ids run on until a marker flushes them: the run is a
+			// view of ids, not a copy.
+			p.pending = p.pending[:len(p.pending)+1]
 		}
 	}
 	p.flush()
@@ -219,7 +224,7 @@ func (p *parser) flush() {
 		s = ""
 	}
 	p.content.WriteString(s)
-	p.pending = p.pending[:0]
+	p.pending = nil
 }
 
 // readCalls reads the tool calls at the start of ids and returns how many

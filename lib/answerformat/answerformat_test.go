@@ -167,3 +167,27 @@ func TestUnknownFamily(t *testing.T) {
 		t.Fatalf("%v: not a usage error", err)
 	}
 }
+
+// BenchmarkRead reads a Kimi-K2.5 answer of ~400 ids, reasoning then
+// content, as generate --turns all reads every turn's answer.
+func BenchmarkRead(b *testing.B) {
+	m, err := chat.Load(chat.BuiltinPrefix+"kimi-k2.5", chat.TemplateAuto, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := ForTokenizer(m.Tok, chat.BuiltinPrefix+"kimi-k2.5")
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := m.Encode("<|im_assistant|>assistant<|im_middle|><think>")
+	text := strings.Repeat("The draft proposes tokens and the target checks them in one pass. ", 12)
+	output := append(m.Tok.Encode(text, false), m.Encode("</think>")...)
+	output = append(output, m.Tok.Encode(text, false)...)
+	output = append(output, m.Encode("<|im_end|>")...)
+	b.ReportAllocs()
+	for b.Loop() {
+		if a, err := f.Read(prompt, output); err != nil || !a.Closed || a.Content == "" {
+			b.Fatalf("read %+v, %v", a, err)
+		}
+	}
+}
