@@ -88,7 +88,7 @@ func BenchmarkPreTokenize(b *testing.B) {
 			b.Run(set.name+"/"+fam, func(b *testing.B) {
 				tok := loadFamily(b, fam)
 				pieces := 0
-				count := func(string) { pieces++ }
+				count := func(int, int) { pieces++ }
 				b.SetBytes(set.size)
 				b.ResetTimer()
 				cpu := startCPUMeter()

@@ -80,8 +80,11 @@ type bpeScratch struct {
 	results []uint32
 	touched []int32
 	local   *localCache // lent by the model's pieceCache for one encode
-	pieces  []string    // an encode's pieces awaiting lookup (appendPieces)
-	seen    uint8       // see appendPieces
+	// An encode's pieces awaiting lookup, queue[:queued] (see
+	// encoder.queuePiece).
+	queue  [pieceBatch]queuedPiece
+	queued int
+	seen   uint8 // see encoder.flushPieces
 }
 
 var bpeScratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
@@ -100,51 +103,28 @@ func (m *bpeModel) release(sc *bpeScratch) {
 	bpeScratchPool.Put(sc)
 }
 
-// appendPieces appends the ids of pieces, in order, for an encode whose
-// local cache is cold. It first reads the local-cache slot of each short
-// piece: reads that do not wait for one another, so that the processor
-// overlaps their cache misses, where each lookup behind a piece's scan
-// would pay its own. In generate --turns all's profile, these misses were a
-// third of encoding each turn; on a warm cache the batch costs more than it
-// saves, so encodes of whole texts go piece by piece.
-func (m *bpeModel) appendPieces(dst []int, pieces []string, sc *bpeScratch) []int {
-	var seen uint8
-	for _, p := range pieces {
-		if len(p) >= 2 && len(p) <= maxLocalPiece {
-			k0, k1 := localKey(p)
-			seen |= sc.local.slot(k0, k1, len(p)).n
-		}
-	}
-	sc.seen = seen // a use for the reads, which the compiler would drop
-	for _, p := range pieces {
-		dst = m.appendPiece(dst, p, sc)
-	}
+// appendLocalMiss appends the ids of a piece that its local-cache slot s
+// (of key k0, k1) does not hold, and makes s hold them.
+func (m *bpeModel) appendLocalMiss(dst []int, piece string, s *localSlot, k0, k1 uint64, sc *bpeScratch) []int {
+	start := len(dst)
+	dst = m.appendUncached(dst, piece, sc)
+	s.set(k0, k1, len(piece), dst[start:])
 	return dst
 }
 
-// appendPiece appends the ids of one pre-tokenized piece: from the
-// goroutine's local cache for a short piece, else from the vocabulary (when
-// whole pieces come first), the shared cache, or merging, in that order.
-func (m *bpeModel) appendPiece(dst []int, piece string, sc *bpeScratch) []int {
+// appendUnlocal appends the ids of a piece the local cache does not take:
+// one byte, or more than maxLocalPiece.
+func (m *bpeModel) appendUnlocal(dst []int, piece string, sc *bpeScratch) []int {
 	if len(piece) == 1 {
 		if id := m.byteID[piece[0]]; id >= 0 {
 			dst = append(dst, int(id))
 		}
 		return dst
 	}
-	if len(piece) > maxLocalPiece {
-		return m.appendUncached(dst, piece, sc)
-	}
-	dst, hit := sc.local.appendCached(dst, piece)
-	if !hit {
-		start := len(dst)
-		dst = m.appendUncached(dst, piece, sc)
-		sc.local.store(piece, dst[start:])
-	}
-	return dst
+	return m.appendUncached(dst, piece, sc)
 }
 
-// appendUncached is appendPiece past the local cache.
+// appendUncached is encoder.appendPiece past the local cache.
 func (m *bpeModel) appendUncached(dst []int, piece string, sc *bpeScratch) []int {
 	if m.wholePieceFirst {
 		if id, ok := m.pieceID.get(piece); ok {

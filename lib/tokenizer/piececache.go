@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,33 +107,40 @@ func localKey(piece string) (k0, k1 uint64) {
 	}
 }
 
-func (c *localCache) slot(k0, k1 uint64, n int) *localSlot {
-	h := (k0 ^ bits.RotateLeft64(k1, 29) ^ uint64(n)<<56) * 0x9E3779B97F4A7C15
-	return &c.slots[h>>(64-localBits)]
+// localSlotOf is the slot of the piece of key k0, k1 (localKey) and length n.
+func localSlotOf(k0, k1 uint64, n int) uint {
+	return uint((k0 ^ bits.RotateLeft64(k1, 29) ^ uint64(n)<<56) * 0x9E3779B97F4A7C15 >> (64 - localBits))
 }
 
-// appendCached appends the ids of piece (of at most maxLocalPiece bytes)
-// and reports whether it held them.
-func (c *localCache) appendCached(dst []int, piece string) ([]int, bool) {
-	k0, k1 := localKey(piece)
-	s := c.slot(k0, k1, len(piece))
-	if int(s.n) != len(piece) || s.k0 != k0 || s.k1 != k1 {
-		return dst, false
-	}
-	for _, id := range s.ids[:s.count] {
-		dst = append(dst, int(id))
-	}
-	return dst, true
+// holds reports whether s holds the piece of key k0, k1 (localKey) and
+// length n. The caller works the key and the slot out once per piece and
+// hands them to set on a miss.
+func (s *localSlot) holds(k0, k1 uint64, n int) bool {
+	return int(s.n) == n && s.k0 == k0 && s.k1 == k1
 }
 
-// store remembers the ids of piece, when they fit a slot.
-func (c *localCache) store(piece string, ids []int) {
+// appendIDs appends the ids s holds, growing dst once rather than
+// checking its capacity per id.
+func (s *localSlot) appendIDs(dst []int) []int {
+	if s.count == 1 { // most pieces of prose
+		return append(dst, int(s.ids[0]))
+	}
+	ids := s.ids[:s.count]
+	n := len(dst)
+	dst = slices.Grow(dst, len(ids))[:n+len(ids)]
+	for i, id := range ids {
+		dst[n+i] = int(id)
+	}
+	return dst
+}
+
+// set makes s hold ids for the piece of key k0, k1 and length n, when they
+// fit.
+func (s *localSlot) set(k0, k1 uint64, n int, ids []int) {
 	if len(ids) > maxLocalIDs {
 		return
 	}
-	k0, k1 := localKey(piece)
-	s := c.slot(k0, k1, len(piece))
-	s.k0, s.k1, s.n, s.count = k0, k1, uint8(len(piece)), uint8(len(ids))
+	s.k0, s.k1, s.n, s.count = k0, k1, uint8(n), uint8(len(ids))
 	for i, id := range ids {
 		s.ids[i] = uint32(id)
 	}

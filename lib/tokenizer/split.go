@@ -17,20 +17,33 @@ type finder interface {
 
 // splitIsolated cuts s the way HF's Split pre-tokenizer with behaviour
 // Isolated does: every match is a piece, and so is every non-empty stretch
-// between matches. Each piece goes to the next stage, the last stage emits.
-func splitIsolated(s string, stages []matcher, emit func(piece string)) {
+// between matches. Each piece goes to the next stage, the last stage emits
+// it as its start and end in s: offsets, unlike the piece itself, hold no
+// pointer, so the encoder queues them without write barriers and without
+// clearing its queue after each batch (see encoder.queuePiece).
+func splitIsolated(s string, stages []matcher, emit func(start, end int)) {
+	splitAt(s, 0, stages, emit)
+}
+
+// splitAt is splitIsolated for s at offset base of the text that emit's
+// offsets are in.
+func splitAt(s string, base int, stages []matcher, emit func(start, end int)) {
 	if len(s) == 0 {
 		return
 	}
 	if len(stages) == 0 {
-		emit(s)
+		emit(base, base+len(s))
 		return
 	}
 	m, rest := stages[0], stages[1:]
-	// The last stage emits its pieces itself: a call less per piece.
-	piece := emit
-	if len(rest) > 0 {
-		piece = func(p string) { splitIsolated(p, rest, emit) }
+	// The last stage emits its pieces itself, a call less per piece than
+	// one more splitAt each.
+	piece := func(start, end int) {
+		if len(rest) == 0 {
+			emit(base+start, base+end)
+			return
+		}
+		splitAt(s[start:end], base+start, rest, emit)
 	}
 	if f, ok := m.(finder); ok {
 		gapStart := 0
@@ -40,13 +53,13 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 				break
 			}
 			if gapStart < start {
-				piece(s[gapStart:start])
+				piece(gapStart, start)
 			}
-			piece(s[start:end])
+			piece(start, end)
 			gapStart = end
 		}
 		if gapStart < len(s) {
-			piece(s[gapStart:])
+			piece(gapStart, len(s))
 		}
 		return
 	}
@@ -59,13 +72,13 @@ func splitIsolated(s string, stages []matcher, emit func(piece string)) {
 			continue
 		}
 		if gapStart < i {
-			piece(s[gapStart:i])
+			piece(gapStart, i)
 		}
-		piece(s[i:end])
+		piece(i, end)
 		i = end
 		gapStart = end
 	}
 	if gapStart < len(s) {
-		piece(s[gapStart:])
+		piece(gapStart, len(s))
 	}
 }
