@@ -9,7 +9,7 @@ type cl100kMatcher struct {
 	maxDigits int
 }
 
-func (m cl100kMatcher) matchAt(s string, i int) int {
+func (m *cl100kMatcher) matchAt(s string, i int) int {
 	if n := contractionLen(s, i); n > 0 {
 		return i + n
 	}

@@ -8,9 +8,9 @@ import "unicode/utf8"
 // numberMatcher is \p{N}{1,max}.
 type numberMatcher struct{ max int }
 
-func (m numberMatcher) matchAt(s string, i int) int { return numberEnd(s, i, m.max) }
+func (m *numberMatcher) matchAt(s string, i int) int { return numberEnd(s, i, m.max) }
 
-func (m numberMatcher) nextMatch(s string, i int) (int, int) {
+func (m *numberMatcher) nextMatch(s string, i int) (int, int) {
 	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -36,7 +36,7 @@ func isCJKKana(r rune) bool {
 	return (r >= 0x4e00 && r <= 0x9fa5) || (r >= 0x3040 && r <= 0x30ff)
 }
 
-func (m cjkKanaMatcher) nextMatch(s string, i int) (int, int) {
+func (m *cjkKanaMatcher) nextMatch(s string, i int) (int, int) {
 	for i < len(s) {
 		if s[i] < utf8.RuneSelf {
 			i++
@@ -51,7 +51,7 @@ func (m cjkKanaMatcher) nextMatch(s string, i int) (int, int) {
 	return -1, -1
 }
 
-func (cjkKanaMatcher) matchAt(s string, i int) int {
+func (*cjkKanaMatcher) matchAt(s string, i int) int {
 	j := i
 	for j < len(s) {
 		r, n := decodeRune(s, j)
@@ -86,7 +86,7 @@ var (
 	punctAndSymbols = classMask{any: classP | classS}
 )
 
-func (m deepseekWordMatcher) matchAt(s string, i int) int {
+func (m *deepseekWordMatcher) matchAt(s string, i int) int {
 	if isASCIIPunct(s[i]) && i+1 < len(s) && isASCIILetter(s[i+1]) {
 		j := i + 1
 		for j < len(s) && isASCIILetter(s[j]) {

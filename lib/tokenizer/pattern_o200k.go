@@ -44,7 +44,7 @@ var han = classMask{any: classHan}
 
 func isHan(c runeClass) bool { return c&classHan != 0 }
 
-func (m o200kMatcher) matchAt(s string, i int) int {
+func (m *o200kMatcher) matchAt(s string, i int) int {
 	if end, ok := m.matchASCII(s, i); ok {
 		return end
 	}
