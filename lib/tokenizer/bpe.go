@@ -81,10 +81,13 @@ type bpeScratch struct {
 	touched []int32
 	local   *localCache // lent by the model's pieceCache for one encode
 	// An encode's pieces awaiting lookup, queue[:queued] (see
-	// encoder.queuePiece).
+	// pieceQueuer).
 	queue  [pieceBatch]queuedPiece
 	queued int
 	seen   uint8 // see encoder.flushPieces
+	// enc is the state of the encode that holds the scratch (see
+	// Tokenizer.newEncoder).
+	enc encoder
 }
 
 var bpeScratchPool = sync.Pool{New: func() any { return new(bpeScratch) }}
@@ -100,6 +103,7 @@ func (m *bpeModel) scratch() *bpeScratch {
 func (m *bpeModel) release(sc *bpeScratch) {
 	m.cache.putLocal(sc.local)
 	sc.local = nil
+	sc.enc = encoder{} // let the text and the ids go
 	bpeScratchPool.Put(sc)
 }
 
@@ -124,7 +128,7 @@ func (m *bpeModel) appendUnlocal(dst []int, piece string, sc *bpeScratch) []int 
 	return m.appendUncached(dst, piece, sc)
 }
 
-// appendUncached is encoder.appendPiece past the local cache.
+// appendUncached is pieceAppender.piece past the local cache.
 func (m *bpeModel) appendUncached(dst []int, piece string, sc *bpeScratch) []int {
 	if m.wholePieceFirst {
 		if id, ok := m.pieceID.get(piece); ok {

@@ -84,9 +84,8 @@ func (t *Tokenizer) extendShared(prev *Encoding, text string, over bool, shared 
 		copy(ids, prev.IDs[:from.ids])
 	}
 	enc.Reused = from.ids
-	sc := t.model.scratch()
-	defer t.model.release(sc)
-	e := encoder{t: t, dst: ids, sc: sc, parseSpecial: true, marks: &enc.marks, base: from.offset, coldCache: true}
+	e := t.newEncoder(encoder{dst: ids, parseSpecial: true, marks: &enc.marks, base: from.offset, coldCache: true})
+	defer e.release()
 	e.encodeChunk(text[from.offset:])
 	enc.IDs = e.dst
 	return enc

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,17 +118,12 @@ func (s *localSlot) holds(k0, k1 uint64, n int) bool {
 	return int(s.n) == n && s.k0 == k0 && s.k1 == k1
 }
 
-// appendIDs appends the ids s holds, growing dst once rather than
-// checking its capacity per id.
+// appendIDs appends the ids s holds. A plain loop of appends: small
+// enough to be inlined where a piece is looked up, which growing dst once
+// (slices.Grow) was not.
 func (s *localSlot) appendIDs(dst []int) []int {
-	if s.count == 1 { // most pieces of prose
-		return append(dst, int(s.ids[0]))
-	}
-	ids := s.ids[:s.count]
-	n := len(dst)
-	dst = slices.Grow(dst, len(ids))[:n+len(ids)]
-	for i, id := range ids {
-		dst[n+i] = int(id)
+	for _, id := range s.ids[:s.count] {
+		dst = append(dst, int(id))
 	}
 	return dst
 }

@@ -15,35 +15,41 @@ type finder interface {
 	nextMatch(s string, i int) (start, end int)
 }
 
-// splitIsolated cuts s the way HF's Split pre-tokenizer with behaviour
-// Isolated does: every match is a piece, and so is every non-empty stretch
-// between matches. Each piece goes to the next stage, the last stage emits
-// it as its start and end in s: offsets, unlike the piece itself, hold no
-// pointer, so the encoder queues them without write barriers and without
-// clearing its queue after each batch (see encoder.queuePiece).
-func splitIsolated(s string, stages []matcher, emit func(start, end int)) {
-	splitAt(s, 0, stages, emit)
+// pieceSink takes the pieces that splitIsolated cuts, as their start and
+// end in its text: offsets, unlike the piece itself, hold no pointer, so
+// the encoder queues them without write barriers and without clearing its
+// queue after each batch (see pieceQueuer).
+type pieceSink interface {
+	piece(start, end int)
 }
 
-// splitAt is splitIsolated for s at offset base of the text that emit's
+// splitIsolated cuts s the way HF's Split pre-tokenizer with behaviour
+// Isolated does: every match is a piece, and so is every non-empty stretch
+// between matches. Each piece goes to the next stage, the last stage hands
+// it to sink.
+func splitIsolated(s string, stages []matcher, sink pieceSink) {
+	splitAt(s, 0, stages, sink)
+}
+
+// splitAt is splitIsolated for s at offset base of the text that sink's
 // offsets are in.
-func splitAt(s string, base int, stages []matcher, emit func(start, end int)) {
+func splitAt(s string, base int, stages []matcher, sink pieceSink) {
 	if len(s) == 0 {
 		return
 	}
 	if len(stages) == 0 {
-		emit(base, base+len(s))
+		sink.piece(base, base+len(s))
 		return
 	}
 	m, rest := stages[0], stages[1:]
-	// The last stage emits its pieces itself, a call less per piece than
-	// one more splitAt each.
+	// The last stage hands its pieces to sink itself, a call less per
+	// piece than one more splitAt each.
 	piece := func(start, end int) {
 		if len(rest) == 0 {
-			emit(base+start, base+end)
+			sink.piece(base+start, base+end)
 			return
 		}
-		splitAt(s[start:end], base+start, rest, emit)
+		splitAt(s[start:end], base+start, rest, sink)
 	}
 	if f, ok := m.(finder); ok {
 		gapStart := 0

@@ -46,9 +46,8 @@ func (t *Tokenizer) Encode(text string, parseSpecial bool) []int {
 
 // AppendEncode appends the ids of text to dst, as Encode.
 func (t *Tokenizer) AppendEncode(dst []int, text string, parseSpecial bool) []int {
-	sc := t.model.scratch()
-	defer t.model.release(sc)
-	e := encoder{t: t, dst: dst, sc: sc, parseSpecial: parseSpecial}
+	e := t.newEncoder(encoder{dst: dst, parseSpecial: parseSpecial})
+	defer e.release()
 	if t.kimiChunking {
 		forEachKimiChunk(text, e.encodeChunk)
 	} else {
@@ -77,6 +76,22 @@ type encoder struct {
 	text string
 }
 
+// newEncoder returns the state of one encode, init with t and a pooled
+// scratch, kept in the scratch itself: the pre-tokenizer hands the
+// encoder its pieces as a pieceSink, an interface through which its
+// pointer escapes, and an encoder on the stack would be moved to the heap,
+// an allocation per encode.
+func (t *Tokenizer) newEncoder(init encoder) *encoder {
+	sc := t.model.scratch()
+	e := &sc.enc
+	*e = init
+	e.t, e.sc = t, sc
+	return e
+}
+
+// release gives the encoder's scratch back.
+func (e *encoder) release() { e.t.model.release(e.sc) }
+
 func (e *encoder) appendID(id, _ int) { e.dst = append(e.dst, id) }
 
 // appendRawID appends the id of an added token matched in the raw text,
@@ -88,13 +103,23 @@ func (e *encoder) appendRawID(id, end int) {
 	}
 }
 
-// appendPiece appends the ids of the pre-tokenized piece e.text[start:end]:
-// from the goroutine's local cache for a short piece, else from the
-// vocabulary (when whole pieces come first), the shared cache, or merging,
-// in that order. It is the last pre-tokenizer stage's emit, so a hit in
-// the local cache, what most pieces of prose are, costs this call and no
-// other.
-func (e *encoder) appendPiece(start, end int) {
+// pieceAppender and pieceQueuer are an encoder as the pre-tokenizer's
+// pieceSink: the first looks each piece up as it comes, the second in
+// batches (coldCache). Each has the work in its own piece method, which
+// the interface calls directly, where a method value such as
+// e.appendPiece went through a generated wrapper, a call more per piece.
+type (
+	pieceAppender encoder
+	pieceQueuer   encoder
+)
+
+// piece appends the ids of the pre-tokenized piece e.text[start:end]: from
+// the goroutine's local cache for a short piece, else from the vocabulary
+// (when whole pieces come first), the shared cache, or merging, in that
+// order. A hit in the local cache, what most pieces of prose are, costs
+// this call and no other.
+func (a *pieceAppender) piece(start, end int) {
+	e := (*encoder)(a)
 	piece, m := e.text[start:end], e.t.model
 	if n := len(piece); n >= 2 && n <= maxLocalPiece {
 		k0, k1 := localKey(piece)
@@ -133,10 +158,10 @@ func (e *encoder) encodeUnmatched(text string) {
 func (e *encoder) encodeOrdinary(text string) {
 	e.text = text
 	if !e.coldCache {
-		splitIsolated(text, e.t.stages, e.appendPiece)
+		splitIsolated(text, e.t.stages, (*pieceAppender)(e))
 		return
 	}
-	splitIsolated(text, e.t.stages, e.queuePiece)
+	splitIsolated(text, e.t.stages, (*pieceQueuer)(e))
 	e.flushPieces()
 }
 
@@ -154,9 +179,10 @@ type queuedPiece struct {
 	slot       int32 // -1: one byte, or longer than maxLocalPiece
 }
 
-// queuePiece holds the piece e.text[start:end] until pieceBatch of them
-// are looked up at once.
-func (e *encoder) queuePiece(start, end int) {
+// piece holds the piece e.text[start:end] until pieceBatch of them are
+// looked up at once.
+func (qr *pieceQueuer) piece(start, end int) {
+	e := (*encoder)(qr)
 	sc := e.sc
 	// Written in place, not built on the stack and copied in.
 	q := &sc.queue[sc.queued]
@@ -176,7 +202,7 @@ func (e *encoder) queuePiece(start, end int) {
 // lookup behind a piece's scan would pay its own. In generate --turns
 // all's profile, these misses were a third of encoding each turn; on a
 // warm cache the batch costs more than it saves, so encodes of whole texts
-// go piece by piece (appendPiece).
+// go piece by piece (pieceAppender).
 func (e *encoder) flushPieces() {
 	queue, m, sc, local := e.sc.queue[:e.sc.queued], e.t.model, e.sc, e.sc.local
 	var seen uint8
