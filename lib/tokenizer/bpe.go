@@ -84,7 +84,6 @@ type bpeScratch struct {
 	// pieceQueuer).
 	queue  [pieceBatch]queuedPiece
 	queued int
-	seen   uint8 // see encoder.flushPieces
 	// enc is the state of the encode that holds the scratch (see
 	// Tokenizer.newEncoder).
 	enc encoder

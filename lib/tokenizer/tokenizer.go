@@ -177,6 +177,9 @@ type queuedPiece struct {
 	start, end int
 	k0, k1     uint64
 	slot       int32 // -1: one byte, or longer than maxLocalPiece
+	// id is the piece's id when flushPieces' first pass found the piece
+	// in its slot with one id, what most pieces of prose are; else -1.
+	id int32
 }
 
 // piece holds the piece e.text[start:end] until pieceBatch of them are
@@ -196,38 +199,53 @@ func (qr *pieceQueuer) piece(start, end int) {
 	}
 }
 
-// flushPieces appends the ids of the queued pieces, in order. It first
-// reads the local-cache slot of each: reads that do not wait for one
+// flushPieces appends the ids of the queued pieces, in order. A first
+// pass reads the local-cache slot of each: reads that do not wait for one
 // another, so that the processor overlaps their cache misses, where each
 // lookup behind a piece's scan would pay its own. In generate --turns
 // all's profile, these misses were a third of encoding each turn; on a
 // warm cache the batch costs more than it saves, so encodes of whole texts
-// go piece by piece (pieceAppender).
+// go piece by piece (pieceAppender). The first pass also notes the id of a
+// piece its slot holds, so that the second appends it without looking
+// again: only the other pieces take the full lookup (appendQueued). An id
+// noted stays right even when a miss before it refills its slot; a miss
+// may have been filled since, which appendQueued looks for.
 func (e *encoder) flushPieces() {
-	queue, m, sc, local := e.sc.queue[:e.sc.queued], e.t.model, e.sc, e.sc.local
-	var seen uint8
-	for i := range queue {
-		if q := &queue[i]; q.slot >= 0 {
-			seen |= local.slots[q.slot].n
-		}
-	}
-	sc.seen = seen // a use for the reads, which the compiler would drop
-	dst := e.dst
+	queue, local := e.sc.queue[:e.sc.queued], e.sc.local
 	for i := range queue {
 		q := &queue[i]
-		piece := e.text[q.start:q.end]
+		q.id = -1
 		if q.slot < 0 {
-			dst = m.appendUnlocal(dst, piece, sc)
 			continue
 		}
-		if s := &local.slots[q.slot]; s.holds(q.k0, q.k1, len(piece)) {
-			dst = s.appendIDs(dst)
+		if s := &local.slots[q.slot]; s.holds(q.k0, q.k1, q.end-q.start) && s.count == 1 {
+			q.id = int32(s.ids[0])
+		}
+	}
+	dst := e.dst
+	for i := range queue {
+		if q := &queue[i]; q.id >= 0 {
+			dst = append(dst, int(q.id))
 		} else {
-			dst = m.appendLocalMiss(dst, piece, s, q.k0, q.k1, sc)
+			dst = e.appendQueued(dst, q)
 		}
 	}
 	e.dst = dst
-	sc.queued = 0
+	e.sc.queued = 0
+}
+
+// appendQueued appends the ids of a queued piece that flushPieces' first
+// pass did not find with one id in its slot.
+func (e *encoder) appendQueued(dst []int, q *queuedPiece) []int {
+	piece, m, sc := e.text[q.start:q.end], e.t.model, e.sc
+	if q.slot < 0 {
+		return m.appendUnlocal(dst, piece, sc)
+	}
+	s := &sc.local.slots[q.slot]
+	if s.holds(q.k0, q.k1, len(piece)) {
+		return s.appendIDs(dst)
+	}
+	return m.appendLocalMiss(dst, piece, s, q.k0, q.k1, sc)
 }
 
 // Decode returns the text of ids. Added tokens give their content; other
