@@ -149,3 +149,37 @@ func TestCommonPrefix(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExtendEqualsEncode checks that Extend, which looks a text's pieces
+// up in batches, gives the ids of Encode, which looks them up one at a
+// time: on the text alone, first, while its pieces may be new to the
+// caches, and again once they are there, and as the next turn of the text
+// cut at cut, through ExtendOver.
+func FuzzExtendEqualsEncode(f *testing.F) {
+	for _, s := range []string{
+		"", "Hello, world! It's 2024.", "<|im_start|>user\nthe cat and the hat<|im_end|>",
+		strings.Repeat("the cat sat on the mat. ", 20), "中文和English混合 e\u0301", "\xff\xfe invalid",
+	} {
+		f.Add(s, uint(len(s)/2))
+	}
+	toks := make([]*Tokenizer, len(fuzzFamilies))
+	for i, fam := range fuzzFamilies {
+		toks[i] = loadFamily(f, fam)
+	}
+	f.Fuzz(func(t *testing.T, s string, cut uint) {
+		for i, tok := range toks {
+			first := tok.Extend(nil, s).IDs
+			want := tok.Encode(s, true)
+			check := func(what string, got []int) {
+				t.Helper()
+				if pos := firstDifference(got, want); pos >= 0 {
+					t.Fatalf("%s, %s: %s", fuzzFamilies[i], what, describeMismatch(tok, s, got, want, pos))
+				}
+			}
+			check("first Extend", first)
+			check("second Extend", tok.Extend(nil, s).IDs)
+			prev := tok.Extend(nil, s[:cut%uint(len(s)+1)])
+			check("ExtendOver a prefix", tok.ExtendOver(prev, s).IDs)
+		}
+	})
+}
