@@ -65,6 +65,43 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// proseTexts are the corpus's English prose, chat and markdown: ordinary
+// text, whose pieces are short words that the local cache holds.
+func proseTexts(b *testing.B) ([]string, int64) {
+	var texts []string
+	var n int64
+	for _, l := range corpus(b) {
+		switch l.Cat {
+		case "prose_en", "chat_like", "code_markdown":
+			texts = append(texts, l.Text)
+			n += int64(len(l.Text))
+		}
+	}
+	return texts, n
+}
+
+// BenchmarkEncodeProse is BenchmarkEncode on proseTexts alone: the cost
+// per piece on ordinary text, which BenchmarkEncode's corpus hides behind
+// the merging of long non-ASCII pieces.
+func BenchmarkEncodeProse(b *testing.B) {
+	texts, size := proseTexts(b)
+	for _, fam := range families {
+		b.Run(fam, func(b *testing.B) {
+			tok := loadFamily(b, fam)
+			var ids []int
+			b.SetBytes(size)
+			b.ResetTimer()
+			cpu := startCPUMeter()
+			for b.Loop() {
+				for _, t := range texts {
+					ids = tok.AppendEncode(ids[:0], t, true)
+				}
+			}
+			cpu.report(b, size)
+		})
+	}
+}
+
 // BenchmarkPreTokenize measures the pre-tokenizer alone: each family's
 // Split stages cut the texts into pieces, which are counted and not
 // encoded. all is the corpus of BenchmarkEncode, ascii its texts that are
@@ -186,13 +223,7 @@ func BenchmarkLoad(b *testing.B) {
 // ExtendOver from the last prompt, which ended in another such stretch.
 // MB/s counts the new stretches' bytes.
 func BenchmarkExtendOver(b *testing.B) {
-	var prose []string
-	for _, l := range corpus(b) {
-		switch l.Cat {
-		case "prose_en", "chat_like", "code_markdown":
-			prose = append(prose, l.Text)
-		}
-	}
+	prose, _ := proseTexts(b)
 	for _, fam := range families {
 		b.Run(fam, func(b *testing.B) {
 			tok := loadFamily(b, fam)
