@@ -29,50 +29,13 @@ func (m cpuMeter) report(b *testing.B, bytesPerOp int64) {
 	b.ReportMetric(float64(bytesPerOp)*float64(b.N)/(end-m.start).Seconds()/1e6, "cpu-MB/s")
 }
 
-// benchTexts is the corpus without its "long" category, the set the
-// reference implementations are timed on (scripts/bench/tokenize.sh).
-func benchTexts(b *testing.B) ([]string, int64) {
+// corpusTexts are the corpus's texts of the categories keep takes, and
+// their size in bytes.
+func corpusTexts(b *testing.B, keep func(cat string) bool) ([]string, int64) {
 	var texts []string
 	var n int64
 	for _, l := range corpus(b) {
-		if l.Cat == "long" {
-			continue
-		}
-		texts = append(texts, l.Text)
-		n += int64(len(l.Text))
-	}
-	return texts, n
-}
-
-// BenchmarkEncode measures special-mode encoding of the corpus per family;
-// MB/s is the figure to compare.
-func BenchmarkEncode(b *testing.B) {
-	texts, size := benchTexts(b)
-	for _, fam := range families {
-		b.Run(fam, func(b *testing.B) {
-			tok := loadFamily(b, fam)
-			var ids []int
-			b.SetBytes(size)
-			b.ResetTimer()
-			cpu := startCPUMeter()
-			for b.Loop() {
-				for _, t := range texts {
-					ids = tok.AppendEncode(ids[:0], t, true)
-				}
-			}
-			cpu.report(b, size)
-		})
-	}
-}
-
-// proseTexts are the corpus's English prose, chat and markdown: ordinary
-// text, whose pieces are short words that the local cache holds.
-func proseTexts(b *testing.B) ([]string, int64) {
-	var texts []string
-	var n int64
-	for _, l := range corpus(b) {
-		switch l.Cat {
-		case "prose_en", "chat_like", "code_markdown":
+		if keep(l.Cat) {
 			texts = append(texts, l.Text)
 			n += int64(len(l.Text))
 		}
@@ -80,11 +43,36 @@ func proseTexts(b *testing.B) ([]string, int64) {
 	return texts, n
 }
 
+// benchTexts is the corpus without its "long" category, the set the
+// reference implementations are timed on (scripts/bench/tokenize.sh).
+func benchTexts(b *testing.B) ([]string, int64) {
+	return corpusTexts(b, func(cat string) bool { return cat != "long" })
+}
+
+// proseTexts are the corpus's English prose, chat and markdown: ordinary
+// text, whose pieces are short words that the local cache holds.
+func proseTexts(b *testing.B) ([]string, int64) {
+	return corpusTexts(b, func(cat string) bool {
+		return cat == "prose_en" || cat == "chat_like" || cat == "code_markdown"
+	})
+}
+
+// BenchmarkEncode measures special-mode encoding of the corpus per family;
+// MB/s is the figure to compare.
+func BenchmarkEncode(b *testing.B) {
+	benchEncode(b, benchTexts)
+}
+
 // BenchmarkEncodeProse is BenchmarkEncode on proseTexts alone: the cost
 // per piece on ordinary text, which BenchmarkEncode's corpus hides behind
 // the merging of long non-ASCII pieces.
 func BenchmarkEncodeProse(b *testing.B) {
-	texts, size := proseTexts(b)
+	benchEncode(b, proseTexts)
+}
+
+// benchEncode encodes the texts of set, all of them an op, per family.
+func benchEncode(b *testing.B, set func(*testing.B) ([]string, int64)) {
+	texts, size := set(b)
 	for _, fam := range families {
 		b.Run(fam, func(b *testing.B) {
 			tok := loadFamily(b, fam)
