@@ -131,14 +131,9 @@ func nextNotPlain(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
 		_ = s[i+7]
 		// One 8-byte load: the compiler merges these.
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		quote, backslash := x^ones*'"', x^ones*'\\'
-		// A byte (high bit clear) below n borrows into its high bit in
-		// its lane of x - n; a quote or backslash is a zero lane of quote
-		// or backslash, which borrows in - 1. Borrows run only upwards, so
-		// the lowest flagged lane is a byte to look at, never a false one.
-		if m := ((x - ones*0x20) | (quote - ones) | (backslash - ones) | x) & highs; m != 0 {
+		if m := stringStopMask(w) | w&hiBits; m != 0 {
 			return i + bits.TrailingZeros64(m)/8
 		}
 	}
@@ -149,11 +144,5 @@ func nextNotPlain(s string, i int) int {
 	}
 	return i
 }
-
-// Words of eight equal bytes, and their high bits.
-const (
-	ones  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
 
 const hexDigits = "0123456789abcdef"
