@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/synthpipe/synthpipe/lib/jsonl"
 )
 
 // JSON helpers shared by both backends: building request bodies and
@@ -46,23 +48,13 @@ var jsonEscapes = func() (escapes [utf8.RuneSelf]string) {
 	return escapes
 }()
 
-// appendJSONFloat appends f as encoding/json writes a float64: the
-// shortest decimal, with an exponent below 1e-6 and from 1e21 on (e-7,
-// not e-07). NaN and the infinities are not JSON.
+// appendJSONFloat appends f as encoding/json writes a float64
+// (jsonl.AppendFloat); NaN and the infinities are not JSON, an error.
 func appendJSONFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 64)}
 	}
-	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if n := len(dst); format == 'e' && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-		dst[n-2] = dst[n-1]
-		dst = dst[:n-1]
-	}
-	return dst, nil
+	return jsonl.AppendFloat(dst, f), nil
 }
 
 // mergeExtra merges a user-supplied object into a request body: each

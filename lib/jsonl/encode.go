@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -146,3 +147,19 @@ func nextNotPlain(s string, i int) int {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// AppendFloat appends the finite f as encoding/json writes a float64: the
+// shortest decimal, with an exponent below 1e-6 and from 1e21 on (e-7, not
+// e-07). The caller keeps NaN and the infinities out: they are not JSON.
+func AppendFloat(dst []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst
+}

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -114,4 +115,15 @@ func appendStringByBytes(b []byte, s string) []byte {
 		i++
 	}
 	return append(b, '"')
+}
+
+// TestAppendFloat: finite floats as encoding/json writes them, at the
+// edges where it switches to an exponent.
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 0.7, 1e-6, 9.99e-7, 1e-7, -1e-7, 1e20, 1e21, 1.5e300, math.SmallestNonzeroFloat64, math.MaxFloat64} {
+		want, _ := json.Marshal(f)
+		if got := AppendFloat([]byte("x"), f); string(got) != "x"+string(want) {
+			t.Errorf("%v: got %s, want %s", f, got[1:], want)
+		}
+	}
 }

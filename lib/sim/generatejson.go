@@ -54,7 +54,7 @@ func (o generateOutput) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(m.CachedTokens), 10)
 	if m.E2ELatency != 0 {
 		b = append(b, `,"e2e_latency":`...)
-		b = appendFloat(b, m.E2ELatency)
+		b = jsonl.AppendFloat(b, m.E2ELatency)
 	}
 	return append(b, "}}"...)
 }
@@ -90,24 +90,4 @@ func (f *finishJSON) appendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(f.StatusCode), 10)
 	}
 	return append(b, '}')
-}
-
-// appendFloat writes a finite float as encoding/json does: plain decimals
-// between 1e-6 and 1e21, the shortest exponent form outside them.
-func appendFloat(b []byte, f float64) []byte {
-	abs := f
-	if abs < 0 {
-		abs = -abs
-	}
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		start := len(b)
-		b = strconv.AppendFloat(b, f, 'e', -1, 64)
-		// e-07 -> e-7, as encoding/json writes it.
-		if n := len(b) - start; n >= 4 && b[len(b)-4] == 'e' && b[len(b)-3] == '-' && b[len(b)-2] == '0' {
-			b[len(b)-2] = b[len(b)-1]
-			b = b[:len(b)-1]
-		}
-		return b
-	}
-	return strconv.AppendFloat(b, f, 'f', -1, 64)
 }
