@@ -54,7 +54,10 @@ var digitGroups, digitGroupLen = func() (groups [10000]uint32, lens [10000]uint8
 	for v := range 10000 {
 		d := [4]byte{byte('0' + v/1000), byte('0' + v/100%10), byte('0' + v/10%10), byte('0' + v%10)}
 		groups[v] = binary.LittleEndian.Uint32(d[:])
-		lens[v] = uint8(len(strconv.Itoa(v)))
+		lens[v] = 1
+		for t := 10; t <= v; t *= 10 {
+			lens[v]++
+		}
 	}
 	return groups, lens
 }()
