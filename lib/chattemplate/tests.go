@@ -1,5 +1,7 @@
 package chattemplate
 
+import "maps"
+
 // testFunc implements one jinja2 test ("x is name(args)").
 type testFunc func(r *renderer, v value, args []value) (bool, error)
 
@@ -15,6 +17,8 @@ var testParams = map[string]string{
 }
 
 func init() {
+	tests = typeTests()
+	maps.Copy(tests, argumentTests())
 	compareTest := func(op string) testFunc {
 		return func(r *renderer, v value, args []value) (bool, error) {
 			if len(args) == 0 {
@@ -23,10 +27,22 @@ func init() {
 			return compare(op, v, args[0])
 		}
 	}
-	typeTest := func(pred func(value) bool) testFunc {
-		return func(r *renderer, v value, args []value) (bool, error) { return pred(v), nil }
+	for _, names := range [][]string{{"==", "eq", "equalto"}, {"!=", "ne"}, {"<", "lt", "lessthan"},
+		{"<=", "le"}, {">", "gt", "greaterthan"}, {">=", "ge"}} {
+		for _, n := range names {
+			tests[n] = compareTest(names[0])
+		}
 	}
-	tests = map[string]testFunc{
+}
+
+// typeTest is a test that looks at the value alone.
+func typeTest(pred func(value) bool) testFunc {
+	return func(r *renderer, v value, args []value) (bool, error) { return pred(v), nil }
+}
+
+// typeTests are the tests of what a value is.
+func typeTests() map[string]testFunc {
+	return map[string]testFunc{
 		"defined":   typeTest(func(v value) bool { _, u := v.(*undefinedValue); return !u }),
 		"undefined": typeTest(func(v value) bool { _, u := v.(*undefinedValue); return u }),
 		"none":      typeTest(func(v value) bool { return v == nil }),
@@ -73,6 +89,15 @@ func init() {
 		"escaped": typeTest(func(v value) bool { return false }),
 		"lower":   typeTest(func(v value) bool { return hasOnlyCase(pyStr(v), false) }),
 		"upper":   typeTest(func(v value) bool { return hasOnlyCase(pyStr(v), true) }),
+		"filter":  typeTest(func(v value) bool { s, ok := v.(string); return ok && filters[s] != nil }),
+		"test":    typeTest(func(v value) bool { s, ok := v.(string); return ok && tests[s] != nil }),
+	}
+}
+
+// argumentTests are the tests of a value against a number or another
+// value.
+func argumentTests() map[string]testFunc {
+	return map[string]testFunc{
 		"even": func(r *renderer, v value, args []value) (bool, error) {
 			m, err := arith("%", v, int64(2))
 			return err == nil && pyEqual(m, int64(0)), err
@@ -106,14 +131,6 @@ func init() {
 			}
 			return contains(args[0], v)
 		},
-		"filter": typeTest(func(v value) bool { s, ok := v.(string); return ok && filters[s] != nil }),
-		"test":   typeTest(func(v value) bool { s, ok := v.(string); return ok && tests[s] != nil }),
-	}
-	for _, names := range [][]string{{"==", "eq", "equalto"}, {"!=", "ne"}, {"<", "lt", "lessthan"},
-		{"<=", "le"}, {">", "gt", "greaterthan"}, {">=", "ge"}} {
-		for _, n := range names {
-			tests[n] = compareTest(names[0])
-		}
 	}
 }
 

@@ -167,37 +167,35 @@ type MemberVisitor interface{ Visit(jsonl.Member) }
 // also may have seen some of the members.
 func (s *Scanner) ScanVisit(line []byte, also MemberVisitor) (Info, error) {
 	var (
-		in                                        Info
-		promptTok, complTok, inIDs, outIDs, usage []byte
-		idRaw, finish, turns, ended               []byte
-		sample, promptID                          []byte
-		id                                        = IDMatch{key: s.idTop}
+		in Info
+		r  scannedMembers
+		id = IDMatch{key: s.idTop}
 	)
 	err := jsonl.ScanObject(line, func(m jsonl.Member) {
 		key := MemberKey(m.Key)
 		switch string(key) {
 		case FieldPromptTokens:
-			promptTok = m.Value
+			r.promptTok = m.Value
 		case FieldCompletionTokens:
-			complTok = m.Value
+			r.complTok = m.Value
 		case FieldInputIDs:
-			inIDs = m.Value
+			r.inIDs = m.Value
 		case FieldOutputIDs:
-			outIDs = m.Value
+			r.outIDs = m.Value
 		case FieldUsage:
-			usage = m.Value
+			r.usage = m.Value
 		case FieldFinishReason:
-			finish = m.Value
+			r.finish = m.Value
 		case FieldError:
 			in.HasError = !bytes.Equal(m.Value, nullLit)
 		case FieldTurns:
-			turns = m.Value
+			r.turns = m.Value
 		case FieldEnded:
-			ended = m.Value
+			r.ended = m.Value
 		case FieldSample:
-			sample = m.Value
+			r.sample = m.Value
 		case FieldPromptID:
-			promptID = m.Value
+			r.promptID = m.Value
 		case FieldGen:
 			in.Gen = m.Value
 		}
@@ -212,6 +210,7 @@ func (s *Scanner) ScanVisit(line []byte, also MemberVisitor) (Info, error) {
 	if err != nil {
 		return in, err
 	}
+	var idRaw []byte
 	if s.idTop != nil {
 		idRaw, err = id.Result()
 	} else {
@@ -223,29 +222,44 @@ func (s *Scanner) ScanVisit(line []byte, also MemberVisitor) (Info, error) {
 	if err := s.readID(&in, idRaw); err != nil {
 		return in, err
 	}
-	if in.PromptTokens, err = countSide(FieldPromptTokens, promptTok, FieldInputIDs, inIDs, usage); err != nil {
-		return in, err
+	return in, s.readCounts(&in, line, &r)
+}
+
+// scannedMembers are the raw values of the members ScanVisit reads, nil
+// for those the record does not have.
+type scannedMembers struct {
+	promptTok, complTok, inIDs, outIDs, usage []byte
+	finish, turns, ended                      []byte
+	sample, promptID                          []byte
+}
+
+// readCounts fills in's counts, finish reason, sample and conversation
+// from the members r of line.
+func (s *Scanner) readCounts(in *Info, line []byte, r *scannedMembers) (err error) {
+	if in.PromptTokens, err = countSide(FieldPromptTokens, r.promptTok, FieldInputIDs, r.inIDs, r.usage); err != nil {
+		return err
 	}
-	in.Counted = !isNull(promptTok) || !isNull(complTok) || !isNull(inIDs) || !isNull(outIDs) ||
-		!isNull(usageMember(usage, FieldPromptTokens)) || !isNull(usageMember(usage, FieldCompletionTokens)) || isConversation(turns, ended)
+	in.Counted = !isNull(r.promptTok) || !isNull(r.complTok) || !isNull(r.inIDs) || !isNull(r.outIDs) ||
+		!isNull(usageMember(r.usage, FieldPromptTokens)) || !isNull(usageMember(r.usage, FieldCompletionTokens)) ||
+		isConversation(r.turns, r.ended)
 	if s.useCount != "" {
-		if err := s.readCustom(&in, line); err != nil {
-			return in, err
+		if err := s.readCustom(in, line); err != nil {
+			return err
 		}
 	}
-	if in.CompletionTokens, err = countSide(FieldCompletionTokens, complTok, FieldOutputIDs, outIDs, usage); err != nil {
-		return in, err
+	if in.CompletionTokens, err = countSide(FieldCompletionTokens, r.complTok, FieldOutputIDs, r.outIDs, r.usage); err != nil {
+		return err
 	}
-	if len(finish) > 0 && finish[0] == '"' {
-		in.FinishReason = finishReason(finish)
+	if len(r.finish) > 0 && r.finish[0] == '"' {
+		in.FinishReason = finishReason(r.finish)
 	}
-	if err := readSample(&in, sample, promptID); err != nil {
-		return in, err
+	if err := readSample(in, r.sample, r.promptID); err != nil {
+		return err
 	}
-	if isConversation(turns, ended) {
-		return in, readConversation(&in, turns, ended)
+	if isConversation(r.turns, r.ended) {
+		return readConversation(in, r.turns, r.ended)
 	}
-	return in, nil
+	return nil
 }
 
 // readCustom reads the count at budget-cut --path.
