@@ -128,6 +128,42 @@ func (w *Writer) Write(line []byte) error {
 	return nil
 }
 
+// WriteLines writes p, which is lines whole lines, each ending in its
+// newline, as that many calls of Write would: through the buffer when p is
+// small, else at once from where it lies, after what is buffered. A tool
+// that writes its records into a buffer of its own, newlines and all, so
+// hands them over without a copy.
+func (w *Writer) WriteLines(p []byte, lines int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.WriteHeld(); err != nil {
+		return err
+	}
+	if len(p) < w.size/4 && !w.flushEach {
+		if len(w.buf) > 0 && len(w.buf)+len(p) > w.size {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+		w.buf = append(w.buf, p...)
+		if len(w.buf) >= w.size {
+			return w.Flush()
+		}
+		return nil
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	n, err := w.w.Write(p)
+	if err != nil && n < len(p) {
+		lines = int64(bytes.Count(p[:n], newline)) // only the lines written whole count
+	}
+	w.lines += lines
+	w.err = err
+	return err
+}
+
 // Flush writes what is buffered, and the lines held.
 func (w *Writer) Flush() error {
 	if err := w.WriteHeld(); err != nil {
