@@ -222,7 +222,10 @@ func (s *Scanner) ScanVisit(line []byte, also MemberVisitor) (Info, error) {
 	if err := s.readID(&in, idRaw); err != nil {
 		return in, err
 	}
-	return in, s.readCounts(&in, line, &r)
+	// Not "return in, s.readCounts(&in, ...)": the order in which a return
+	// list reads in and calls readCounts is not specified.
+	err = s.readCounts(&in, line, &r)
+	return in, err
 }
 
 // scannedMembers are the raw values of the members ScanVisit reads, nil
