@@ -183,7 +183,7 @@ func (cfg *config) cut(c *cli.Context, in *jsonl.Reader, out *jsonl.Writer, spen
 			}
 			reason += " (passed it: --inclusive)"
 		}
-		if err := out.WriteReaderLine(in.Bytes()); err != nil {
+		if err := out.WriteStableLine(in.Bytes()); err != nil {
 			return err
 		}
 		passed++

@@ -45,7 +45,7 @@ func (f *filter) record(info record.Info, line []byte) error {
 			return nil
 		}
 		// line is the reader's, which the writer may hold where it lies.
-		return f.written(f.out.WriteReaderLine(line))
+		return f.written(f.out.WriteStableLine(line))
 	}
 	for k := 1; k <= f.cfg.samples; k++ {
 		id := record.SampleID(info.ID, k)

@@ -24,26 +24,28 @@ type Writer struct {
 	// lines counts the lines that reached w whole, so that a caller can say
 	// which records a failed write lost.
 	lines int64
-	// hold: lines that lie in the reader's memory followed by their
-	// newline are not copied but held, as one span while they follow
-	// each other there, and written at once (see HoldLines).
+	// hold: lines that lie in memory that stays as it is (a Reader's, or
+	// the caller's own) followed by their newline are not copied but
+	// held, as one span while they follow each other there, and written
+	// at once (see HoldLines).
 	hold      bool
 	held      []byte
 	heldLines int64 // the lines in held, counted as they are held
 }
 
-// HoldLines makes WriteReaderLine keep a Reader's lines where they are
-// instead of copying them: consecutive lines of the reader's buffer are
-// written with one write, whole. The reader must write them (WriteHeld)
-// before it reuses their memory: Options.BeforeReuse = w.WriteHeld.
+// HoldLines makes WriteStableLine keep lines where they are instead of
+// copying them: lines that follow each other in memory are written with
+// one write, whole. Their owner must write them (WriteHeld) before it
+// reuses their memory: for a Reader's lines, Options.BeforeReuse =
+// w.WriteHeld.
 func (w *Writer) HoldLines() { w.hold = true }
 
-// WriteReaderLine writes line, which must be what a Reader's Bytes
-// returned (and so stays as it is until the reader runs BeforeReuse), like
-// Write; with HoldLines it may hold it where it lies instead of copying it.
-// Write is for every other line: a line held must not change before it is
-// written, and only a Reader's lines are known not to.
-func (w *Writer) WriteReaderLine(line []byte) error {
+// WriteStableLine writes line like Write; with HoldLines it may hold it
+// where it lies instead of copying it. line must not change until
+// WriteHeld (or Flush) has run: what a Reader's Bytes returned, until the
+// reader runs BeforeReuse, or a line in a buffer of the caller's own that
+// it writes over only after WriteHeld. Write is for every other line.
+func (w *Writer) WriteStableLine(line []byte) error {
 	if w.err == nil && w.holds(line) {
 		return w.holdLine(line)
 	}
@@ -126,42 +128,6 @@ func (w *Writer) Write(line []byte) error {
 		return w.Flush()
 	}
 	return nil
-}
-
-// WriteLines writes p, which is lines whole lines, each ending in its
-// newline, as that many calls of Write would: through the buffer when p is
-// small, else at once from where it lies, after what is buffered. A tool
-// that writes its records into a buffer of its own, newlines and all, so
-// hands them over without a copy.
-func (w *Writer) WriteLines(p []byte, lines int64) error {
-	if w.err != nil {
-		return w.err
-	}
-	if err := w.WriteHeld(); err != nil {
-		return err
-	}
-	if len(p) < w.size/4 && !w.flushEach {
-		if len(w.buf) > 0 && len(w.buf)+len(p) > w.size {
-			if err := w.Flush(); err != nil {
-				return err
-			}
-		}
-		w.buf = append(w.buf, p...)
-		if len(w.buf) >= w.size {
-			return w.Flush()
-		}
-		return nil
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	n, err := w.w.Write(p)
-	if err != nil && n < len(p) {
-		lines = int64(bytes.Count(p[:n], newline)) // only the lines written whole count
-	}
-	w.lines += lines
-	w.err = err
-	return err
 }
 
 // Flush writes what is buffered, and the lines held.

@@ -499,7 +499,7 @@ func TestWriterLines(t *testing.T) {
 				mem = fmt.Appendf(mem, "{\"a\":%d}\n", i)
 			}
 			for i := range 9 {
-				if w.WriteReaderLine(mem[8*i:8*i+7]) != nil {
+				if w.WriteStableLine(mem[8*i:8*i+7]) != nil {
 					break
 				}
 			}
@@ -572,7 +572,7 @@ func TestHoldLines(t *testing.T) {
 			t.Fatal(err)
 		}
 		for r.Next() {
-			if err := w.WriteReaderLine(r.Bytes()); err != nil {
+			if err := w.WriteStableLine(r.Bytes()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -607,7 +607,7 @@ func TestHoldLines(t *testing.T) {
 }
 
 // TestWriteCopiesWithHoldLines: with HoldLines, a line given to Write (not
-// WriteReaderLine) is copied even when a newline follows it in memory: its
+// WriteStableLine) is copied even when a newline follows it in memory: its
 // caller may write over it at once, as a reused scratch buffer is.
 func TestWriteCopiesWithHoldLines(t *testing.T) {
 	var out bytes.Buffer
@@ -626,77 +626,5 @@ func TestWriteCopiesWithHoldLines(t *testing.T) {
 	}
 	if got := out.String(); got != "{\"a\":1}\n{\"c\":3}\n" {
 		t.Errorf("wrote %q", got)
-	}
-}
-
-// TestWriteLines: blocks of whole lines given to WriteLines come out as
-// the same lines given to Write one by one would, in whole lines; a large
-// block goes out in a write of its own, from where it lies, and Lines
-// counts its lines, through a failed write too.
-func TestWriteLines(t *testing.T) {
-	block := func(first, n, width int) []byte {
-		var b []byte
-		for i := range n {
-			b = fmt.Appendf(b, "{\"n\":%d,\"x\":\"%s\"}\n", first+i, strings.Repeat("x", width))
-		}
-		return b
-	}
-	// blocks on either side of the quarter buffer and past the buffer,
-	// after small ones that leave the buffer part full
-	var blocks [][]byte
-	for i, n := range []int{1, 3, 200, 1, 700, 2000, 5, 40, 3000} {
-		blocks = append(blocks, block(100*i, n, 20))
-	}
-	for _, flushEach := range []bool{false, true} {
-		want := &wholeLines{t: t}
-		ww := NewWriter(want)
-		ww.SetFlushEach(flushEach)
-		got := &wholeLines{t: t}
-		w := NewWriter(got)
-		w.SetFlushEach(flushEach)
-		var lines int64
-		for _, b := range blocks {
-			n := int64(bytes.Count(b, newline))
-			lines += n
-			for line := range bytes.Lines(b) {
-				if err := ww.Write(line[:len(line)-1]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			before := got.writes
-			if err := w.WriteLines(b, n); err != nil {
-				t.Fatal(err)
-			}
-			if len(b) >= DefaultWriteBuffer/4 && !bytes.HasSuffix(got.out.Bytes(), b) {
-				t.Errorf("flushEach=%v: a block of %d bytes was not written at once (%d writes)", flushEach, len(b), got.writes-before)
-			}
-		}
-		if err := errors.Join(ww.Flush(), w.Flush()); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got.out.Bytes(), want.out.Bytes()) {
-			t.Errorf("flushEach=%v: WriteLines wrote %d bytes, Write %d, not the same", flushEach, got.out.Len(), want.out.Len())
-		}
-		if w.Lines() != lines || w.Buffered() != 0 {
-			t.Errorf("flushEach=%v: Lines() = %d, Buffered() = %d; want %d, 0", flushEach, w.Lines(), w.Buffered(), lines)
-		}
-		t.Logf("flushEach=%v: %d writes with WriteLines, %d with Write", flushEach, got.writes, want.writes)
-	}
-
-	big := block(0, 1000, 20)
-	cut := 0 // where line 701 begins
-	for range 700 {
-		cut += bytes.IndexByte(big[cut:], '\n') + 1
-	}
-	f := &shortFile{room: cut + 5}
-	w := NewWriter(f)
-	if err := w.WriteLines(big, 1000); err == nil {
-		t.Fatal("a short write did not fail")
-	}
-	if w.Lines() != 700 {
-		t.Errorf("Lines() = %d after a write cut in line 701, want 700", w.Lines())
-	}
-	if err := w.WriteLines(big[:32], 1); err == nil {
-		t.Error("WriteLines after a failed write did not fail")
 	}
 }

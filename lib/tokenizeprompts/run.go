@@ -56,6 +56,11 @@ func run(c *cli.Context, cfg *config) (err error) {
 	// in is closed by tokenizeAll's reading goroutine, which may still be
 	// in a read when the run ends early (see pipeline).
 	w := &writer{cfg: cfg, invalid: invalid, out: jsonl.NewWriter(c.App.Writer)}
+	// The lines are written from the batches' own buffers, each batch's
+	// at once, rather than copied into the writer's buffer one by one:
+	// that copy was half of the writing goroutine's CPU time, which on
+	// two cores is taken from the workers.
+	w.out.HoldLines()
 	defer func() { // what is done reaches stdout even when we fail
 		if ferr := w.out.Flush(); err == nil {
 			err = ferr
@@ -112,12 +117,12 @@ func tokenizeAll(ctx context.Context, cfg *config, in *jsonl.Reader, batches *ba
 					// The lines before go out all the same. A failed
 					// write is kept by w.out, and run's Flush returns
 					// it, as it did when they were buffered.
-					w.writeHeld(b)
+					w.out.WriteHeld()
 					return err
 				}
 			}
 			// before the batch's memory serves again
-			if err := w.writeHeld(b); err != nil {
+			if err := w.out.WriteHeld(); err != nil {
 				return err
 			}
 			w.sum.skippedLines = b.skippedLines
@@ -137,22 +142,11 @@ type writer struct {
 	out     *jsonl.Writer
 	sorter  *shuffle.Sorter // --shuffle: written in order once all is read
 	sum     summary
-	held    heldLines
 }
 
-// heldLines are output lines of the batch being written that follow each
-// other in its out, each with its newline (see batch.convert): they go to
-// out in one WriteLines, without the copy into its buffer that writing
-// them one by one made (half of this goroutine's CPU time, which on two
-// cores is taken from the workers).
-type heldLines struct {
-	span
-	lines int64
-}
-
-// write counts r, a result of b, and holds its line to be written with
-// the lines of b that follow it (see heldLines); errStop once --limit
-// records are written.
+// write counts r, a result of b, and writes its line, held where it lies
+// in b.out with the lines of b that follow it (jsonl.Writer.HoldLines);
+// errStop once --limit records are written.
 func (w *writer) write(b *batch, r *converted) error {
 	if err := w.sum.add(r, b.out, w.cfg.input.SkipInvalid, w.invalid); err != nil {
 		return err
@@ -163,7 +157,7 @@ func (w *writer) write(b *batch, r *converted) error {
 	if w.sorter != nil {
 		return w.sorter.Add(shuffle.Key(w.cfg.shuffleSeed, r.recordID(b.out)), r.line.of(b.out))
 	}
-	if err := w.hold(b, r.line); err != nil {
+	if err := w.out.WriteStableLine(r.line.of(b.out)); err != nil {
 		return err
 	}
 	if w.cfg.limit > 0 && w.sum.written >= w.cfg.limit {
@@ -171,32 +165,6 @@ func (w *writer) write(b *batch, r *converted) error {
 		return errStop
 	}
 	return nil
-}
-
-// hold adds line, an output line of b, to the lines held; those before
-// are written first when it does not follow them.
-func (w *writer) hold(b *batch, line span) error {
-	if w.held.lines > 0 && line.start != w.held.end {
-		if err := w.writeHeld(b); err != nil {
-			return err
-		}
-	}
-	if w.held.lines == 0 {
-		w.held.start = line.start
-	}
-	w.held.end = line.end + 1 // and its newline
-	w.held.lines++
-	return nil
-}
-
-// writeHeld writes the lines held, of b.
-func (w *writer) writeHeld(b *batch) error {
-	if w.held.lines == 0 {
-		return nil
-	}
-	h := w.held
-	w.held = heldLines{}
-	return w.out.WriteLines(h.of(b.out), h.lines)
 }
 
 // writeShuffled writes the records in --shuffle order, the first --limit
