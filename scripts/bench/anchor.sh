@@ -74,3 +74,36 @@ bench_time() {
   done
   printf '%s %s\n' "$(printf '%s' "$walls" | bench_median)" "$(printf '%s' "$cpus" | bench_median)"
 }
+
+# bench_jobs_rounds N LOAD CMD...: how much faster CMD runs with -j 2 than
+# with -j 1, in N rounds of the two back to back, the order alternating from
+# round to round; "{j}" in CMD stands for the jobs. The machines here drift
+# by tens of percent over minutes, so the fastest -j 1 of one block of runs
+# against the fastest -j 2 of the next read anything from 1.7x to 2.1x on the
+# same code, and a round's pair is the fairest ratio there is. Prints
+# "J1_WALL J1_CPU J2_WALL J2_CPU SPEEDUP LEAST-MOST" in seconds: each side's
+# least wall and least CPU time (user + system) of its N runs, the median
+# round's (j1 - LOAD) / (j2 - LOAD) by the wall clock, LOAD being the
+# seconds both spend before their first record (0 for none), and the least
+# and greatest round's, so that a reader sees how far one round strays.
+bench_jobs_rounds() {
+  local n=$1 load=$2 r j a wall user sys ratios="" w1 w2 t
+  local -A least_wall least_cpu
+  shift 2
+  t="$(mktemp)"
+  for ((r = 0; r < n; r++)); do
+    for j in $( ((r % 2 == 0)) && echo "1 2" || echo "2 1"); do
+      local cmd=()
+      for a in "$@"; do cmd+=("${a//\{j\}/$j}"); done
+      /usr/bin/time -f '%e %U %S' -o "$t" "${cmd[@]}" >/dev/null || { rm -f "$t"; return 1; }
+      read -r wall user sys <"$t"
+      least_wall[$j]=$(awk -v a="$wall" -v b="${least_wall[$j]:-}" 'BEGIN { print (b == "" || a < b) ? a : b }')
+      least_cpu[$j]=$(awk -v a="$user" -v s="$sys" -v b="${least_cpu[$j]:-}" 'BEGIN { c = a + s; print (b == "" || c < b) ? c : b }')
+      if ((j == 1)); then w1=$wall; else w2=$wall; fi
+    done
+    ratios+="$(awk -v a="$w1" -v b="$w2" -v l="$load" 'BEGIN { a -= l; b -= l; if (b < 0.001) b = 0.001; print a / b }')"$'\n'
+  done
+  rm -f "$t"
+  printf '%s %s %s %s %.2f %s\n' "${least_wall[1]}" "${least_cpu[1]}" "${least_wall[2]}" "${least_cpu[2]}" \
+    "$(printf '%s' "$ratios" | bench_median)" "$(printf '%s' "$ratios" | sort -g | awk 'NR == 1 { l = $1 } { m = $1 } END { printf "%.2f-%.2f", l, m }')"
+}

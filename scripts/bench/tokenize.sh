@@ -25,18 +25,17 @@
 #
 # Ratios use CPU time (user + system over every thread), which a machine busy
 # with other work disturbs far less than wall time. The -j 2 speed-up is a
-# wall-time ratio all the same: it is taken in rounds of one -j 1 and one -j 2
-# run back to back (the order alternating), and the median round's ratio is
-# kept. The machine's own speed drifts by tens of percent over minutes (the
-# fastest -j 1 of one set of runs took 3.17 s, of a set ten minutes later
-# 2.76 s), so the fastest -j 1 of a block of runs against the fastest -j 2 of
-# the next block gave anything from 1.7x to 2.1x on the same code. Before timing, the ids the
+# wall-time ratio all the same: the median of rounds of one -j 1 and one -j 2
+# run back to back (bench_jobs_rounds in anchor.sh, which says why), printed
+# with the least and greatest round's. One round strays far: gptoss's nine
+# rounds in one run spread from 1.55x to 2.33x around a median of 1.93x, so the
+# default is nine. Before timing, the ids the
 # tool writes are compared with the reference's for every text ("ids" column).
 #
 # Run from anywhere: scripts/bench/tokenize.sh
 # Settings (environment): BENCH_SECONDS per reference and library measurement
 # (default 3), BENCH_COPIES of the corpus given to the tool (default 200, about
-# 46 MB of text), BENCH_RUNS of the tool (default 3): the best of them for its
+# 46 MB of text), BENCH_RUNS of the tool (default 9): the best of them for its
 # MB/s, as many rounds of -j 1 and -j 2 for the speed-up.
 set -euo pipefail
 
@@ -47,7 +46,7 @@ source scripts/bench/anchor.sh
 bench_begin BENCH_SECONDS BENCH_COPIES BENCH_RUNS
 SECS="${BENCH_SECONDS:-3}"
 COPIES="${BENCH_COPIES:-200}"
-RUNS="${BENCH_RUNS:-3}"
+RUNS="${BENCH_RUNS:-9}"
 TESTDATA="$ROOT/lib/tokenizer/testdata"
 FAMILIES=(qwen3 deepseek_v3 llama3_1 gptoss kimi_k2 kimi_k25)
 WORK="$(mktemp -d)"
@@ -126,30 +125,6 @@ best_of() {
   done
   echo "$best $cpu"
 }
-# paired_rounds LOAD LOAD_CPU MODEL: RUNS rounds of the tool on the copies at
-# -j 1 and -j 2, back to back, the order alternating from round to round;
-# prints "J1_WALL J1_CPU J2_WALL J2_CPU SPEEDUP": each side's least wall and
-# CPU time less the load's, and the median round's (j1 - load) / (j2 - load).
-paired_rounds() {
-  local load=$1 load_cpu=$2 model=$3 r j wall user sys c
-  local -A best_wall best_cpu
-  local ratios=() w1 w2
-  for ((r = 0; r < RUNS; r++)); do
-    for j in $( ((r % 2 == 0)) && echo "1 2" || echo "2 1"); do
-      /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$TOOL" -q -j "$j" --template none --tokenizer "$model" \
-        "$WORK/copies.jsonl" > /dev/null
-      read -r wall user sys < "$WORK/time"
-      c=$(echo "$user + $sys" | bc -l)
-      if [[ -z ${best_wall[$j]:-} ]] || (($(echo "$wall < ${best_wall[$j]}" | bc -l))); then best_wall[$j]=$wall; fi
-      if [[ -z ${best_cpu[$j]:-} ]] || (($(echo "$c < ${best_cpu[$j]}" | bc -l))); then best_cpu[$j]=$c; fi
-      if ((j == 1)); then w1=$wall; else w2=$wall; fi
-    done
-    ratios+=("$(awk -v a="$(steady "$w1" "$load")" -v b="$(steady "$w2" "$load")" 'BEGIN { print a / b }')")
-  done
-  echo "$(steady "${best_wall[1]}" "$load") $(steady "${best_cpu[1]}" "$load_cpu")" \
-    "$(steady "${best_wall[2]}" "$load") $(steady "${best_cpu[2]}" "$load_cpu")" \
-    "$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
-}
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", b / s / 1e6; else print "-" }'; }
 ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.1fx", a / b; else print "-" }'; }
 field() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$2"; }
@@ -159,7 +134,7 @@ field() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$2"; }
 head -n 1 "$WORK/texts.jsonl" > "$WORK/first.jsonl"
 steady() { awk -v w="$1" -v l="$2" 'BEGIN { d = w - l; if (d < 0.001) d = 0.001; print d }'; }
 
-declare -A T1 T1_CPU T2 T2_CPU SPEEDUP R1 R1_CPU RN RN_CPU IDS LOAD
+declare -A T1 T1_CPU T2 T2_CPU SPEEDUP SPREAD R1 R1_CPU RN RN_CPU IDS LOAD
 for fam in "${FAMILIES[@]}"; do
   model="$WORK/models/$fam"
   note "$fam: reference ids, one thread..."
@@ -180,8 +155,10 @@ for fam in "${FAMILIES[@]}"; do
   note "$fam: tokenize-prompts -j 1 and -j 2 ($RUNS rounds)..."
   read -r load load_cpu < <(best_of "$TOOL" -q --template none --tokenizer "$model" "$WORK/first.jsonl")
   LOAD[$fam]=$load
-  read -r "T1[$fam]" "T1_CPU[$fam]" "T2[$fam]" "T2_CPU[$fam]" "SPEEDUP[$fam]" \
-    < <(paired_rounds "$load" "$load_cpu" "$model")
+  read -r w1 c1 w2 c2 "SPEEDUP[$fam]" "SPREAD[$fam]" < <(bench_jobs_rounds "$RUNS" "$load" \
+    "$TOOL" -q -j '{j}' --template none --tokenizer "$model" "$WORK/copies.jsonl")
+  T1[$fam]=$(steady "$w1" "$load") T1_CPU[$fam]=$(steady "$c1" "$load_cpu")
+  T2[$fam]=$(steady "$w2" "$load") T2_CPU[$fam]=$(steady "$c2" "$load_cpu")
 done
 
 echo
@@ -220,5 +197,5 @@ for fam in "${FAMILIES[@]}"; do
   bench_line "tokenize/$fam-cpu" "tokenize-prompts --template none -j 1 ($fam), MB of text per CPU-second" \
     "$tool MB/s" "$ref ${R1_CPU[$fam]} MB/s" "$(bench_ratio "$tool" "${R1_CPU[$fam]}")x $ref per CPU-second" ">= 10x"
   bench_line "tokenize/$fam-j2" "tokenize-prompts --template none ($fam), -j 2 against -j 1" \
-    "-j 2 ${T2[$fam]} s wall" "-j 1 ${T1[$fam]} s wall" "${SPEEDUP[$fam]}x -j 1's speed (median of $RUNS rounds)" ">= 1.8x idle"
+    "-j 2 ${T2[$fam]} s wall" "-j 1 ${T1[$fam]} s wall" "${SPEEDUP[$fam]}x -j 1's speed (median of $RUNS rounds; ${SPREAD[$fam]})" ">= 1.8x idle"
 done
