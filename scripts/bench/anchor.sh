@@ -75,6 +75,30 @@ bench_time() {
   printf '%s %s\n' "$(printf '%s' "$walls" | bench_median)" "$(printf '%s' "$cpus" | bench_median)"
 }
 
+# bench_least_of A [B]: the lesser of two numbers, A when B is empty.
+bench_least_of() { awk -v a="$1" -v b="${2:-}" 'BEGIN { print (b == "" || a + 0 < b + 0) ? a : b }'; }
+
+# bench_least N CMD...: "WALL CPU" in seconds, each the least of N runs of
+# CMD (CPU: user + system). For a time that is taken out of others (a tool's
+# load, timed on a one-record input): it is taken at its least disturbed, and
+# the CPU time apart from the wall time, since the CPU time of the fastest
+# run by the clock is a draw of its own (a load drawn high once gave a family
+# 150 MB/s in scripts/bench/tokenize.sh, drawn low 6x, at 20 copies of its
+# corpus, where the load was most of a run's CPU time).
+bench_least() {
+  local n=$1 r wall user sys least_wall="" least_cpu="" t
+  shift
+  t="$(mktemp)"
+  for ((r = 0; r < n; r++)); do
+    /usr/bin/time -f '%e %U %S' -o "$t" "$@" >/dev/null || { rm -f "$t"; return 1; }
+    read -r wall user sys <"$t"
+    least_wall=$(bench_least_of "$wall" "$least_wall")
+    least_cpu=$(bench_least_of "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$least_cpu")
+  done
+  rm -f "$t"
+  echo "$least_wall $least_cpu"
+}
+
 # bench_jobs_rounds N LOAD CMD...: how much faster CMD runs with -j 2 than
 # with -j 1, in N rounds of the two back to back, the order alternating from
 # round to round; "{j}" in CMD stands for the jobs. The machines here drift
@@ -97,8 +121,8 @@ bench_jobs_rounds() {
       for a in "$@"; do cmd+=("${a//\{j\}/$j}"); done
       /usr/bin/time -f '%e %U %S' -o "$t" "${cmd[@]}" >/dev/null || { rm -f "$t"; return 1; }
       read -r wall user sys <"$t"
-      least_wall[$j]=$(awk -v a="$wall" -v b="${least_wall[$j]:-}" 'BEGIN { print (b == "" || a < b) ? a : b }')
-      least_cpu[$j]=$(awk -v a="$user" -v s="$sys" -v b="${least_cpu[$j]:-}" 'BEGIN { c = a + s; print (b == "" || c < b) ? c : b }')
+      least_wall[$j]=$(bench_least_of "$wall" "${least_wall[$j]:-}")
+      least_cpu[$j]=$(bench_least_of "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "${least_cpu[$j]:-}")
       if ((j == 1)); then w1=$wall; else w2=$wall; fi
     done
     ratios+="$(awk -v a="$w1" -v b="$w2" -v l="$load" 'BEGIN { a -= l; b -= l; if (b < 0.001) b = 0.001; print a / b }')"$'\n'

@@ -35,23 +35,8 @@ BYTES=$(stat -c %s "$WORK/prompts.jsonl")
 RECORDS=$(wc -l < "$WORK/prompts.jsonl")
 : > "$WORK/empty.jsonl"
 
-# best_of CMD...: "WALL CPU" in seconds for the run with the shortest wall
-# time of RUNS runs; CPU is user + system time, which tells a machine busy
-# with other work (CPU/WALL well under the -j asked for) from a tool that
-# does not scale.
-best_of() {
-  local best="" cpu="" wall used
-  for ((r = 0; r < RUNS; r++)); do
-    /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" > /dev/null
-    read -r wall user sys < "$WORK/time"
-    used=$(echo "$user + $sys" | bc -l)
-    if [[ -z $best ]] || (($(echo "$wall < $best" | bc -l))); then best=$wall cpu=$used; fi
-  done
-  echo "$best $cpu"
-}
-
 note "timing the tokenizer load (empty input)..."
-read -r STARTUP STARTUP_CPU < <(best_of "$TOOL" -q --tokenizer builtin:kimi-k2.5 "$WORK/empty.jsonl")
+read -r STARTUP STARTUP_CPU < <(bench_least "$RUNS" "$TOOL" -q --tokenizer builtin:kimi-k2.5 "$WORK/empty.jsonl")
 PROMPT_TOKENS=$("$TOOL" --tokenizer builtin:kimi-k2.5 -j 2 "$WORK/prompts.jsonl" 2>&1 >/dev/null |
   sed -n 's/.*wrote [0-9,]* (\([0-9,]*\) prompt tokens.*/\1/p' | tr -d ,)
 

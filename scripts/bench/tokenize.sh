@@ -108,23 +108,6 @@ while read -r name _ _ _ _ _ cpumbps _; do
   esac
 done < <(grep -E '^BenchmarkEncode(ColdCache)?/' "$WORK/go.txt")
 
-# best_of CMD...: "WALL CPU" in seconds, each the least of RUNS runs. The
-# tool's figures are a difference (a run less the load of a one-record run),
-# so each side is taken at its least disturbed: the CPU time of the fastest
-# run by the clock was a draw of its own, and a load drawn high once gave a
-# family 150 MB/s, drawn low 6x (at 20 copies, where the load was most of a
-# run's CPU time; see the header).
-best_of() {
-  local best="" cpu="" wall user sys c
-  for ((r = 0; r < RUNS; r++)); do
-    /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" > /dev/null
-    read -r wall user sys < "$WORK/time"
-    c=$(echo "$user + $sys" | bc -l)
-    if [[ -z $best ]] || (($(echo "$wall < $best" | bc -l))); then best=$wall; fi
-    if [[ -z $cpu ]] || (($(echo "$c < $cpu" | bc -l))); then cpu=$c; fi
-  done
-  echo "$best $cpu"
-}
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2f", b / s / 1e6; else print "-" }'; }
 ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.1fx", a / b; else print "-" }'; }
 field() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$2"; }
@@ -153,7 +136,7 @@ for fam in "${FAMILIES[@]}"; do
     IDS[$fam]="$( (diff "$WORK/ours.ids" "$WORK/ref.ids" || true) | grep -c '^<' || true) of $TEXTS differ"
   fi
   note "$fam: tokenize-prompts -j 1 and -j 2 ($RUNS rounds)..."
-  read -r load load_cpu < <(best_of "$TOOL" -q --template none --tokenizer "$model" "$WORK/first.jsonl")
+  read -r load load_cpu < <(bench_least "$RUNS" "$TOOL" -q --template none --tokenizer "$model" "$WORK/first.jsonl")
   LOAD[$fam]=$load
   read -r w1 c1 w2 c2 "SPEEDUP[$fam]" "SPREAD[$fam]" < <(bench_jobs_rounds "$RUNS" "$load" \
     "$TOOL" -q -j '{j}' --template none --tokenizer "$model" "$WORK/copies.jsonl")
