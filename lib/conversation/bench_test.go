@@ -10,6 +10,7 @@ import (
 	"github.com/synthpipe/synthpipe/lib/chat"
 	"github.com/synthpipe/synthpipe/lib/chattemplate"
 	"github.com/synthpipe/synthpipe/lib/cputime"
+	"github.com/synthpipe/synthpipe/lib/tokenizer"
 )
 
 // benchTurns is the number of assistant turns of the conversation the
@@ -56,8 +57,15 @@ func benchConversation(b *testing.B) (*Source, []answerformat.Answer) {
 // MessageCache (its loops replay what they wrote for the messages the last
 // prompt held) and encoded from where it parts from the last one;
 // incremental-render only renders, as incremental does (its share of
-// incremental); whole renders every prompt from scratch and encodes it
-// from its start; render only renders, from scratch. cpu-ns/op is the CPU
+// incremental); incremental-encode only encodes, each prompt from the last
+// one's ids (the prompts rendered before timing; it finds where a prompt
+// parts from the last by comparing them, which incremental is told), and
+// first-encode encodes the first prompt alone: what encoding costs apart
+// from the template, and how much of it the first prompt's document takes;
+// whole renders every prompt from scratch and encodes it from its start;
+// render only renders, from scratch; walk builds no prompt, only walks the
+// conversation (adding each answer to it), which every way above does too.
+// cpu-ns/op is the CPU
 // time the process spent per op, the garbage collector's included: on a
 // busy machine, a steadier measure than the wall time of ns/op.
 func BenchmarkTurnPrompts(b *testing.B) {
@@ -66,10 +74,22 @@ func BenchmarkTurnPrompts(b *testing.B) {
 		b.Fatal(err)
 	}
 	src, answers := benchConversation(b)
+	// texts are the conversation's prompts, turn by turn.
+	var texts []string
+	w := src.Walk(Options{})
+	for _, a := range answers {
+		text, err := m.Render(w.Messages(), w.Tools(), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		texts = append(texts, text)
+		w.Add(Turn{Answer: a, FinishReason: "stop", PromptTokens: 1})
+	}
 	// turns is what a conversation keeps from one turn to the next.
 	type turns struct {
 		prompts chat.TurnPrompts
 		cache   chattemplate.MessageCache
+		last    *tokenizer.Encoding
 	}
 	ways := []struct {
 		name   string
@@ -86,6 +106,16 @@ func BenchmarkTurnPrompts(b *testing.B) {
 			})
 			return len(text), err
 		}},
+		{"incremental-encode", func(p *turns, w *Walk) (int, error) {
+			p.last = m.Tok.ExtendOver(p.last, texts[len(w.Turns())])
+			return len(p.last.IDs), nil
+		}},
+		{"first-encode", func(_ *turns, w *Walk) (int, error) {
+			if len(w.Turns()) > 0 {
+				return 1, nil
+			}
+			return len(m.Encode(texts[0])), nil
+		}},
 		{"whole", func(_ *turns, w *Walk) (int, error) {
 			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(m.Encode(text)), err
@@ -94,6 +124,7 @@ func BenchmarkTurnPrompts(b *testing.B) {
 			text, err := m.Render(w.Messages(), w.Tools(), true)
 			return len(text), err
 		}},
+		{"walk", func(*turns, *Walk) (int, error) { return 1, nil }},
 	}
 	for _, way := range ways {
 		b.Run(way.name, func(b *testing.B) {

@@ -11,7 +11,9 @@
 # all of generate's samples; the garbage collection its allocations cause is
 # not counted in it. Its columns: JSON (decoding the new messages, part of
 # render), render, encode. Then BenchmarkTurnPrompts: CPU per
-# conversation, encoding each prompt from the last one's and encoding it whole.
+# conversation, encoding each prompt from the last one's and encoding it whole,
+# and how the step splits into rendering and encoding (the first prompt's and
+# the later turns').
 # Run from anywhere: bash scripts/bench/turncost.sh
 # Settings (environment): BENCH_TURNCOST_CONVS (default 256),
 # BENCH_TURNCOST_TURNS (user turns per conversation, default 20),
@@ -67,10 +69,20 @@ printf 'prompt: the whole step (render, encode); the median run: %s%% (%s of %s 
   "$share" "$prepare" "$total" "$(bench_load)"
 
 note "BenchmarkTurnPrompts (one op: a conversation of 20 turns)..."
-go test ./lib/conversation/ -run '^$' -bench 'TurnPrompts/(incremental|whole)$' -benchmem -count 1 | tee "$WORK/bench.txt" | grep '^Benchmark'
-nsop() { awk -v b="$1" '$1 ~ "/" b "-" { print $3 }' "$WORK/bench.txt"; }
+go test ./lib/conversation/ -run '^$' -bench 'TurnPrompts/(incremental|incremental-render|incremental-encode|first-encode|whole|walk)$' \
+  -benchmem -count 1 | tee "$WORK/bench.txt" | grep '^Benchmark'
+nsop() { awk -v b="$1" '$1 ~ "/" b "-[0-9]+$" { print $3 }' "$WORK/bench.txt"; }
 inc="$(nsop incremental)"
 whole="$(nsop whole)"
+# Each way's time less the walk's (adding the answers to the conversation),
+# which every way spends: what the prompt step splits into, and the part of
+# it no template engine can take away, encoding the text each turn adds.
+awk -v inc="$inc" -v r="$(nsop incremental-render)" -v e="$(nsop incremental-encode)" \
+  -v f="$(nsop first-encode)" -v w="$(nsop walk)" 'BEGIN {
+  step = inc - w
+  printf "a conversation'"'"'s prompt step, %.0f us: rendering %.0f us (%.0f%%), encoding %.0f us (%.0f%%),", step / 1e3, (r - w) / 1e3, 100 * (r - w) / step, (e - w) / 1e3, 100 * (e - w) / step
+  printf " of which the first prompt %.0f us and the text the later turns add %.0f us (%.0f%% of the step)\n", (f - w) / 1e3, (e - f) / 1e3, 100 * (e - f) / step
+}'
 
 bench_line turncost/prompt-share "\`generate --turns all\`, $CONVS conversations of $TURNS turns: rendering and tokenizing each turn's prompt, share of generate's CPU (median of $RUNS runs)" \
   "$share% ($prepare ms)" "generate's CPU $total ms" "$share% of generate's CPU" "< 5%"
