@@ -61,16 +61,24 @@ bench_line() {
 # bench_median: the median of the numbers on stdin, one a line.
 bench_median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# bench_time N OUT ERR CMD...: runs CMD N times (stdout to OUT, stderr to ERR)
-# and prints "WALL CPU", the median of each in seconds (CPU: user + sys). The
-# shell's time keyword measures to the millisecond. Fails when CMD fails.
+# bench_once OUT ERR CMD...: runs CMD once (stdout to OUT, stderr to ERR)
+# and prints "WALL CPU" in seconds (CPU: user + sys). The shell's time
+# keyword measures to the millisecond. Fails, showing ERR, when CMD fails.
+bench_once() {
+  local out=$1 err=$2 TIMEFORMAT='%3R %3U %3S' t
+  shift 2
+  t="$({ time "$@" >"$out" 2>"$err"; } 2>&1)" || { cat "$err" >&2; return 1; }
+  awk '{ print $1, $2 + $3 }' <<<"$t"
+}
+
+# bench_time N OUT ERR CMD...: runs CMD N times (bench_once) and prints
+# "WALL CPU", the median of each. Fails when CMD fails.
 bench_time() {
-  local n=$1 out=$2 err=$3 i walls="" cpus="" TIMEFORMAT='%3R %3U %3S' t
+  local n=$1 out=$2 err=$3 i walls="" cpus="" t
   shift 3
   for ((i = 0; i < n; i++)); do
-    t="$({ time "$@" >"$out" 2>"$err"; } 2>&1)" || { cat "$err" >&2; return 1; }
-    walls+="$(awk '{ print $1 }' <<<"$t")"$'\n'
-    cpus+="$(awk '{ print $2 + $3 }' <<<"$t")"$'\n'
+    t="$(bench_once "$out" "$err" "$@")" || return 1
+    walls+="${t% *}"$'\n' cpus+="${t#* }"$'\n'
   done
   printf '%s %s\n' "$(printf '%s' "$walls" | bench_median)" "$(printf '%s' "$cpus" | bench_median)"
 }
@@ -78,25 +86,27 @@ bench_time() {
 # bench_least_of A [B]: the lesser of two numbers, A when B is empty.
 bench_least_of() { awk -v a="$1" -v b="${2:-}" 'BEGIN { print (b == "" || a + 0 < b + 0) ? a : b }'; }
 
+# bench_less_load T LOAD: the seconds T less LOAD (a tool's start-up, timed
+# apart), at least 0.001 so that a ratio of them stays finite.
+bench_less_load() { awk -v t="$1" -v l="$2" 'BEGIN { d = t - l; if (d < 0.001) d = 0.001; print d }'; }
+
 # bench_least N CMD...: "WALL CPU" in seconds, each the least of N runs of
-# CMD (CPU: user + system). For a time that is taken out of others (a tool's
-# load, timed on a one-record input): it is taken at its least disturbed, and
-# the CPU time apart from the wall time, since the CPU time of the fastest
-# run by the clock is a draw of its own (a load drawn high once gave a family
-# 150 MB/s in scripts/bench/tokenize.sh, drawn low 6x, at 20 copies of its
-# corpus, where the load was most of a run's CPU time).
+# CMD (bench_once, stdout discarded). For a time that is taken out of others
+# (a tool's load, timed on a one-record input): it is taken at its least
+# disturbed, and the CPU time apart from the wall time, since the CPU time of
+# the fastest run by the clock is a draw of its own (a load drawn high once
+# gave a family 150 MB/s in scripts/bench/tokenize.sh, drawn low 6x, at 20
+# copies of its corpus, where the load was most of a run's CPU time).
 bench_least() {
-  local n=$1 r wall user sys least_wall="" least_cpu="" t
+  local n=$1 r t wall="" cpu="" err
   shift
-  t="$(mktemp)"
+  err="$(mktemp)"
   for ((r = 0; r < n; r++)); do
-    /usr/bin/time -f '%e %U %S' -o "$t" "$@" >/dev/null || { rm -f "$t"; return 1; }
-    read -r wall user sys <"$t"
-    least_wall=$(bench_least_of "$wall" "$least_wall")
-    least_cpu=$(bench_least_of "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$least_cpu")
+    t="$(bench_once /dev/null "$err" "$@")" || { rm -f "$err"; return 1; }
+    wall=$(bench_least_of "${t% *}" "$wall") cpu=$(bench_least_of "${t#* }" "$cpu")
   done
-  rm -f "$t"
-  echo "$least_wall $least_cpu"
+  rm -f "$err"
+  echo "$wall $cpu"
 }
 
 # bench_jobs_rounds N LOAD CMD...: how much faster CMD runs with -j 2 than
@@ -106,28 +116,27 @@ bench_least() {
 # against the fastest -j 2 of the next read anything from 1.7x to 2.1x on the
 # same code, and a round's pair is the fairest ratio there is. Prints
 # "J1_WALL J1_CPU J2_WALL J2_CPU SPEEDUP LEAST-MOST" in seconds: each side's
-# least wall and least CPU time (user + system) of its N runs, the median
-# round's (j1 - LOAD) / (j2 - LOAD) by the wall clock, LOAD being the
-# seconds both spend before their first record (0 for none), and the least
-# and greatest round's, so that a reader sees how far one round strays.
+# least wall and least CPU time of its N runs (bench_once, stdout
+# discarded), the median round's (j1 - LOAD) / (j2 - LOAD) by the wall
+# clock, LOAD being the seconds both spend before their first record (0 for
+# none), and the least and greatest round's, so that a reader sees how far
+# one round strays.
 bench_jobs_rounds() {
-  local n=$1 load=$2 r j a wall user sys ratios="" w1 w2 t
-  local -A least_wall least_cpu
+  local n=$1 load=$2 r j a t ratios="" err
+  local -A wall cpu round
   shift 2
-  t="$(mktemp)"
+  err="$(mktemp)"
   for ((r = 0; r < n; r++)); do
     for j in $( ((r % 2 == 0)) && echo "1 2" || echo "2 1"); do
       local cmd=()
       for a in "$@"; do cmd+=("${a//\{j\}/$j}"); done
-      /usr/bin/time -f '%e %U %S' -o "$t" "${cmd[@]}" >/dev/null || { rm -f "$t"; return 1; }
-      read -r wall user sys <"$t"
-      least_wall[$j]=$(bench_least_of "$wall" "${least_wall[$j]:-}")
-      least_cpu[$j]=$(bench_least_of "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "${least_cpu[$j]:-}")
-      if ((j == 1)); then w1=$wall; else w2=$wall; fi
+      t="$(bench_once /dev/null "$err" "${cmd[@]}")" || { rm -f "$err"; return 1; }
+      wall[$j]=$(bench_least_of "${t% *}" "${wall[$j]:-}") cpu[$j]=$(bench_least_of "${t#* }" "${cpu[$j]:-}")
+      round[$j]="${t% *}"
     done
-    ratios+="$(awk -v a="$w1" -v b="$w2" -v l="$load" 'BEGIN { a -= l; b -= l; if (b < 0.001) b = 0.001; print a / b }')"$'\n'
+    ratios+="$(awk -v a="$(bench_less_load "${round[1]}" "$load")" -v b="$(bench_less_load "${round[2]}" "$load")" 'BEGIN { print a / b }')"$'\n'
   done
-  rm -f "$t"
-  printf '%s %s %s %s %.2f %s\n' "${least_wall[1]}" "${least_cpu[1]}" "${least_wall[2]}" "${least_cpu[2]}" \
+  rm -f "$err"
+  printf '%s %s %s %s %.2f %s\n' "${wall[1]}" "${cpu[1]}" "${wall[2]}" "${cpu[2]}" \
     "$(printf '%s' "$ratios" | bench_median)" "$(printf '%s' "$ratios" | sort -g | awk 'NR == 1 { l = $1 } { m = $1 } END { printf "%.2f-%.2f", l, m }')"
 }

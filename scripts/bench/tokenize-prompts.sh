@@ -51,8 +51,7 @@ printf 'tokenizer load (builtin:kimi-k2.5): %.2f s; cores: %s; load average: %s\
   "$STARTUP" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %8s %10s %12s %8s %12s %8s\n' jobs "wall s" "steady s" "records/s" "MB/s" "tokens/s" "cores"
 for j in 1 2; do
-  steady=$(echo "${WALL[$j]} - $STARTUP" | bc -l)
-  if (($(echo "$steady <= 0" | bc -l))); then steady=0.001; fi
+  steady=$(bench_less_load "${WALL[$j]}" "$STARTUP")
   printf '%-6s %8.2f %10.2f %12.0f %8.2f %12.0f %8.2f\n' "-j $j" "${WALL[$j]}" "$steady" \
     "$(echo "$RECORDS / $steady" | bc -l)" "$(echo "$BYTES / 1000000 / $steady" | bc -l)" \
     "$(echo "$PROMPT_TOKENS / $steady" | bc -l)" \
@@ -60,7 +59,7 @@ for j in 1 2; do
 done
 echo "(each side's fastest of $RUNS runs; cores: CPU time over steady wall time; on a machine busy with other work it stays below -j)"
 echo "-j 2 against -j 1: ${SPEEDUP}x, the median of $RUNS rounds of the two back to back (rounds: $SPREAD)"
-s1=$(echo "${WALL[1]} - $STARTUP" | bc -l) s2=$(echo "${WALL[2]} - $STARTUP" | bc -l)
+s1=$(bench_less_load "${WALL[1]}" "$STARTUP") s2=$(bench_less_load "${WALL[2]}" "$STARTUP")
 bench_line tokenize-prompts/j2 "tokenize-prompts, bundled prompts rendered (Kimi-K2.5), -j 2 against -j 1" \
   "-j 2 $(printf '%.2f' "$s2") s steady wall" "-j 1 $(printf '%.2f' "$s1") s steady wall" \
   "${SPEEDUP}x -j 1's speed (median of $RUNS rounds; $SPREAD)" ">= 1.8x idle"

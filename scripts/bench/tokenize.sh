@@ -115,7 +115,6 @@ field() { sed -E "s/.*\"$1\":([0-9.]+).*/\1/" <<<"$2"; }
 # The tool's figures leave out loading the tokenizer (timed on a one-record
 # input and subtracted), as the reference's leave out Tokenizer.fromFile.
 head -n 1 "$WORK/texts.jsonl" > "$WORK/first.jsonl"
-steady() { awk -v w="$1" -v l="$2" 'BEGIN { d = w - l; if (d < 0.001) d = 0.001; print d }'; }
 
 declare -A T1 T1_CPU T2 T2_CPU SPEEDUP SPREAD R1 R1_CPU RN RN_CPU IDS LOAD
 for fam in "${FAMILIES[@]}"; do
@@ -140,8 +139,8 @@ for fam in "${FAMILIES[@]}"; do
   LOAD[$fam]=$load
   read -r w1 c1 w2 c2 "SPEEDUP[$fam]" "SPREAD[$fam]" < <(bench_jobs_rounds "$RUNS" "$load" \
     "$TOOL" -q -j '{j}' --template none --tokenizer "$model" "$WORK/copies.jsonl")
-  T1[$fam]=$(steady "$w1" "$load") T1_CPU[$fam]=$(steady "$c1" "$load_cpu")
-  T2[$fam]=$(steady "$w2" "$load") T2_CPU[$fam]=$(steady "$c2" "$load_cpu")
+  T1[$fam]=$(bench_less_load "$w1" "$load") T1_CPU[$fam]=$(bench_less_load "$c1" "$load_cpu")
+  T2[$fam]=$(bench_less_load "$w2" "$load") T2_CPU[$fam]=$(bench_less_load "$c2" "$load_cpu")
 done
 
 echo
